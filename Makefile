@@ -1,0 +1,37 @@
+# Set-up and everyday commands. Needs only Python 3.11+, pip and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench schemas clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## run: serve the embedded default profile on 127.0.0.1:8888 (no cluster needed)
+run: $(STAMP)
+	$(BIN)/python -m app serve
+
+## test: lint, type-check and run every test (unit, api, e2e against the real server)
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff format --check app tests bench
+	$(BIN)/mypy --strict app
+
+## bench: latency and throughput of filter/prioritize through the real server (prints figures)
+bench: $(STAMP)
+	$(BIN)/python bench/bench_http.py
+
+## schemas: regenerate schemas/ from the wire models and the configuration model
+schemas: $(STAMP)
+	$(BIN)/python -m app schemas --out schemas
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

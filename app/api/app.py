@@ -1,0 +1,205 @@
+"""The FastAPI application: the four verbs per profile, health, readiness, version and metrics.
+
+Routes: ``POST /{verb}`` (the default profile) and ``POST /{profile}/{verb}`` for ``filter``,
+``prioritize``, ``preempt`` and ``bind``; ``GET /healthz``, ``/readyz``, ``/version``,
+``/metrics``. Request bodies are read as bytes whatever the Content-Type (``curl -d @file``
+works) and decoded once by :mod:`app.codec`; bodies over ``server.maxRequestBytes`` get 413.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app import __version__
+from app.api.metrics import Metrics
+from app.extender import models
+from app.framework.runtime import FilterOutcome
+from app.framework.status import Code
+from app.service import Answer, ExtenderService, error_answer
+
+log = logging.getLogger(__name__)
+
+_JSON = "application/json"
+_VERB_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
+    "filter": (models.ExtenderArgs, models.ExtenderFilterResult),
+    "prioritize": (models.ExtenderArgs, models.HostPriorityList),
+    "preempt": (models.ExtenderPreemptionArgs, models.ExtenderPreemptionResult),
+    "bind": (models.ExtenderBindingArgs, models.ExtenderBindingResult),
+}
+_VERB_DOCS = {
+    "filter": "Filter: which of the candidate nodes the pod may run on (ExtenderArgs -> ExtenderFilterResult).",
+    "prioritize": "Prioritize: a 0..10 score per node (ExtenderArgs -> HostPriorityList, a bare array).",
+    "preempt": "Preempt: the candidate nodes and victims this extender accepts, always as UIDs.",
+    "bind": "Bind: bind the pod to the node (ExtenderBindingArgs -> ExtenderBindingResult).",
+}
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The whole request body, or ``None`` when it exceeds ``limit`` bytes (checked against
+    Content-Length first, then while streaming, so an oversized body is never buffered)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _count_filter(metrics: Metrics, profile: str, outcome: FilterOutcome) -> None:
+    rejected: dict[tuple[str, str], int] = {}
+    passed = 0
+    for status in outcome.statuses:
+        if status.code is Code.SUCCESS:
+            passed += 1
+        else:
+            key = (
+                status.plugin,
+                "Unschedulable" if status.code is Code.UNSCHEDULABLE else "UnschedulableAndUnresolvable",
+            )
+            rejected[key] = rejected.get(key, 0) + 1
+    if passed:
+        metrics.filter_nodes.labels(profile, "", "Passed").inc(passed)
+    for (plugin, result), n in rejected.items():
+        metrics.filter_nodes.labels(profile, plugin, result).inc(n)
+    for plugin, n in outcome.ignored_errors.items():
+        metrics.filter_nodes.labels(profile, plugin, "IgnoredError").inc(n)
+    if outcome.error:
+        metrics.filter_nodes.labels(profile, outcome.error.split(":", 1)[0], "Error").inc()
+
+
+def create_app(service: ExtenderService) -> FastAPI:
+    """Build the ASGI app serving ``service``'s profiles."""
+    app = FastAPI(
+        title="Kubernetes scheduler extender",
+        version=__version__,
+        description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
+    )
+    metrics = Metrics()
+    app.state.service = service
+    app.state.metrics = metrics
+    limit = service.config.server.max_request_bytes
+
+    async def handle(request: Request, verb: str, profile: str | None) -> Response:
+        target = service.resolve(profile, verb)
+        label = profile if profile is not None else (service.default_profile or "")
+        if isinstance(target, Answer):
+            answer = target
+        else:
+            body = await read_body(request, limit)
+            started = time.perf_counter()
+            if body is None:
+                answer = error_answer(verb, 413, f"request body exceeds server.maxRequestBytes ({limit} bytes)")
+            else:
+                try:
+                    answer = await _dispatch(verb, target, body)
+                except Exception as exc:  # a bug of ours or a plugin's: never a stack trace on the wire
+                    log.exception("%s on profile %s failed", verb, label)
+                    answer = error_answer(verb, 500, f"internal error: {type(exc).__name__}: {exc}")
+            metrics.duration.labels(label, verb).observe(time.perf_counter() - started)
+        metrics.requests.labels(label, verb, str(answer.status)).inc()
+        return Response(content=answer.body, status_code=answer.status, media_type=_JSON)
+
+    async def _dispatch(verb: str, framework: Any, body: bytes) -> Answer:
+        if verb == "filter":
+            answer, outcome = service.filter(framework, body)
+            if outcome is not None:
+                _count_filter(metrics, framework.profile, outcome)
+            return answer
+        if verb == "prioritize":
+            return service.prioritize(framework, body)[0]
+        if verb == "preempt":
+            return service.preempt(framework, body)
+        return await service.bind(framework, body)
+
+    def make_routes(
+        verb: str,
+    ) -> tuple[Callable[[Request], Awaitable[Response]], Callable[..., Awaitable[Response]]]:
+        async def default_route(request: Request) -> Response:
+            return await handle(request, verb, None)
+
+        async def profile_route(request: Request, profile: str) -> Response:
+            return await handle(request, verb, profile)
+
+        return default_route, profile_route
+
+    for verb, (request_model, result_model) in _VERB_MODELS.items():
+        default_route, profile_route = make_routes(verb)
+        extra = {
+            "requestBody": {
+                "required": True,
+                "content": {_JSON: {"schema": {"$ref": f"#/components/schemas/{request_model.__name__}"}}},
+            }
+        }
+        responses: dict[int | str, dict[str, Any]] = {
+            200: {
+                "description": f"{result_model.__name__}",
+                "content": {_JSON: {"schema": {"$ref": f"#/components/schemas/{result_model.__name__}"}}},
+            },
+            400: {"description": "malformed body; the verb's result type carries Error"},
+            404: {"description": "unknown profile, or a verb the profile does not serve"},
+            413: {"description": "body larger than server.maxRequestBytes"},
+            500: {"description": "a fail-closed plugin erred (prioritize, preempt) or an internal error"},
+        }
+        for path, endpoint in ((f"/{verb}", default_route), (f"/{{profile}}/{verb}", profile_route)):
+            app.add_api_route(
+                path,
+                endpoint,
+                methods=["POST"],
+                summary=_VERB_DOCS[verb],
+                openapi_extra=extra,
+                responses=responses,
+                response_class=Response,
+                name=f"{verb}{'_profile' if '{profile}' in path else ''}",
+                tags=["extender"],
+            )
+
+    @app.get("/healthz", response_class=PlainTextResponse, tags=["health"])
+    async def healthz() -> str:
+        """Liveness: the process answers."""
+        return "ok"
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz() -> JSONResponse:
+        """Readiness: 200 when every profile can answer (no profile needs cluster state yet)."""
+        return JSONResponse({"status": "ready", "profiles": list(service.frameworks)})
+
+    @app.get("/version", tags=["health"])
+    async def version() -> dict[str, str]:
+        """The service's version and runtime."""
+        return {"version": __version__, "python": platform.python_version()}
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics_route() -> Response:
+        """Prometheus metrics (text exposition format)."""
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for request_model, result_model in _VERB_MODELS.values():
+                for model in (request_model, result_model):
+                    model_schema = model.model_json_schema(
+                        by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
+                    )
+                    components.update(model_schema.pop("$defs", {}))
+                    components[model.__name__] = model_schema
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,280 @@
+"""Command line: ``python -m app serve | replay | validate | schemas`` (console script
+``scheduler-extender``).
+
+- ``serve [--config F] [--host H] [--port P]``: run the service (embedded default without --config).
+- ``replay [--config F] [--profile P] [--verb V] BODY.json``: run a recorded request body through a
+  profile offline and print a per-node table of verdicts, reasons and scores.
+- ``validate F``: check a configuration file; exit 1 with every problem and its field path.
+- ``schemas [--out DIR]``: write the JSON Schemas of the wire types and the configuration.
+
+Exit codes: 0 success, 1 invalid configuration or input, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from app import codec
+from app.config import ConfigError, Configuration, build_framework, load_config
+from app.framework.registry import Registry
+from app.framework.runtime import Framework, FrameworkError
+from app.framework.status import Code
+from app.plugins import default_registry
+from app.service import ExtenderService
+
+
+def build_service(config_path: str | None, registry: Registry | None = None) -> ExtenderService:
+    """Load the configuration (``None``: the embedded default) and build every profile's framework.
+
+    Raises :class:`ConfigError`.
+    """
+    registry = registry or default_registry()
+    config = load_config(config_path, registry)
+    return ExtenderService(config, {p.name: build_framework(p, registry) for p in config.profiles})
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.api import create_app
+
+    service = build_service(args.config)
+    server = service.config.server
+    host = args.host or server.host
+    port = args.port if args.port is not None else server.port
+    logging.basicConfig(
+        level=server.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    tls: dict[str, Any] = {}
+    if server.tls is not None:
+        import ssl
+
+        tls = {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
+        if server.tls.client_ca_file:
+            tls |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
+    logging.getLogger(__name__).info(
+        "serving profiles %s on %s:%s (default profile: %s)",
+        ", ".join(service.frameworks),
+        host,
+        port,
+        service.default_profile or "none",
+    )
+    uvicorn.run(
+        create_app(service),
+        host=host,
+        port=port,
+        workers=1,  # the state (and later the cluster cache) lives in-process: scale with replicas
+        log_level=server.log_level,
+        access_log=server.access_log,
+        server_header=False,
+        **tls,
+    )
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    service = build_service(args.config)
+    config = service.config
+    print(f"{args.config}: valid ({len(config.profiles)} profile(s))")
+    for profile in config.profiles:
+        ext = profile.extender
+        print(
+            f"  {profile.name}: verbs {', '.join(ext.verbs)}; nodeCacheCapable {str(ext.node_cache_capable).lower()}; "
+            f"filter [{', '.join(p.name for p in profile.plugins.filter)}] "
+            f"score [{', '.join(p.name for p in profile.plugins.score)}]"
+        )
+    return 0
+
+
+def _framework(service: ExtenderService, profile: str | None) -> Framework:
+    name = profile or service.default_profile
+    if name is None or name not in service.frameworks:
+        raise SystemExit(f"error: choose a profile with --profile ({', '.join(service.frameworks)})")
+    return service.frameworks[name]
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    service = build_service(args.config)
+    framework = _framework(service, args.profile)
+    body = Path(args.body).read_bytes()
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        print(f"error: {args.body} is not JSON: {exc}", file=sys.stderr)
+        return 1
+    keys = {k.casefold() for k in doc} if isinstance(doc, dict) else set()
+    if keys & {"nodenametovictims", "nodenametometavictims"}:
+        return _replay_preempt(framework, body)
+    if "podname" in keys:
+        print("error: bind bodies are not replayed offline (binding needs a cluster)", file=sys.stderr)
+        return 1
+    return _replay_args(framework, body, args.verb)
+
+
+def _replay_args(framework: Framework, body: bytes, verb: str) -> int:
+    try:
+        view = codec.decode_extender_args(body, keep_raw=False)
+    except codec.DecodeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    pod, nodes = view.pod, view.nodes
+    print(
+        f"pod {pod.key()}  profile {framework.profile}  nodes {len(nodes)}  mode "
+        f"{'NodeNames (nodeCacheCapable: true)' if view.node_names else 'Nodes (nodeCacheCapable: false)'}"
+    )
+    verdicts = ["-"] * len(nodes)
+    reasons = [""] * len(nodes)
+    feasible = list(range(len(nodes)))
+    if verb in ("filter", "all"):
+        outcome = framework.run_filter(pod, nodes)
+        if outcome.error:
+            print(f"filter answers Error: {outcome.error}")
+            return 0
+        feasible = []
+        for i, status in enumerate(outcome.statuses):
+            if status.code is Code.SUCCESS:
+                verdicts[i] = "pass"
+                feasible.append(i)
+            else:
+                verdicts[i] = "Unschedulable" if status.code is Code.UNSCHEDULABLE else "UnschedulableAndUnresolvable"
+                reasons[i] = f"{status.plugin}: {status.message}"
+        for plugin, n in outcome.ignored_errors.items():
+            print(f"note: {plugin} erred on {n} node(s), ignored (failurePolicy Ignore)")
+    scores: dict[int, str] = {}
+    plugin_cols: list[str] = []
+    per_plugin: dict[str, dict[int, int]] = {}
+    if verb in ("prioritize", "all") and feasible:
+        subset = [nodes[i] for i in feasible]
+        try:
+            scored = framework.run_score(pod, subset)
+        except FrameworkError as exc:
+            print(f"prioritize answers HTTP 500: {exc}")
+            scored = None
+        if scored is not None:
+            for plugin, why in scored.skipped.items():
+                print(f"note: {plugin} did not score: {why}")
+            plugin_cols = list(scored.plugin_scores)
+            for plugin, values in scored.plugin_scores.items():
+                per_plugin[plugin] = {feasible[j]: v for j, v in enumerate(values)}
+            scores = {feasible[j]: str(s) for j, s in enumerate(scored.scores)}
+    rows = []
+    for i, node in enumerate(nodes):
+        rows.append(
+            [
+                node.name,
+                verdicts[i],
+                *(str(per_plugin[p].get(i, "")) for p in plugin_cols),
+                scores.get(i, ""),
+                reasons[i],
+            ]
+        )
+    header = ["NODE", "FILTER", *(f"{p}(0-100)" for p in plugin_cols), "SCORE(0-10)", "REASON"]
+    print(_table(rows, header))
+    if verb in ("filter", "all"):
+        print(f"{len(feasible)}/{len(nodes)} nodes pass")
+    return 0
+
+
+def _replay_preempt(framework: Framework, body: bytes) -> int:
+    try:
+        view = codec.decode_preemption_args(body)
+        result = framework.run_preemption(view.pod, view.candidates)
+    except codec.DecodeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except FrameworkError as exc:
+        print(f"preempt answers HTTP 500: {exc}")
+        return 0
+    print(f"preemptor {view.pod.key()} (priority {view.pod.priority})  profile {framework.profile}")
+    rows = []
+    for node, victims in view.candidates.items():
+        kept = result.get(node)
+        rows.append(
+            [
+                node,
+                str(len(victims.pods)),
+                str(len(kept.pods)) if kept else "-",
+                str(kept.num_pdb_violations) if kept else "-",
+                "kept" if kept else "dropped",
+            ]
+        )
+    print(_table(rows, ["NODE", "VICTIMS IN", "VICTIMS OUT", "PDB VIOLATIONS", "CANDIDATE"]))
+    return 0
+
+
+def write_schemas(out: Path) -> list[Path]:
+    """Write one JSON Schema file per wire type and one for the configuration; returns the paths."""
+    from app.extender import models
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    wire: Sequence[Any] = (
+        models.ExtenderArgs,
+        models.ExtenderFilterResult,
+        models.HostPriorityList,
+        models.ExtenderPreemptionArgs,
+        models.ExtenderPreemptionResult,
+        models.ExtenderBindingArgs,
+        models.ExtenderBindingResult,
+    )
+    for model in wire:
+        path = out / f"{model.__name__}.json"
+        path.write_text(json.dumps(model.model_json_schema(by_alias=True, mode="serialization"), indent=2) + "\n")
+        written.append(path)
+    path = out / "ExtenderConfiguration.json"
+    path.write_text(json.dumps(Configuration.model_json_schema(by_alias=True), indent=2) + "\n")
+    written.append(path)
+    return written
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    for path in write_schemas(Path(args.out)):
+        print(path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m app`` and the ``scheduler-extender`` script."""
+    parser = argparse.ArgumentParser(prog="scheduler-extender", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the extender service")
+    serve.add_argument("--config", help="configuration file (default: the embedded default)")
+    serve.add_argument("--host", help="listen address (overrides server.host)")
+    serve.add_argument("--port", type=int, help="listen port (overrides server.port)")
+    serve.set_defaults(func=_serve)
+    replay = sub.add_parser("replay", help="run a recorded request body through a profile offline")
+    replay.add_argument("body", help="ExtenderArgs or ExtenderPreemptionArgs JSON file")
+    replay.add_argument("--config", help="configuration file (default: the embedded default)")
+    replay.add_argument("--profile", help="profile name (default: the default profile)")
+    replay.add_argument("--verb", choices=["filter", "prioritize", "all"], default="all")
+    replay.set_defaults(func=_replay)
+    validate = sub.add_parser("validate", help="validate a configuration file")
+    validate.add_argument("config")
+    validate.set_defaults(func=_validate)
+    schemas = sub.add_parser("schemas", help="write JSON Schemas of the wire types and the configuration")
+    schemas.add_argument("--out", default="schemas")
+    schemas.set_defaults(func=_schemas)
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return result

@@ -1,0 +1,304 @@
+"""The service configuration: one YAML file in the style of a Kubernetes component config.
+
+::
+
+    apiVersion: config.scheduler-extender.dev/v1alpha1
+    kind: ExtenderConfiguration
+    server: {host: 127.0.0.1, port: 8888, maxRequestBytes: 268435456}
+    profiles:
+    - name: default
+      extender: {verbs: [filter, prioritize], weight: 1, nodeCacheCapable: false}
+      plugins: {filter: [{name: AnnotationNodeAffinity}], score: [{name: NodeResourcesAllocatable}]}
+      pluginConfig: [{name: NodeResourcesAllocatable, args: {mode: Most}}]
+
+Loading validates everything up front and fails with every problem at once, each prefixed by its
+field path (``profiles[0].plugins.score[1].weight: must be > 0``): unknown keys, unknown plugins,
+a plugin enabled at a point it does not implement, bad args, and kube-scheduler's own extender
+rules (``validateExtenders`` in pkg/scheduler/apis/config/validation/validation.go, PROTOCOL.md
+3.1): a positive weight with prioritize, at most one binder, valid and unique managed resources.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from app.framework.interfaces import EXTENSION_POINTS
+from app.framework.profile import PluginRef, Profile
+from app.framework.registry import Handle, Registry
+from app.framework.runtime import EnabledPlugin, Framework
+
+API_VERSION = "config.scheduler-extender.dev/v1alpha1"
+KIND = "ExtenderConfiguration"
+DEFAULT_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; ``problems`` lists each as ``field.path: message``."""
+
+    def __init__(self, problems: list[str], source: str = "") -> None:
+        self.problems = problems
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+
+
+class TLSConfig(_Model):
+    """Serve HTTPS with this certificate and key (PEM files); ``clientCAFile`` requires and
+    verifies client certificates (kube-scheduler's ``tlsConfig.certFile``/``keyFile``)."""
+
+    cert_file: str
+    key_file: str
+    client_ca_file: str | None = None
+
+
+class ServerConfig(_Model):
+    """Listen address, request limits and logging.
+
+    ``maxRequestBytes``: larger bodies get HTTP 413; the default (256 MiB) admits
+    kube-scheduler's largest real bodies (5000 full nodes are about 73 MB).
+    ``defaultProfile``: the profile that also answers at ``/{verb}`` (defaults to the only profile
+    when there is one).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8888, ge=0, le=65535)
+    max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+    tls: TLSConfig | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    access_log: bool = False
+    default_profile: str | None = None
+
+
+class Configuration(_Model):
+    """The whole service configuration (see the module doc)."""
+
+    api_version: Literal["config.scheduler-extender.dev/v1alpha1"]
+    kind: Literal["ExtenderConfiguration"]
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    profiles: list[Profile] = Field(min_length=1)
+
+    @property
+    def default_profile(self) -> str | None:
+        """The profile served at ``/{verb}``, if any."""
+        if self.server.default_profile:
+            return self.server.default_profile
+        return self.profiles[0].name if len(self.profiles) == 1 else None
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def _pydantic_problems(exc: pydantic.ValidationError, prefix: str = "") -> list[str]:
+    out = []
+    for err in exc.errors(include_url=False):
+        path = _loc(tuple(err["loc"]))
+        full = f"{prefix}.{path}" if prefix and path else (prefix or path)
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (keys are case-sensitive camelCase)"
+        out.append(f"{full}: {msg}" if full else msg)
+    return out
+
+
+def parse_config(data: Any, registry: Registry, source: str = "") -> Configuration:
+    """Validate a decoded YAML document against the schema and the registry.
+
+    Raises :class:`ConfigError` listing every problem found.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(["the document must be a mapping with apiVersion, kind and profiles"], source)
+    try:
+        config = Configuration.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(_pydantic_problems(exc), source) from exc
+    problems = validate_semantics(config, registry)
+    if problems:
+        raise ConfigError(problems, source)
+    return config
+
+
+def load_config(path: str | Path | None, registry: Registry) -> Configuration:
+    """Read and validate a configuration file; ``None`` loads the embedded default.
+
+    Raises :class:`ConfigError` (also for unreadable files and YAML syntax errors).
+    """
+    if path is None:
+        text = files("app").joinpath("default-config.yaml").read_text(encoding="utf-8")
+        source = "<embedded default>"
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError([f"cannot read the file: {exc.strerror}"], source) from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"not valid YAML: {exc}"], source) from exc
+    return parse_config(data, registry, source)
+
+
+# kube-scheduler's IsExtendedResourceName (pkg/apis/core/v1/helper/helpers.go) with
+# validation.IsQualifiedName (k8s.io/apimachinery/pkg/util/validation/validation.go)
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_qualified_name(value: str) -> bool:
+    """``validation.IsQualifiedName``: ``[prefix/]name``, a DNS-1123 subdomain prefix and a name of
+    at most 63 alphanumerics, ``-``, ``_`` or ``.`` starting and ending alphanumeric."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix) or value.count("/") > 1):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+
+
+def is_extended_resource_name(value: str) -> bool:
+    """``IsExtendedResourceName``: not native (it has a ``/`` and is outside ``kubernetes.io/``),
+    not prefixed ``requests.``, and ``requests.<name>`` is a qualified name."""
+    if "/" not in value or "kubernetes.io/" in value or value.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + value)
+
+
+def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
+    """Checks beyond the schema; returns problems as ``field.path: message``."""
+    problems: list[str] = []
+    names = [p.name for p in config.profiles]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            problems.append(f"profiles[{i}].name: duplicate profile name {name!r}")
+    if config.server.default_profile and config.server.default_profile not in names:
+        problems.append(f"server.defaultProfile: no profile is named {config.server.default_profile!r}")
+    binders = [i for i, p in enumerate(config.profiles) if "bind" in p.extender.verbs]
+    if len(binders) > 1:
+        problems.append(
+            f"profiles: found {len(binders)} profiles serving bind ({', '.join(names[i] for i in binders)}); "
+            "only one extender can implement bind"
+        )
+    seen_resources: dict[str, str] = {}
+    for i, profile in enumerate(config.profiles):
+        problems += _validate_profile(i, profile, registry, seen_resources)
+    return problems
+
+
+def _validate_profile(i: int, profile: Profile, registry: Registry, seen_resources: dict[str, str]) -> list[str]:
+    problems: list[str] = []
+    at = f"profiles[{i}]"
+    ext = profile.extender
+    if "prioritize" in ext.verbs and ext.weight <= 0:
+        problems.append(f"{at}.extender.weight: must have a positive weight applied to it")
+    for j, res in enumerate(ext.managed_resources):
+        where = f"{at}.extender.managedResources[{j}].name"
+        if not is_extended_resource_name(res.name):
+            problems.append(f"{where}: {res.name!r} is not a valid extended resource name")
+        elif res.name in seen_resources:
+            problems.append(f"{where}: duplicate extender managed resource name {res.name!r}")
+        else:
+            seen_resources[res.name] = at
+    points = {
+        "filter": profile.plugins.filter,
+        "score": profile.plugins.score,
+        "preemption": profile.plugins.preemption,
+        "bind": profile.plugins.bind,
+    }
+    for verb, point in (("filter", "filter"), ("prioritize", "score"), ("bind", "bind")):
+        if verb in ext.verbs and not points[point]:
+            problems.append(f"{at}.plugins.{point}: the profile serves {verb} but enables no {point} plugin")
+    enabled: set[str] = set()
+    for point, refs in points.items():
+        seen: set[str] = set()
+        for j, ref in enumerate(refs):
+            where = f"{at}.plugins.{point}[{j}]"
+            enabled.add(ref.name)
+            if ref.name in seen:
+                problems.append(f"{where}.name: {ref.name} is enabled twice at {point}")
+            seen.add(ref.name)
+            if ref.weight is not None and point != "score":
+                problems.append(f"{where}.weight: only score plugins take a weight")
+            if ref.weight is not None and ref.weight <= 0:
+                problems.append(f"{where}.weight: must be > 0")
+            entry = registry.get(ref.name)
+            if entry is None:
+                if ref.name in registry.load_errors:
+                    problems.append(f"{where}.name: plugin {ref.name} failed to load: {registry.load_errors[ref.name]}")
+                else:
+                    problems.append(
+                        f"{where}.name: unknown plugin {ref.name!r} (registered: {', '.join(registry.names())})"
+                    )
+            elif entry.needs_cluster:
+                problems.append(f"{where}.name: plugin {ref.name} needs cluster state, which is not configured")
+    configs: set[str] = set()
+    for j, pc in enumerate(profile.plugin_config):
+        where = f"{at}.pluginConfig[{j}]"
+        if pc.name in configs:
+            problems.append(f"{where}.name: duplicate pluginConfig for {pc.name}")
+        configs.add(pc.name)
+        if pc.name not in enabled:
+            problems.append(f"{where}.name: {pc.name} is not enabled at any extension point of this profile")
+            continue
+        entry = registry.get(pc.name)
+        if entry is None:
+            continue
+        if entry.args is None:
+            if pc.args:
+                problems.append(f"{where}.args: plugin {pc.name} takes no args")
+            continue
+        try:
+            entry.args.model_validate(pc.args)
+        except pydantic.ValidationError as exc:
+            problems += _pydantic_problems(exc, f"{where}.args")
+    if not problems:
+        try:
+            build_framework(profile, registry)
+        except (ValueError, TypeError) as exc:
+            problems.append(f"{at}.plugins: {exc}")
+    return problems
+
+
+def build_framework(profile: Profile, registry: Registry) -> Framework:
+    """Instantiate a validated profile's plugins (one instance per plugin, shared by all the
+    points it is enabled at) and return its :class:`Framework`.
+
+    Raises ``ValueError`` if a plugin does not implement a point it is enabled at, or a factory
+    rejects its args.
+    """
+    handle = Handle(profile=profile.name)
+    args_by_name = {pc.name: pc.args for pc in profile.plugin_config}
+    instances: dict[str, Any] = {}
+
+    def enabled(refs: list[PluginRef], point: str) -> list[EnabledPlugin]:
+        out = []
+        for ref in refs:
+            if ref.name not in instances:
+                entry = registry.get(ref.name)
+                if entry is None:
+                    raise ValueError(f"unknown plugin {ref.name!r}")
+                args = entry.args.model_validate(args_by_name.get(ref.name, {})) if entry.args else None
+                instances[ref.name] = entry.factory(args, handle)
+            plugin = instances[ref.name]
+            if not isinstance(plugin, EXTENSION_POINTS[point]):
+                raise ValueError(f"plugin {ref.name} does not implement the {point} extension point")
+            out.append(EnabledPlugin(ref.name, plugin, ref.weight or 1, ref.failure_policy == "Ignore"))
+        return out
+
+    return Framework(
+        profile.name,
+        enabled(profile.plugins.filter, "filter"),
+        enabled(profile.plugins.score, "score"),
+        enabled(profile.plugins.preemption, "preemption"),
+        enabled(profile.plugins.bind, "bind"),
+    )

@@ -1,0 +1,154 @@
+"""Profile models: which plugins run at which extension point, and the extender entry's settings.
+
+A profile is what one ``extenders:`` entry of kube-scheduler's ``KubeSchedulerConfiguration``
+talks to (DESIGN.md section 2). Keys are camelCase and matched case-sensitively, like
+kube-scheduler's own component config since v1beta1; unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+Verb = Literal["filter", "prioritize", "preempt", "bind"]
+FailurePolicy = Literal["Fail", "Ignore"]
+VERBS: tuple[Verb, ...] = ("filter", "prioritize", "preempt", "bind")
+_DEFAULT_VERBS: tuple[Verb, ...] = ("filter", "prioritize")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Parse a Go ``time.Duration`` string (``"5s"``, ``"1m30s"``, ``"500ms"``) into seconds.
+
+    Mirrors ``time.ParseDuration`` for non-negative durations; ``"0"`` is zero. Raises
+    ``ValueError`` on anything else.
+    """
+    text = text.strip()
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(text):
+        match = _DURATION_PART.match(text, pos)
+        if match is None:
+            raise ValueError(f"invalid duration {text!r}: use a Go duration such as '5s', '1m30s' or '500ms'")
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if not text:
+        raise ValueError("invalid duration '': use a Go duration such as '5s'")
+    return total
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, validate_default=True
+    )
+
+
+class PluginRef(_Model):
+    """A plugin enabled at one extension point.
+
+    ``weight`` (score only, > 0) weighs the plugin in the profile's weighted mean of scores.
+    ``failurePolicy``: what an ``ERROR`` from this plugin does. ``Fail`` (fail closed, the default):
+    filter answers ``Error`` and prioritize answers HTTP 500, so kube-scheduler applies the
+    extender's ``ignorable`` setting. ``Ignore`` (fail open): the plugin is skipped for that node
+    (filter) or for that request (score, preemption, bind), and the others decide.
+    """
+
+    name: str = Field(min_length=1)
+    weight: int | None = None
+    failure_policy: FailurePolicy = "Fail"
+
+
+class Plugins(_Model):
+    """Plugins per extension point, in the order they run. A filter plugin that also implements
+    PreFilter gets its PreFilter run first; a score plugin its PreScore and NormalizeScore."""
+
+    filter: list[PluginRef] = Field(default_factory=list)
+    score: list[PluginRef] = Field(default_factory=list)
+    preemption: list[PluginRef] = Field(default_factory=list)
+    bind: list[PluginRef] = Field(default_factory=list)
+
+
+class PluginConfig(_Model):
+    """Arguments of one plugin, validated by the plugin's own args model (``<Name>Args``)."""
+
+    name: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ManagedResource(_Model):
+    """``extenders[].managedResources[]``: an extended resource this extender manages.
+
+    With ``ignoredByScheduler: true`` kube-scheduler's NodeResourcesFit does not check it and this
+    extender must.
+    """
+
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+class ExtenderSettings(_Model):
+    """The fields of this profile's ``extenders:`` entry in ``KubeSchedulerConfiguration``.
+
+    ``verbs``: the verbs this profile serves (and the rendered entry names). ``weight``: the
+    extender's weight (kube-scheduler multiplies our 0..10 score by ``weight`` x 10).
+    ``httpTimeout``: a Go duration; kube-scheduler's default is 5s.
+    """
+
+    verbs: list[Verb] = Field(default_factory=lambda: list(_DEFAULT_VERBS), min_length=1)
+    weight: int = 1
+    node_cache_capable: bool = False
+    managed_resources: list[ManagedResource] = Field(default_factory=list)
+    ignorable: bool = False
+    http_timeout: str = "5s"
+
+    @field_validator("verbs")
+    @classmethod
+    def _unique_verbs(cls, verbs: list[Verb]) -> list[Verb]:
+        if len(set(verbs)) != len(verbs):
+            raise ValueError("verbs must not repeat")
+        return verbs
+
+    @field_validator("http_timeout")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if parse_duration(value) <= 0:
+            raise ValueError("must be a positive duration")
+        return value
+
+    @property
+    def http_timeout_seconds(self) -> float:
+        """``httpTimeout`` in seconds."""
+        return parse_duration(self.http_timeout)
+
+
+class Profile(_Model):
+    """One profile: served at ``/{name}/{verb}`` (and at ``/{verb}`` when it is the default)."""
+
+    name: str
+    extender: ExtenderSettings = Field(default_factory=ExtenderSettings)
+    plugins: Plugins = Field(default_factory=Plugins)
+    plugin_config: list[PluginConfig] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, name: str) -> str:
+        if len(name) > 63 or not _DNS_LABEL.match(name):
+            raise ValueError("must be a DNS-1123 label (lowercase letters, digits and '-', at most 63)")
+        if name in VERBS or name in (
+            "healthz",
+            "readyz",
+            "livez",
+            "metrics",
+            "version",
+            "docs",
+            "openapi.json",
+        ):
+            raise ValueError(f"{name!r} is reserved for a route of the service")
+        return name

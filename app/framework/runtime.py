@@ -1,0 +1,331 @@
+"""The framework runtime: runs a profile's plugins for each verb.
+
+Verb -> extension points (DESIGN.md section 3):
+
+- ``filter``: PreFilter once per pod, then Filter per node in profile order; the first non-success
+  status decides the node (kube-scheduler's ``RunFilterPlugins``).
+- ``prioritize``: PreScore, Score per node, NormalizeScore, then the weighted mean of the plugins'
+  0..100 scores, scaled to the extender range 0..``MaxExtenderPriority`` (10) and rounded half up.
+  kube-scheduler multiplies that by the extender ``weight`` x 10 (PROTOCOL.md 3.4).
+- ``preempt``: each preemption plugin in turn narrows the candidates (nodes and victims).
+- ``bind``: the first bind plugin that does not return ``SKIP`` decides.
+
+An ``ERROR`` status (or an exception) from a plugin follows that plugin's ``failurePolicy``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.framework.interfaces import (
+    BindPlugin,
+    FilterPlugin,
+    NormalizeScorePlugin,
+    Plugin,
+    PreemptionPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from app.framework.status import SUCCESS, Code, Status
+from app.framework.types import CycleState, NodeInfo, NodeScore, ObjectDecodeError, PodInfo, PodRef, Victims
+
+log = logging.getLogger(__name__)
+
+#: ``framework.MaxNodeScore``: the top of a Score plugin's range.
+MAX_NODE_SCORE = 100
+#: ``extenderv1.MaxExtenderPriority``: the top of the score range on the wire.
+MAX_EXTENDER_PRIORITY = 10
+
+
+class FrameworkError(Exception):
+    """A verb could not be answered because a fail-closed plugin returned ``ERROR``."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(f"{plugin}: {message}" if plugin else message)
+        self.plugin = plugin
+
+
+@dataclass(frozen=True)
+class EnabledPlugin:
+    """A plugin instance at one extension point, with its weight and failure policy."""
+
+    name: str
+    plugin: Plugin
+    weight: int = 1
+    fail_open: bool = False
+
+
+def _describe(exc: BaseException) -> str:
+    return f"plugin raised {type(exc).__name__}: {exc}"
+
+
+@dataclass
+class FilterOutcome:
+    """Result of :meth:`Framework.run_filter`.
+
+    ``statuses[i]`` is the verdict for ``nodes[i]`` (``SUCCESS`` for a node that passes, otherwise
+    the rejecting plugin's status). ``error`` is set when a fail-closed plugin errored; the node
+    verdicts are then meaningless. ``ignored_errors`` counts errors swallowed by fail-open plugins.
+    """
+
+    statuses: list[Status]
+    error: str = ""
+    ignored_errors: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class ScoreOutcome:
+    """Result of :meth:`Framework.run_score`: ``scores[i]`` in 0..10 for ``nodes[i]``.
+
+    ``plugin_scores`` holds each plugin's 0..100 scores (after NormalizeScore); ``skipped`` names
+    plugins that did not contribute and why (PreScore ``SKIP`` or an ignored error).
+    """
+
+    scores: list[int]
+    plugin_scores: dict[str, list[int]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+class Framework:
+    """A profile's plugins, ready to run. Shared by concurrent requests; holds no request state."""
+
+    def __init__(
+        self,
+        profile: str,
+        filter_plugins: Sequence[EnabledPlugin] = (),
+        score_plugins: Sequence[EnabledPlugin] = (),
+        preemption_plugins: Sequence[EnabledPlugin] = (),
+        bind_plugins: Sequence[EnabledPlugin] = (),
+    ) -> None:
+        self.profile = profile
+        self.filter_plugins = tuple(filter_plugins)
+        self.score_plugins = tuple(score_plugins)
+        self.preemption_plugins = tuple(preemption_plugins)
+        self.bind_plugins = tuple(bind_plugins)
+        for ep in self.filter_plugins:
+            _require(ep, FilterPlugin, "filter")
+        for ep in self.score_plugins:
+            _require(ep, ScorePlugin, "score")
+            if ep.weight <= 0:
+                raise ValueError(f"score plugin {ep.name}: weight must be > 0")
+        for ep in self.preemption_plugins:
+            _require(ep, PreemptionPlugin, "preemption")
+        for ep in self.bind_plugins:
+            _require(ep, BindPlugin, "bind")
+
+    # -- filter ---------------------------------------------------------------------------------
+
+    def run_filter(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> FilterOutcome:
+        """Run PreFilter and Filter for ``pod`` over ``nodes``; see :class:`FilterOutcome`."""
+        state = CycleState()
+        ignored: Counter[str] = Counter()
+        active: list[EnabledPlugin] = []
+        for ep in self.filter_plugins:
+            plugin = ep.plugin
+            if isinstance(plugin, PreFilterPlugin):
+                try:
+                    status = plugin.pre_filter(state, pod, nodes)
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    status = Status.error(_describe(exc))
+                if status.code is Code.SKIP:
+                    continue
+                if status.code is Code.ERROR or not (status.is_success() or status.is_rejected()):
+                    if ep.fail_open:
+                        ignored[ep.name] += 1
+                        continue
+                    return FilterOutcome([], f"{ep.name}: PreFilter: {_error_text(status)}", ignored)
+                if status.is_rejected():
+                    if not status.reasons:
+                        status = Status(status.code, (f"rejected by {ep.name}",))
+                    rejected = status.with_plugin(ep.name)
+                    return FilterOutcome([rejected] * len(nodes), "", ignored)
+            active.append(ep)
+
+        statuses: list[Status] = [SUCCESS] * len(nodes)
+        for i, node in enumerate(nodes):
+            for ep in active:
+                try:
+                    status = ep.plugin.filter(state, pod, node)  # type: ignore[attr-defined]
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    status = Status.error(_describe(exc))
+                code = status.code
+                if code is Code.SUCCESS:
+                    continue
+                if code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    if not status.reasons:
+                        status = Status(code, (f"rejected by {ep.name}",))
+                    statuses[i] = status.with_plugin(ep.name)
+                    break
+                if ep.fail_open:
+                    ignored[ep.name] += 1
+                    continue
+                return FilterOutcome([], f"{ep.name}: node {node.name}: {_error_text(status)}", ignored)
+        return FilterOutcome(statuses, "", ignored)
+
+    # -- score ----------------------------------------------------------------------------------
+
+    def run_score(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> ScoreOutcome:
+        """Score ``nodes`` for ``pod``: the weighted mean of the plugins' 0..100 scores, scaled to
+        0..10 and rounded half up. Raises :class:`FrameworkError` when a fail-closed plugin errs.
+        With no contributing plugin every node scores 0."""
+        state = CycleState()
+        totals = [0] * len(nodes)
+        weight_sum = 0
+        outcome = ScoreOutcome([])
+        for ep in self.score_plugins:
+            try:
+                scores = self._score_one(ep, state, pod, nodes)
+            except FrameworkError as exc:
+                if not ep.fail_open:
+                    raise
+                outcome.skipped[ep.name] = str(exc)
+                continue
+            if scores is None:
+                outcome.skipped[ep.name] = "PreScore returned Skip"
+                continue
+            outcome.plugin_scores[ep.name] = scores
+            weight = ep.weight
+            weight_sum += weight
+            for i, score in enumerate(scores):
+                totals[i] += weight * score
+        if weight_sum:
+            # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
+            divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+            outcome.scores = [(t + divisor // 2) // divisor for t in totals]
+        else:
+            outcome.scores = [0] * len(nodes)
+        return outcome
+
+    def _score_one(
+        self, ep: EnabledPlugin, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[int] | None:
+        plugin = ep.plugin
+        if isinstance(plugin, PreScorePlugin):
+            try:
+                status = plugin.pre_score(state, pod, nodes)
+            except ObjectDecodeError:
+                raise
+            except Exception as exc:
+                status = Status.error(_describe(exc))
+            if status.code is Code.SKIP:
+                return None
+            if not status.is_success():
+                raise FrameworkError(ep.name, f"PreScore: {_error_text(status)}")
+        node_scores: list[NodeScore] = []
+        for node in nodes:
+            try:
+                value = plugin.score(state, pod, node)  # type: ignore[attr-defined]
+            except ObjectDecodeError:
+                raise
+            except Exception as exc:
+                raise FrameworkError(ep.name, f"node {node.name}: {_describe(exc)}") from exc
+            if type(value) is not int:
+                raise FrameworkError(ep.name, f"node {node.name}: score {value!r} is not an integer")
+            node_scores.append(NodeScore(node.name, value))
+        if isinstance(plugin, NormalizeScorePlugin):
+            try:
+                status = plugin.normalize_score(state, pod, node_scores)
+            except Exception as exc:
+                status = Status.error(_describe(exc))
+            if not status.is_success():
+                raise FrameworkError(ep.name, f"NormalizeScore: {_error_text(status)}")
+        for ns in node_scores:
+            if not 0 <= ns.score <= MAX_NODE_SCORE:
+                raise FrameworkError(
+                    ep.name,
+                    f"node {ns.name}: score {ns.score} is outside 0..{MAX_NODE_SCORE} after normalizing",
+                )
+        return [ns.score for ns in node_scores]
+
+    # -- preempt --------------------------------------------------------------------------------
+
+    def run_preemption(self, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+        """Let each preemption plugin narrow ``candidates`` (node -> victims); see
+        :class:`~app.framework.interfaces.PreemptionPlugin`. A node whose non-empty victim list
+        a plugin emptied is dropped; a node or victim UID that was not proposed is an error.
+        Raises :class:`FrameworkError` for a fail-closed plugin's error."""
+        current = candidates
+        for ep in self.preemption_plugins:
+            state = CycleState()
+            try:
+                proposed = ep.plugin.process_preemption(state, pod, dict(current))  # type: ignore[attr-defined]
+                current = _checked_victims(current, proposed)
+            except Exception as exc:
+                message = str(exc) if isinstance(exc, ValueError) else _describe(exc)
+                if ep.fail_open:
+                    log.warning("preemption plugin %s failed, ignored (failurePolicy Ignore): %s", ep.name, message)
+                    continue
+                raise FrameworkError(ep.name, message) from exc
+        return current
+
+    # -- bind -----------------------------------------------------------------------------------
+
+    async def run_bind(self, pod: PodRef, node_name: str) -> Status:
+        """Ask bind plugins in order; the first that does not return ``SKIP`` decides.
+
+        Returns ``SUCCESS`` or an ``ERROR`` status naming the plugin. An ignored (fail-open)
+        error passes the pod to the next bind plugin.
+        """
+        state = CycleState()
+        errors: list[str] = []
+        for ep in self.bind_plugins:
+            try:
+                status: Status = await ep.plugin.bind(state, pod, node_name)  # type: ignore[attr-defined]
+            except Exception as exc:
+                status = Status.error(_describe(exc))
+            if status.code is Code.SKIP:
+                continue
+            if status.is_success():
+                return status.with_plugin(ep.name)
+            if ep.fail_open:
+                errors.append(f"{ep.name}: {_error_text(status)}")
+                continue
+            return Status(Code.ERROR, (f"{ep.name}: {_error_text(status)}",), ep.name)
+        detail = f" ({'; '.join(errors)})" if errors else ""
+        if not self.bind_plugins:
+            return Status.error(f"no binder is configured in profile {self.profile!r}")
+        return Status.error(f"no bind plugin bound pod {pod.namespace}/{pod.name}{detail}")
+
+
+def _require(ep: EnabledPlugin, protocol: Any, point: str) -> None:
+    if not isinstance(ep.plugin, protocol):
+        raise ValueError(f"plugin {ep.name} does not implement the {point} extension point")
+
+
+def _error_text(status: Status) -> str:
+    if status.code is Code.ERROR:
+        return status.message or "error"
+    return f"unexpected status {status.code.name}" + (f": {status.message}" if status.reasons else "")
+
+
+def _checked_victims(before: dict[str, Victims], after: dict[str, Victims]) -> dict[str, Victims]:
+    """Enforce the protocol's rules on a preemption plugin's answer (PROTOCOL.md 3.6).
+
+    Raises ``ValueError`` for a node or victim that was not proposed; drops a node whose
+    non-empty victim list became empty (upstream would reject the whole answer).
+    """
+    if not isinstance(after, dict):
+        raise ValueError(f"returned {type(after).__name__}, not a dict of node name to Victims")
+    checked: dict[str, Victims] = {}
+    for node, victims in after.items():
+        original = before.get(node)
+        if original is None:
+            raise ValueError(f"returned node {node!r}, which was not a candidate")
+        proposed = {p.uid for p in original.pods}
+        unknown = [p.uid for p in victims.pods if p.uid not in proposed]
+        if unknown:
+            raise ValueError(f"returned victims {unknown} on node {node!r} that were not proposed for it")
+        if not victims.pods and original.pods:
+            log.info("preemption: dropping node %s, its victim list was emptied", node)
+            continue
+        checked[node] = victims
+    return checked

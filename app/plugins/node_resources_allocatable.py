@@ -1,0 +1,97 @@
+"""NodeResourcesAllocatable: score nodes by their allocatable resources, from the node objects alone.
+
+Mirrors the ``NodeResourcesAllocatable`` plugin of kubernetes-sigs/scheduler-plugins
+(``pkg/noderesources/allocatable.go`` and ``resource_allocation.go``): a node's raw score is the
+weighted mean of its allocatable amounts (cpu in millicores, memory and storage in bytes, others
+as counts), negated in mode ``Least``, with Go's truncating integer division; NormalizeScore then
+maps the lowest raw score to 0 and the highest to 100 (all equal -> 0). Defaults are upstream's:
+mode ``Least``, weights cpu ``1<<20`` and memory ``1`` (one millicore weighs like one MiB).
+It needs no cluster state, so prioritize is useful without one.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from app.framework.args import PluginArgs
+from app.framework.registry import Handle, PluginEntry
+from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.status import SUCCESS, Status
+from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
+
+NAME = "NodeResourcesAllocatable"
+
+
+class ResourceSpec(PluginArgs):
+    """A resource and its weight (> 0)."""
+
+    name: str = Field(min_length=1)
+    weight: int = Field(gt=0)
+
+
+class NodeResourcesAllocatableArgs(PluginArgs):
+    """``mode``: ``Least`` favours nodes with the least allocatable, ``Most`` the most.
+    ``resources``: the resources and weights; names must not repeat."""
+
+    mode: Literal["Least", "Most"] = "Least"
+    resources: list[ResourceSpec] = Field(
+        default_factory=lambda: [
+            ResourceSpec(name="cpu", weight=1 << 20),
+            ResourceSpec(name="memory", weight=1),
+        ],
+        min_length=1,
+    )
+
+    @field_validator("resources")
+    @classmethod
+    def _unique(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
+        names = [r.name for r in resources]
+        if len(set(names)) != len(names):
+            raise ValueError("resource names must not repeat")
+        return resources
+
+
+def go_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, as Go's ``/`` on int64."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+class NodeResourcesAllocatable:
+    """Score + NormalizeScore (see module doc). A node whose object is unknown (cache mode without
+    cluster state) raises, which the runtime turns into an ``Error`` for the failure policy."""
+
+    name = NAME
+
+    def __init__(self, args: NodeResourcesAllocatableArgs, handle: Handle) -> None:
+        self.sign = -1 if args.mode == "Least" else 1
+        self.weights = [(r.name, r.weight) for r in args.resources]
+        self.weight_sum = sum(w for _, w in self.weights)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """The raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any integer)."""
+        if node.node is None:
+            raise LookupError("node object unavailable (NodeNames-only request without cluster state)")
+        allocatable = node.allocatable
+        total = sum(self.sign * allocatable.get(name, 0) * weight for name, weight in self.weights)
+        return go_div(total, self.weight_sum)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """Min-max to 0..100: ``(s - lowest) * 100 / (highest - lowest)``; all equal -> 0."""
+        if not scores:
+            return SUCCESS
+        lowest = min(s.score for s in scores)
+        spread = max(s.score for s in scores) - lowest
+        for s in scores:
+            s.score = 0 if spread == 0 else (s.score - lowest) * MAX_NODE_SCORE // spread
+        return SUCCESS
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=NodeResourcesAllocatable,
+    args=NodeResourcesAllocatableArgs,
+    summary="score: favour nodes with the least (or most) allocatable cpu/memory, from node objects",
+)

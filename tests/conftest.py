@@ -1,0 +1,67 @@
+"""Shared test helpers: a real server process on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """``python -m app serve`` as a child process on 127.0.0.1:<port>."""
+
+    def __init__(self, config: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        if config is not None:
+            cmd += ["--config", str(config)]
+        self.log = REPO / ".pytest_cache" / f"server-{self.port}.log"
+        self.log.parent.mkdir(exist_ok=True)
+        self._log_file = self.log.open("wb")
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=self._log_file, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"server did not become ready: {self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._log_file.close()
+
+
+@pytest.fixture(scope="session")
+def default_server() -> Iterator[Server]:
+    """The service on its embedded default configuration."""
+    server = Server()
+    yield server
+    server.stop()
