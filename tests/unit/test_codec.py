@@ -1,0 +1,180 @@
+"""The fast decoder agrees with the pydantic contract models, on every shared fixture and on the
+upstream TestCompatibility shapes (PROTOCOL.md 1.2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from app import codec
+from app.extender import models
+from app.framework import SUCCESS, Status, objects
+from tests.support.bodies import FIXTURES, fixture_bytes, go_marshal, lower_keys
+
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())["files"]
+ARGS_FIXTURES = [f["file"] for f in MANIFEST if f["kind"] == "ExtenderArgs" and (FIXTURES / f["file"]).exists()]
+PREEMPT_FIXTURES = [f["file"] for f in MANIFEST if f["kind"] == "ExtenderPreemptionArgs"]
+
+
+def test_fixtures_are_the_recorded_bytes() -> None:
+    import hashlib
+
+    for f in MANIFEST:
+        path = FIXTURES / f["file"]
+        if path.exists():
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == f["sha256"], f["file"]
+    assert len(ARGS_FIXTURES) >= 12
+
+
+def views_equal(a: objects.Node | objects.Pod | None, b: objects.Node | objects.Pod | None) -> bool:
+    return msgspec.to_builtins(a) == msgspec.to_builtins(b)
+
+
+@pytest.mark.parametrize("name", ARGS_FIXTURES)
+def test_fast_path_agrees_with_pydantic_models(name: str) -> None:
+    body = fixture_bytes(name)
+    contract = models.ExtenderArgs.model_validate_json(body)
+    fast = codec.decode_extender_args(body, keep_raw=True)
+    eager = codec.decode_extender_args(body, keep_raw=False)
+    general = codec._decode_extender_args_general(body)
+    assert contract.pod is not None
+    pod_from_contract = msgspec.convert(contract.pod, objects.Pod)
+    for view in (fast, eager, general):
+        assert views_equal(view.pod.pod, pod_from_contract)
+    if contract.nodes is not None:
+        items = contract.nodes.items or []
+        assert contract.node_names is None and not fast.node_names
+        assert [n.name for n in fast.nodes] == [i["metadata"]["name"] for i in items]
+        assert fast.node_raws is not None
+        assert [json.loads(bytes(r)) for r in fast.node_raws] == items  # raw slices are the node objects
+        for f, e, g, item in zip(fast.nodes, eager.nodes, general.nodes, items, strict=True):
+            expected = msgspec.convert(item, objects.Node)
+            assert views_equal(f.node, expected) and views_equal(e.node, expected) and views_equal(g.node, expected)
+        assert json.loads(bytes(fast.list_meta)) == contract.nodes.metadata
+    else:
+        assert fast.node_names and [n.name for n in fast.nodes] == contract.node_names
+        assert all(n.node is None for n in fast.nodes)
+
+
+@pytest.mark.parametrize("name", ARGS_FIXTURES[:6])
+def test_filter_result_validates_against_the_contract(name: str) -> None:
+    body = fixture_bytes(name)
+    view = codec.decode_extender_args(body)
+    statuses = [SUCCESS if i % 3 else Status.unresolvable("no") for i in range(len(view.nodes))]
+    statuses[1] = Status.unschedulable("full")
+    out = codec.encode_filter_result(view, statuses)
+    result = models.ExtenderFilterResult.model_validate_json(out)
+    assert result.error == ""
+    assert result.failed_nodes == {view.nodes[1].name: "full"}
+    assert set(result.failed_and_unresolvable_nodes or {}) == {view.nodes[i].name for i in range(0, len(view.nodes), 3)}
+    kept = [view.nodes[i].name for i, s in enumerate(statuses) if s.is_success()]
+    if view.node_raws is not None:
+        assert [n["metadata"]["name"] for n in (result.nodes.items or [])] == kept  # type: ignore[union-attr]
+        assert result.node_names is None
+    else:
+        assert result.node_names == kept and result.nodes is None
+    # every key always present, Go style
+    assert list(json.loads(out)) == ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
+
+
+# kube-scheduler's extender/v1 TestCompatibility fixtures, 1.34+ form and pre-1.34 (creationTimestamp null)
+TT_ARGS = (
+    '{"Pod":{"metadata":{"name":"podname"},"spec":{"containers":null},"status":{}},"Nodes":{"metadata":{},"items":'
+    '[{"metadata":{"name":"nodename"},"spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},'
+    '"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"",'
+    '"containerRuntimeVersion":"","kubeletVersion":"","kubeProxyVersion":"","operatingSystem":"","architecture":""}}}]},'
+    '"NodeNames":["nodename"]}'
+)
+TT_ARGS_OLD = TT_ARGS.replace('{"name":"podname"}', '{"name":"podname","creationTimestamp":null}').replace(
+    '{"name":"nodename"}', '{"name":"nodename","creationTimestamp":null}'
+)
+
+
+@pytest.mark.parametrize("text", [TT_ARGS, TT_ARGS_OLD, TT_ARGS.lower(), TT_ARGS_OLD.lower()])
+def test_upstream_compatibility_fixture(text: str) -> None:
+    view = codec.decode_extender_args(text.encode())
+    assert view.pod.name == "podname"
+    assert [n.name for n in view.nodes] == ["nodename"]
+    assert view.node_names and view.node_raws is not None  # both forms set: both echoed
+    out = json.loads(codec.encode_filter_result(view, [SUCCESS]))
+    assert out["NodeNames"] == ["nodename"] and out["Nodes"]["items"][0]["metadata"]["name"] == "nodename"
+
+
+def test_lower_cased_document_decodes_like_exact() -> None:
+    body = fixture_bytes("extenderargs_nocache_n10_space.json")
+    exact = codec.decode_extender_args(body)
+    lowered = codec.decode_extender_args(json.dumps(lower_keys(json.loads(body))).encode())
+    assert [n.name for n in exact.nodes] == [n.name for n in lowered.nodes]
+
+    # struct keys fold; map keys (labels, resources) are data, which lower_keys lower-cased too
+    def folded(m: object) -> dict[str, object]:
+        return {k.lower(): v for k, v in dict(m).items()}  # type: ignore[call-overload]
+
+    for a, b in zip(exact.nodes, lowered.nodes, strict=True):
+        assert folded(a.labels) == dict(b.labels) and folded(a.allocatable) == dict(b.allocatable)
+        assert len(a.labels) > 5 and a.allocatable["cpu"] > 0
+    assert folded(exact.pod.annotations) == dict(lowered.pod.annotations)
+    assert dict(exact.pod.requests) == dict(lowered.pod.requests) and exact.pod.requests["cpu"] > 0
+
+
+def test_repeated_key_last_wins_like_go() -> None:
+    body = b'{"Pod":{"metadata":{"name":"first"}},"pod":{"metadata":{"name":"second"}},"Nodes":null,"NodeNames":["a"]}'
+    assert codec.decode_extender_args(body).pod.name == "second"
+
+
+def test_names_and_nodes_must_agree_when_both_set() -> None:
+    body = TT_ARGS.replace('"NodeNames":["nodename"]', '"NodeNames":["other"]').encode()
+    with pytest.raises(codec.DecodeError, match="name different nodes"):
+        codec.decode_extender_args(body)
+
+
+@pytest.mark.parametrize("name", PREEMPT_FIXTURES)
+def test_preemption_args_both_modes(name: str) -> None:
+    body = fixture_bytes(name)
+    contract = models.ExtenderPreemptionArgs.model_validate_json(body)
+    view = codec.decode_preemption_args(body)
+    if contract.node_name_to_victims is not None:
+        expected = {
+            n: [p["metadata"]["uid"] for p in (v.pods or [])] for n, v in contract.node_name_to_victims.items() if v
+        }
+    else:
+        assert contract.node_name_to_meta_victims is not None
+        expected = {n: [p.uid for p in (v.pods or [])] for n, v in contract.node_name_to_meta_victims.items() if v}
+    assert {n: [p.uid for p in v.pods] for n, v in view.candidates.items()} == expected
+    result = models.ExtenderPreemptionResult.model_validate_json(codec.encode_preemption_result(view.candidates))
+    assert result.node_name_to_meta_victims is not None
+    assert {n: [p.uid for p in (v.pods or [])] for n, v in result.node_name_to_meta_victims.items()} == expected
+
+
+def test_binding_args_and_result() -> None:
+    ref, node = codec.decode_binding_args(fixture_bytes("bindingargs.json"))
+    assert (ref.namespace, ref.name, ref.uid, node) == (
+        "shop",
+        "web-frontend-8nwljbtfbb-p4hn7",
+        "39da7cf8-9020-428c-8b8b-9036d30131c2",
+        "ip-10-0-32-14.eu-west-1.compute.internal",
+    )
+    assert codec.encode_binding_result() == b'{"Error":""}'
+    ref2, _ = codec.decode_binding_args(go_marshal(lower_keys(json.loads(fixture_bytes("bindingargs.json")))))
+    assert ref2 == ref
+
+
+def test_prioritize_answer_is_a_bare_array_of_integers() -> None:
+    view = codec.decode_extender_args(fixture_bytes("extenderargs_cache_n10.json"))
+    out = codec.encode_host_priority_list(view.nodes, list(range(10)))
+    parsed = models.HostPriorityList.model_validate_json(out)
+    assert [h.score for h in parsed.root or []] == list(range(10))
+    assert out.startswith(b'[{"Host":"')
+
+
+def test_schema_files_match_the_models(tmp_path: Path) -> None:
+    from app.cli import write_schemas
+
+    repo_schemas = Path(__file__).resolve().parents[2] / "schemas"
+    for path in write_schemas(tmp_path):
+        committed = repo_schemas / path.name
+        assert committed.exists(), f"schemas/{path.name} is missing: run `make schemas`"
+        assert committed.read_text() == path.read_text(), f"schemas/{path.name} drifted: run `make schemas`"

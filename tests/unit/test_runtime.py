@@ -1,0 +1,207 @@
+"""The framework runtime: filter verdicts, failure policies, score scaling, preemption rules, bind."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from app.framework import (
+    SUCCESS,
+    Code,
+    CycleState,
+    EnabledPlugin,
+    Framework,
+    FrameworkError,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PodRef,
+    Status,
+    Victims,
+)
+from tests.unit.helpers import node, pod
+
+
+class RejectNamed:
+    """Filter: rejects the nodes it is told to, with a given code; errors on others it is told to."""
+
+    def __init__(self, name: str, reject: dict[str, Status], crash: Sequence[str] = ()) -> None:
+        self.name = name
+        self.reject = reject
+        self.crash = set(crash)
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if node.name in self.crash:
+            raise RuntimeError("boom")
+        return self.reject.get(node.name, SUCCESS)
+
+
+class Fixed:
+    """Score: a fixed score per node name."""
+
+    def __init__(self, name: str, scores: dict[str, int], skip: bool = False) -> None:
+        self.name = name
+        self.scores = scores
+        self.skip = skip
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        return Status(Code.SKIP) if self.skip else SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return self.scores[node.name]
+
+
+class Doubling(Fixed):
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        for s in scores:
+            s.score *= 2
+        return SUCCESS
+
+
+NODES = [node("a"), node("b"), node("c")]
+
+
+def ep(plugin: object, weight: int = 1, fail_open: bool = False) -> EnabledPlugin:
+    return EnabledPlugin(plugin.name, plugin, weight, fail_open)  # type: ignore[attr-defined, arg-type]
+
+
+def test_first_rejection_decides_and_reasons_are_kept() -> None:
+    first = RejectNamed("First", {"a": Status.unschedulable("too hot")})
+    second = RejectNamed("Second", {"a": Status.unresolvable("never"), "b": Status.unresolvable("wrong zone")})
+    out = Framework("p", [ep(first), ep(second)]).run_filter(pod(), NODES)
+    assert [(s.code, s.plugin, s.message) for s in out.statuses] == [
+        (Code.UNSCHEDULABLE, "First", "too hot"),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "Second", "wrong zone"),
+        (Code.SUCCESS, "", ""),
+    ]
+    assert out.error == ""
+
+
+def test_rejection_without_reason_gets_one() -> None:
+    out = Framework("p", [ep(RejectNamed("Quiet", {"a": Status(Code.UNSCHEDULABLE)}))]).run_filter(pod(), NODES)
+    assert out.statuses[0].message == "rejected by Quiet"
+
+
+@pytest.mark.parametrize("fail_open", [False, True])
+def test_filter_failure_policy(fail_open: bool) -> None:
+    crashing = RejectNamed("Crashy", {}, crash=["b"])
+    other = RejectNamed("Other", {"b": Status.unschedulable("full")})
+    out = Framework("p", [ep(crashing, fail_open=fail_open), ep(other)]).run_filter(pod(), NODES)
+    if fail_open:  # Ignore: the node goes on to the next plugin
+        assert out.error == ""
+        assert out.ignored_errors == {"Crashy": 1}
+        assert out.statuses[1].message == "full"
+    else:  # Fail: the whole answer is Error, naming plugin and node
+        assert out.error == "Crashy: node b: plugin raised RuntimeError: boom"
+
+
+def test_prefilter_rejection_applies_to_every_node_and_skip_skips_filter() -> None:
+    class Pre(RejectNamed):
+        def __init__(self, status: Status) -> None:
+            super().__init__("Pre", {"a": Status.unschedulable("filter ran")})
+            self.status = status
+
+        def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+            return self.status
+
+    out = Framework("p", [ep(Pre(Status.unresolvable("pod is broken")))]).run_filter(pod(), NODES)
+    assert {(s.code, s.message) for s in out.statuses} == {(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "pod is broken")}
+    out = Framework("p", [ep(Pre(Status(Code.SKIP)))]).run_filter(pod(), NODES)
+    assert all(s.is_success() for s in out.statuses)
+    out = Framework("p", [ep(Pre(SUCCESS))]).run_filter(pod(), NODES)
+    assert out.statuses[0].message == "filter ran"
+
+
+def test_score_weighted_mean_scaled_to_extender_range() -> None:
+    a = Fixed("A", {"a": 100, "b": 0, "c": 50})
+    b = Fixed("B", {"a": 0, "b": 100, "c": 44})
+    out = Framework("p", score_plugins=[ep(a, weight=3), ep(b, weight=1)]).run_score(pod(), NODES)
+    # a: (300+0)/4 = 75 -> 7.5 -> 8 (half up); b: 100/4 = 25 -> 2.5 -> 3; c: (150+44)/4 = 48.5 -> 4.85 -> 5
+    assert out.scores == [8, 3, 5]
+    assert out.plugin_scores == {"A": [100, 0, 50], "B": [0, 100, 44]}
+
+
+def test_score_normalize_skip_and_range_check() -> None:
+    out = Framework("p", score_plugins=[ep(Doubling("D", {"a": 50, "b": 10, "c": 0}))]).run_score(pod(), NODES)
+    assert out.scores == [10, 2, 0]
+    out = Framework("p", score_plugins=[ep(Fixed("S", {}, skip=True))]).run_score(pod(), NODES)
+    assert out.scores == [0, 0, 0] and out.skipped == {"S": "PreScore returned Skip"}
+    with pytest.raises(FrameworkError, match=r"node a: score 101 is outside 0\.\.100"):
+        Framework("p", score_plugins=[ep(Fixed("Big", {"a": 101, "b": 0, "c": 0}))]).run_score(pod(), NODES)
+
+
+@pytest.mark.parametrize("fail_open", [False, True])
+def test_score_failure_policy(fail_open: bool) -> None:
+    broken = Fixed("Broken", {"a": 1})  # KeyError on b
+    good = Fixed("Good", {"a": 100, "b": 0, "c": 100})
+    fw = Framework("p", score_plugins=[ep(broken, fail_open=fail_open), ep(good)])
+    if fail_open:
+        out = fw.run_score(pod(), NODES)
+        assert out.scores == [10, 0, 10] and "Broken" in out.skipped
+    else:
+        with pytest.raises(FrameworkError, match=r"^Broken: node b: plugin raised KeyError"):
+            fw.run_score(pod(), NODES)
+
+
+def test_non_integer_score_is_an_error() -> None:
+    with pytest.raises(FrameworkError, match="is not an integer"):
+        Framework("p", score_plugins=[ep(Fixed("F", {"a": 5.0, "b": 1, "c": 1}))]).run_score(pod(), NODES)  # type: ignore[dict-item]
+
+
+def victims(*uids: str, pdb: int = 0) -> Victims:
+    return Victims([PodInfo(None, u) for u in uids], pdb)
+
+
+class Trim:
+    def __init__(self, result: dict[str, Victims]) -> None:
+        self.name = "Trim"
+        self.result = result
+
+    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+        return self.result
+
+
+def test_preemption_rules() -> None:
+    candidates = {"a": victims("u1", "u2"), "b": victims("u3", pdb=1)}
+    fw = Framework("p", preemption_plugins=[])
+    assert fw.run_preemption(pod(), candidates) == candidates  # no plugin: echo
+    # dropping a node and trimming victims is allowed; emptying a list drops the node
+    fw = Framework("p", preemption_plugins=[ep(Trim({"a": victims("u2"), "b": victims(pdb=1)}))])
+    got = fw.run_preemption(pod(), candidates)
+    assert {n: [p.uid for p in v.pods] for n, v in got.items()} == {"a": ["u2"]}
+    # new nodes or victims are refused
+    with pytest.raises(FrameworkError, match="not a candidate"):
+        Framework("p", preemption_plugins=[ep(Trim({"z": victims("u1")}))]).run_preemption(pod(), candidates)
+    with pytest.raises(FrameworkError, match="not proposed"):
+        Framework("p", preemption_plugins=[ep(Trim({"a": victims("u9")}))]).run_preemption(pod(), candidates)
+    fw = Framework("p", preemption_plugins=[ep(Trim({"z": victims("u1")}), fail_open=True)])
+    assert fw.run_preemption(pod(), candidates) == candidates
+
+
+class Binder:
+    def __init__(self, name: str, status: Status) -> None:
+        self.name = name
+        self.status = status
+        self.calls: list[tuple[PodRef, str]] = []
+
+    async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status:
+        self.calls.append((pod, node_name))
+        return self.status
+
+
+def test_bind_first_non_skip_decides() -> None:
+    ref = PodRef("ns", "p", "uid-1")
+    skip, ok = Binder("Skipper", Status(Code.SKIP)), Binder("Binder", SUCCESS)
+    status = asyncio.run(Framework("p", bind_plugins=[ep(skip), ep(ok)]).run_bind(ref, "n1"))
+    assert status.is_success() and status.plugin == "Binder" and ok.calls == [(ref, "n1")]
+    status = asyncio.run(Framework("p", bind_plugins=[ep(Binder("X", Status.error("api down")))]).run_bind(ref, "n1"))
+    assert status.code is Code.ERROR and status.message == "X: api down"
+    status = asyncio.run(Framework("p").run_bind(ref, "n1"))
+    assert status.message == "no binder is configured in profile 'p'"
+
+
+def test_plugins_must_implement_their_point() -> None:
+    with pytest.raises(ValueError, match="does not implement the score extension point"):
+        Framework("p", score_plugins=[ep(RejectNamed("R", {}))])
