@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from app.framework.interfaces import (
@@ -62,6 +63,17 @@ class EnabledPlugin:
 
 def _describe(exc: BaseException) -> str:
     return f"plugin raised {type(exc).__name__}: {exc}"
+
+
+def _guarded(call: Callable[[], Status]) -> Status:
+    """Run a once-per-request plugin method; an exception becomes an ``ERROR`` status, except a
+    request decode error, which is the client's and propagates (HTTP 400)."""
+    try:
+        return call()
+    except ObjectDecodeError:
+        raise
+    except Exception as exc:
+        return Status.error(_describe(exc))
 
 
 @dataclass
@@ -128,12 +140,7 @@ class Framework:
         for ep in self.filter_plugins:
             plugin = ep.plugin
             if isinstance(plugin, PreFilterPlugin):
-                try:
-                    status = plugin.pre_filter(state, pod, nodes)
-                except ObjectDecodeError:
-                    raise
-                except Exception as exc:
-                    status = Status.error(_describe(exc))
+                status = _guarded(partial(plugin.pre_filter, state, pod, nodes))
                 if status.code is Code.SKIP:
                     continue
                 if status.code is Code.ERROR or not (status.is_success() or status.is_rejected()):
@@ -210,12 +217,7 @@ class Framework:
     ) -> list[int] | None:
         plugin = ep.plugin
         if isinstance(plugin, PreScorePlugin):
-            try:
-                status = plugin.pre_score(state, pod, nodes)
-            except ObjectDecodeError:
-                raise
-            except Exception as exc:
-                status = Status.error(_describe(exc))
+            status = _guarded(partial(plugin.pre_score, state, pod, nodes))
             if status.code is Code.SKIP:
                 return None
             if not status.is_success():
@@ -232,10 +234,7 @@ class Framework:
                 raise FrameworkError(ep.name, f"node {node.name}: score {value!r} is not an integer")
             node_scores.append(NodeScore(node.name, value))
         if isinstance(plugin, NormalizeScorePlugin):
-            try:
-                status = plugin.normalize_score(state, pod, node_scores)
-            except Exception as exc:
-                status = Status.error(_describe(exc))
+            status = _guarded(partial(plugin.normalize_score, state, pod, node_scores))
             if not status.is_success():
                 raise FrameworkError(ep.name, f"NormalizeScore: {_error_text(status)}")
         for ns in node_scores:
