@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app import codec
 from app.config import Configuration
-from app.framework.profile import VERBS, Verb
+from app.framework.profile import Verb
 from app.framework.runtime import FilterOutcome, Framework, FrameworkError, ScoreOutcome
 
 log = logging.getLogger(__name__)
@@ -128,4 +128,4 @@ class ExtenderService:
         return Answer(200, codec.encode_binding_result("" if status.is_success() else status.message))
 
 
-__all__ = ["VERBS", "Answer", "ExtenderService", "error_answer", "error_body"]
+__all__ = ["Answer", "ExtenderService", "error_answer", "error_body"]

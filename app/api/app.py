@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import platform
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -43,20 +43,36 @@ _VERB_DOCS = {
 }
 
 
-async def read_body(request: Request, limit: int) -> bytes | None:
-    """The whole request body, or ``None`` when it exceeds ``limit`` bytes (checked against
-    Content-Length first, then while streaming, so an oversized body is never buffered)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ClientDisconnectedError(Exception):
+    """The client went away before sending the whole body: there is nobody to answer."""
+
+
+async def read_body(headers: Iterable[tuple[bytes, bytes]], receive: Receive, limit: int) -> bytes | None:
+    """The whole ASGI request body, or ``None`` when it exceeds ``limit`` bytes (checked against
+    Content-Length first, then while streaming, so an oversized body is never buffered).
+
+    Raises :class:`ClientDisconnectedError` when the client disconnects mid-body.
+    """
+    for name, value in headers:
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            return None
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnectedError
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             return None
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _count_filter(metrics: Metrics, profile: str, outcome: FilterOutcome) -> None:
@@ -78,7 +94,7 @@ def _count_filter(metrics: Metrics, profile: str, outcome: FilterOutcome) -> Non
     for plugin, n in outcome.ignored_errors.items():
         metrics.filter_nodes.labels(profile, plugin, "IgnoredError").inc(n)
     if outcome.error:
-        metrics.filter_nodes.labels(profile, outcome.error.split(":", 1)[0], "Error").inc()
+        metrics.filter_nodes.labels(profile, outcome.error_plugin, "Error").inc()
 
 
 def create_app(service: ExtenderService) -> VerbRouter:
@@ -93,13 +109,15 @@ def create_app(service: ExtenderService) -> VerbRouter:
     app.state.metrics = metrics
     limit = service.config.server.max_request_bytes
 
-    async def answer(verb: str, profile: str | None, read: Callable[[int], Awaitable[bytes | None]]) -> Answer:
+    async def answer(
+        verb: str, profile: str | None, headers: Iterable[tuple[bytes, bytes]], receive: Receive
+    ) -> Answer:
         target = service.resolve(profile, verb)
         label = profile if profile is not None else (service.default_profile or "")
         if isinstance(target, Answer):
             result = target
         else:
-            body = await read(limit)
+            body = await read_body(headers, receive, limit)
             started = time.perf_counter()
             if body is None:
                 result = error_answer(verb, 413, f"request body exceeds server.maxRequestBytes ({limit} bytes)")
@@ -114,7 +132,7 @@ def create_app(service: ExtenderService) -> VerbRouter:
         return result
 
     async def handle(request: Request, verb: str, profile: str | None) -> Response:
-        result = await answer(verb, profile, lambda limit: read_body(request, limit))
+        result = await answer(verb, profile, request.scope["headers"], request.receive)
         return Response(content=result.body, status_code=result.status, media_type=_JSON)
 
     async def _dispatch(verb: str, framework: Any, body: bytes) -> Answer:
@@ -225,18 +243,12 @@ class VerbRouter:
     def __init__(
         self,
         app: FastAPI,
-        answer: Callable[[str, str | None, Callable[[int], Awaitable[bytes | None]]], Awaitable[Answer]],
+        answer: Callable[[str, str | None, Iterable[tuple[bytes, bytes]], Receive], Awaitable[Answer]],
     ) -> None:
         self.fastapi = app
-        self.state = app.state
         self._answer = answer
 
-    async def __call__(
-        self,
-        scope: dict[str, Any],
-        receive: Callable[[], Awaitable[dict[str, Any]]],
-        send: Callable[[dict[str, Any]], Awaitable[None]],
-    ) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             parts = scope["path"].split("/")
             route: tuple[str, str | None] | None = None
@@ -245,37 +257,12 @@ class VerbRouter:
             elif len(parts) == 3 and parts[2] in _VERB_SET and parts[1]:
                 route = (parts[2], parts[1])
             if route is not None:
-                await self._serve(route[0], route[1], scope, receive, send)
+                try:
+                    result = await self._answer(route[0], route[1], scope["headers"], receive)
+                except ClientDisconnectedError:
+                    return
+                headers = [_JSON_HEADER, (b"content-length", str(len(result.body)).encode())]
+                await send({"type": "http.response.start", "status": result.status, "headers": headers})
+                await send({"type": "http.response.body", "body": result.body})
                 return
         await self.fastapi(scope, receive, send)  # type: ignore[arg-type]
-
-    async def _serve(
-        self,
-        verb: str,
-        profile: str | None,
-        scope: dict[str, Any],
-        receive: Callable[[], Awaitable[dict[str, Any]]],
-        send: Callable[[dict[str, Any]], Awaitable[None]],
-    ) -> None:
-        async def read(limit: int) -> bytes | None:
-            for name, value in scope["headers"]:
-                if name == b"content-length" and value.isdigit() and int(value) > limit:
-                    return None
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return b"".join(chunks)
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    return None
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-
-        result = await self._answer(verb, profile, read)
-        headers = [_JSON_HEADER, (b"content-length", str(len(result.body)).encode())]
-        await send({"type": "http.response.start", "status": result.status, "headers": headers})
-        await send({"type": "http.response.body", "body": result.body})

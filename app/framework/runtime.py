@@ -88,6 +88,8 @@ class FilterOutcome:
     statuses: list[Status]
     error: str = ""
     ignored_errors: Counter[str] = field(default_factory=Counter)
+    #: the fail-closed plugin whose error set ``error``
+    error_plugin: str = ""
 
 
 @dataclass
@@ -147,7 +149,7 @@ class Framework:
                     if ep.fail_open:
                         ignored[ep.name] += 1
                         continue
-                    return FilterOutcome([], f"{ep.name}: PreFilter: {_error_text(status)}", ignored)
+                    return FilterOutcome([], f"{ep.name}: PreFilter: {_error_text(status)}", ignored, ep.name)
                 if status.is_rejected():
                     if not status.reasons:
                         status = Status(status.code, (f"rejected by {ep.name}",))
@@ -175,7 +177,7 @@ class Framework:
                 if ep.fail_open:
                     ignored[ep.name] += 1
                     continue
-                return FilterOutcome([], f"{ep.name}: node {node.name}: {_error_text(status)}", ignored)
+                return FilterOutcome([], f"{ep.name}: node {node.name}: {_error_text(status)}", ignored, ep.name)
         return FilterOutcome(statuses, "", ignored)
 
     # -- score ----------------------------------------------------------------------------------

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.cli import build_service
-from app.config import load_config
+from app.config import API_VERSION, KIND, Configuration, load_config
 from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
 from app.plugins import default_registry
 from app.service import ExtenderService
@@ -63,6 +64,8 @@ def test_plugin_crash_is_an_error_answer_not_a_stack_trace() -> None:
     assert r.status_code == 200
     assert r.json()["Error"] == "Exploding: PreFilter: plugin raised AssertionError: a bug in the framework's caller"
     assert "Traceback" not in r.text
+    metrics = c.get("/metrics").text
+    assert 'scheduler_extender_filter_nodes_total{plugin="Exploding",profile="default",result="Error"} 1.0' in metrics
 
 
 def test_internal_error_is_500_with_the_verb_type(monkeypatch: object) -> None:
@@ -76,3 +79,55 @@ def test_internal_error_is_500_with_the_verb_type(monkeypatch: object) -> None:
     r = c.post("/prioritize", content=fixture_bytes("extenderargs_cache_n10.json"))
     assert r.status_code == 500
     assert r.json() == {"Error": "internal error: RuntimeError: unexpected"}
+
+
+class RecordingBinder:
+    name = "RecordingBinder"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str, str]] = []
+
+    async def bind(self, state: CycleState, pod: object, node_name: str) -> Status:
+        self.calls.append((pod.namespace, pod.name, pod.uid, node_name))  # type: ignore[attr-defined]
+        return Status()
+
+
+def binding_client() -> tuple[TestClient, RecordingBinder]:
+    config = Configuration.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "profiles": [
+                {"name": "b", "extender": {"verbs": ["bind"]}, "plugins": {"bind": [{"name": "RecordingBinder"}]}}
+            ],
+        }
+    )
+    binder = RecordingBinder()
+    fw = Framework("b", bind_plugins=[EnabledPlugin("RecordingBinder", binder)])
+    return TestClient(create_app(ExtenderService(config, {"b": fw}))), binder
+
+
+def test_bind_reaches_the_binder_with_the_uid() -> None:
+    c, binder = binding_client()
+    r = c.post("/b/bind", content=fixture_bytes("bindingargs.json"))
+    assert r.status_code == 200 and r.json() == {"Error": ""}
+    assert binder.calls == [
+        (
+            "shop",
+            "web-frontend-8nwljbtfbb-p4hn7",
+            "39da7cf8-9020-428c-8b8b-9036d30131c2",
+            "ip-10-0-32-14.eu-west-1.compute.internal",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [(b"{}", "PodName, PodNamespace, PodUID, Node must be set"), (b'{"PodName":1}', "PodName")],
+)
+def test_malformed_bind_gets_400(body: bytes, message: str) -> None:
+    c, binder = binding_client()
+    r = c.post("/bind", content=body)
+    assert r.status_code == 400
+    assert message in r.json()["Error"] and set(r.json()) == {"Error"}
+    assert binder.calls == []
