@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from app import codec
+from app.cluster.runtime import ClusterRuntime
 from app.config import ConfigError, Configuration, build_framework, load_config
 from app.framework.registry import Registry
 from app.framework.runtime import Framework, FrameworkError
@@ -39,7 +40,9 @@ def build_service(config_path: str | None, registry: Registry | None = None) -> 
     """
     registry = registry or default_registry()
     config = load_config(config_path, registry)
-    return ExtenderService(config, {p.name: build_framework(p, registry) for p in config.profiles})
+    cluster = ClusterRuntime(config.cluster.settings()) if config.cluster is not None else None
+    frameworks = {p.name: build_framework(p, registry, cluster) for p in config.profiles}
+    return ExtenderService(config, frameworks, cluster)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -70,6 +73,22 @@ def _serve(args: argparse.Namespace) -> int:
         port,
         service.default_profile or "none",
     )
+    log = logging.getLogger(__name__)
+    if service.cluster is not None:
+        from app.kube.errors import KubeConfigError
+
+        try:
+            service.cluster.connect()
+        except KubeConfigError as exc:
+            print(f"error: cluster state is configured but {exc}", file=sys.stderr)
+            return 1
+    else:
+        for profile in service.config.profiles:
+            if profile.extender.node_cache_capable:
+                log.warning(
+                    "profile %s is nodeCacheCapable without a cluster: section: plugins see node names only",
+                    profile.name,
+                )
     app = create_app(service)
     # Everything allocated so far (modules, app, plugins) lives as long as the process: move it out
     # of the collector's reach, so the full collections that large request bodies trigger stay cheap.
@@ -88,6 +107,8 @@ def _serve(args: argparse.Namespace) -> int:
         server_header=False,
         **tls,
     )
+    if service.cluster is not None:
+        service.cluster.stop()
     return 0
 
 

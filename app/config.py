@@ -30,8 +30,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.framework.interfaces import EXTENSION_POINTS
-from app.framework.profile import PluginRef, Profile
+from app.framework.profile import PluginRef, Profile, parse_duration
 from app.framework.registry import Handle, Registry
 from app.framework.runtime import EnabledPlugin, Framework
 
@@ -81,12 +82,59 @@ class ServerConfig(_Model):
     default_profile: str | None = None
 
 
+def _positive_duration(value: str) -> str:
+    if parse_duration(value) <= 0:
+        raise ValueError("must be a positive duration")
+    return value
+
+
+class ClusterConfig(_Model):
+    """``cluster:``: mirror nodes and pods of the cluster (list+watch) and allow binding.
+
+    Needed by stateful plugins and ``DefaultBinder``, and what resolves ``NodeNames`` in
+    ``nodeCacheCapable: true`` profiles. Credentials: ``kubeconfig`` (and ``context``), else the
+    in-cluster service account, else ``$KUBECONFIG`` or ``~/.kube/config``. Durations are Go
+    durations: ``assumedPodTTL`` (default 30s) is how long a pod this service bound counts on its
+    node before the watch confirms it; ``watchTimeout`` (5m) the server-side watch timeout's lower
+    bound; ``staleAfter`` (60s) how long list/watch may fail before ``/readyz`` turns 503.
+    ``podAnnotations``: pod annotation keys to keep in pod records (plugins add their own).
+    """
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    assumed_pod_ttl: str = Field(default="30s", alias="assumedPodTTL")
+    watch_timeout: str = "5m"
+    stale_after: str = "60s"
+    page_size: int = Field(default=500, gt=0, le=10000)
+    api_workers: int = Field(default=16, gt=0, le=256)
+    pod_annotations: list[str] = Field(default_factory=list)
+
+    @pydantic.field_validator("assumed_pod_ttl", "watch_timeout", "stale_after")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return _positive_duration(value)
+
+    def settings(self) -> ClusterSettings:
+        """The runtime settings, durations in seconds."""
+        return ClusterSettings(
+            kubeconfig=self.kubeconfig,
+            context=self.context,
+            assumed_pod_ttl=parse_duration(self.assumed_pod_ttl),
+            watch_timeout=max(1, int(parse_duration(self.watch_timeout))),
+            stale_after=parse_duration(self.stale_after),
+            page_size=self.page_size,
+            api_workers=self.api_workers,
+            pod_annotations=tuple(self.pod_annotations),
+        )
+
+
 class Configuration(_Model):
     """The whole service configuration (see the module doc)."""
 
     api_version: Literal["config.scheduler-extender.dev/v1alpha1"]
     kind: Literal["ExtenderConfiguration"]
     server: ServerConfig = Field(default_factory=ServerConfig)
+    cluster: ClusterConfig | None = None
     profiles: list[Profile] = Field(min_length=1)
 
     @property
@@ -190,12 +238,15 @@ def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
             "only one extender can implement bind"
         )
     seen_resources: dict[str, str] = {}
+    cluster = ClusterRuntime(config.cluster.settings()) if config.cluster is not None else None
     for i, profile in enumerate(config.profiles):
-        problems += _validate_profile(i, profile, registry, seen_resources)
+        problems += _validate_profile(i, profile, registry, seen_resources, cluster)
     return problems
 
 
-def _validate_profile(i: int, profile: Profile, registry: Registry, seen_resources: dict[str, str]) -> list[str]:
+def _validate_profile(
+    i: int, profile: Profile, registry: Registry, seen_resources: dict[str, str], cluster: ClusterRuntime | None
+) -> list[str]:
     problems: list[str] = []
     at = f"profiles[{i}]"
     ext = profile.extender
@@ -239,8 +290,11 @@ def _validate_profile(i: int, profile: Profile, registry: Registry, seen_resourc
                     problems.append(
                         f"{where}.name: unknown plugin {ref.name!r} (registered: {', '.join(registry.names())})"
                     )
-            elif entry.needs_cluster:
-                problems.append(f"{where}.name: plugin {ref.name} needs cluster state, which is not configured")
+            elif entry.needs_cluster and cluster is None:
+                problems.append(
+                    f"{where}.name: plugin {ref.name} needs cluster state: add a `cluster:` section "
+                    "(credentials default to in-cluster, then ~/.kube/config)"
+                )
     configs: set[str] = set()
     for j, pc in enumerate(profile.plugin_config):
         where = f"{at}.pluginConfig[{j}]"
@@ -263,20 +317,21 @@ def _validate_profile(i: int, profile: Profile, registry: Registry, seen_resourc
             problems += _pydantic_problems(exc, f"{where}.args")
     if not problems:
         try:
-            build_framework(profile, registry)
+            build_framework(profile, registry, cluster)
         except (ValueError, TypeError) as exc:
             problems.append(f"{at}.plugins: {exc}")
     return problems
 
 
-def build_framework(profile: Profile, registry: Registry) -> Framework:
+def build_framework(profile: Profile, registry: Registry, cluster: ClusterRuntime | None = None) -> Framework:
     """Instantiate a validated profile's plugins (one instance per plugin, shared by all the
-    points it is enabled at) and return its :class:`Framework`.
+    points it is enabled at) and return its :class:`Framework`. ``cluster`` is handed to the
+    plugins through their :class:`Handle`.
 
     Raises ``ValueError`` if a plugin does not implement a point it is enabled at, or a factory
     rejects its args.
     """
-    handle = Handle(profile=profile.name)
+    handle = Handle(profile=profile.name, http_timeout=profile.extender.http_timeout_seconds, cluster=cluster)
     args_by_name = {pc.name: pc.args for pc in profile.plugin_config}
     instances: dict[str, Any] = {}
 

@@ -12,11 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from app import codec
+from app.cluster.runtime import ClusterRuntime
+from app.cluster.state import Snapshot
 from app.config import Configuration
 from app.framework.profile import Verb
 from app.framework.runtime import FilterOutcome, Framework, FrameworkError, ScoreOutcome
+from app.framework.status import Code, Status
+from app.framework.types import NodeInfo, Victims
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +50,55 @@ def error_answer(verb: str, status: int, message: str) -> Answer:
     return Answer(status, error_body(verb, message))
 
 
-class ExtenderService:
-    """The profiles' frameworks behind the four verbs."""
+#: The reason a cache-mode filter gives a node name the cluster state does not know.
+UNKNOWN_NODE = "node is not in the extender's cluster state"
+NOT_SYNCED = "the extender's cluster state has not synced with the API server yet"
 
-    def __init__(self, config: Configuration, frameworks: Mapping[str, Framework]) -> None:
+
+class ExtenderService:
+    """The profiles' frameworks behind the four verbs, and the cluster state when configured.
+
+    With cluster state, ``NodeNames`` (``nodeCacheCapable: true``) resolve through a
+    :class:`~app.cluster.state.Snapshot` taken once per request: filter rejects a name the cache
+    does not know as ``UnschedulableAndUnresolvable`` with :data:`UNKNOWN_NODE`, prioritize scores
+    it 0, and preempt resolves victim UIDs to the cached pods. Before the first sync, filter
+    answers ``Error`` and prioritize/preempt answer 503. Nodes sent in full (``Nodes``) find their
+    pods and requests in the same snapshot.
+    """
+
+    def __init__(
+        self, config: Configuration, frameworks: Mapping[str, Framework], cluster: ClusterRuntime | None = None
+    ) -> None:
         self.config = config
         self.frameworks = dict(frameworks)
+        self.cluster = cluster
         self.verbs: dict[str, tuple[Verb, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
+        self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
         self.default_profile = config.default_profile
+
+    def _snapshot(self) -> Snapshot | None:
+        return self.cluster.state.snapshot() if self.cluster is not None else None
+
+    def _resolve_nodes(
+        self, framework: Framework, view: codec.ExtenderArgsView, snapshot: Snapshot | None
+    ) -> tuple[list[NodeInfo], list[int]]:
+        """The NodeInfos plugins see, and the indexes of ``view.nodes`` the cache does not know."""
+        if snapshot is None:
+            return view.nodes, []
+        if not (view.node_raws is None and self.cache_capable.get(framework.profile, False)):
+            for node in view.nodes:
+                node.use_usage_lookup(snapshot.usage)
+            return view.nodes, []
+        known: list[NodeInfo] = []
+        unknown: list[int] = []
+        get = snapshot.get
+        for i, node in enumerate(view.nodes):
+            cached = get(node.name)
+            if cached is None:
+                unknown.append(i)
+            else:
+                known.append(cached)
+        return known, unknown
 
     def resolve(self, profile: str | None, verb: str) -> Framework | Answer:
         """The framework serving ``verb`` for ``profile`` (``None``: the default profile), or the
@@ -83,10 +129,16 @@ class ExtenderService:
         """Answer a filter body; the outcome is ``None`` when the body was rejected."""
         try:
             args = codec.decode_extender_args(body, keep_raw=True)
-            outcome = framework.run_filter(args.pod, args.nodes)
+            snapshot = self._snapshot()
+            if snapshot is not None and not snapshot.synced:
+                return Answer(200, codec.encode_filter_error(NOT_SYNCED)), None
+            nodes, unknown = self._resolve_nodes(framework, args, snapshot)
+            outcome = framework.run_filter(args.pod, nodes)
             if outcome.error:
                 log.warning("filter %s: %s", args.pod.key(), outcome.error)
                 return Answer(200, codec.encode_filter_error(outcome.error)), outcome
+            if unknown:
+                outcome.statuses = _merge_unknown(outcome.statuses, unknown, len(args.nodes), _UNKNOWN_STATUS)
             return Answer(200, codec.encode_filter_result(args, outcome.statuses)), outcome
         except codec.DecodeError as exc:
             return error_answer("filter", 400, str(exc)), None
@@ -96,18 +148,29 @@ class ExtenderService:
         fail-closed plugin erred (HTTP 500)."""
         try:
             args = codec.decode_extender_args(body, keep_raw=False)
-            outcome = framework.run_score(args.pod, args.nodes)
+            snapshot = self._snapshot()
+            if snapshot is not None and not snapshot.synced:
+                return error_answer("prioritize", 503, NOT_SYNCED), None
+            nodes, unknown = self._resolve_nodes(framework, args, snapshot)
+            outcome = framework.run_score(args.pod, nodes)
         except codec.DecodeError as exc:
             return error_answer("prioritize", 400, str(exc)), None
         except FrameworkError as exc:
             log.warning("prioritize: %s", exc)
             return error_answer("prioritize", 500, str(exc)), None
+        if unknown:
+            outcome.scores = _merge_unknown(outcome.scores, unknown, len(args.nodes), 0)
         return Answer(200, codec.encode_host_priority_list(args.nodes, outcome.scores)), outcome
 
     def preempt(self, framework: Framework, body: bytes) -> Answer:
         """Answer a preempt body: always ``NodeNameToMetaVictims`` with UIDs."""
         try:
             args = codec.decode_preemption_args(body)
+            snapshot = self._snapshot()
+            if snapshot is not None:
+                if not snapshot.synced:
+                    return error_answer("preempt", 503, NOT_SYNCED)
+                _resolve_victims(args.candidates, snapshot)
             candidates = framework.run_preemption(args.pod, args.candidates)
         except codec.DecodeError as exc:
             return error_answer("preempt", 400, str(exc))
@@ -128,4 +191,24 @@ class ExtenderService:
         return Answer(200, codec.encode_binding_result("" if status.is_success() else status.message))
 
 
-__all__ = ["Answer", "ExtenderService", "error_answer", "error_body"]
+_UNKNOWN_STATUS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNKNOWN_NODE,), "ClusterState")
+
+
+def _merge_unknown(known: list[Any], unknown: list[int], total: int, fill: Any) -> list[Any]:
+    """Re-align per-node results of the known nodes with the request's node order, ``fill`` for
+    the nodes the cache does not know (the unknown-node status, or score 0)."""
+    out: list[Any] = []
+    it = iter(known)
+    skip = set(unknown)
+    for i in range(total):
+        out.append(fill if i in skip else next(it))
+    return out
+
+
+def _resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:
+    """Replace UID-only victims (cache mode) by the cached pod records where the cache has them."""
+    for node, victims in candidates.items():
+        victims.pods = [(snapshot.pod(node, p.uid) or p) if p.pod is None and not p.name else p for p in victims.pods]
+
+
+__all__ = ["NOT_SYNCED", "UNKNOWN_NODE", "Answer", "ExtenderService", "error_answer", "error_body"]

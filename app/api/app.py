@@ -104,7 +104,7 @@ def create_app(service: ExtenderService) -> VerbRouter:
         version=__version__,
         description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
     )
-    metrics = Metrics()
+    metrics = Metrics(service.cluster.state if service.cluster is not None else None)
     app.state.service = service
     app.state.metrics = metrics
     limit = service.config.server.max_request_bytes
@@ -196,8 +196,16 @@ def create_app(service: ExtenderService) -> VerbRouter:
 
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
-        """Readiness: 200 when every profile can answer (no profile needs cluster state yet)."""
-        return JSONResponse({"status": "ready", "profiles": list(service.frameworks)})
+        """Readiness: 200 when every profile can answer; 503 with the reason while the cluster
+        state has not synced, or when its list/watch has failed for longer than ``staleAfter``."""
+        body: dict[str, Any] = {"status": "ready", "profiles": list(service.frameworks)}
+        if service.cluster is not None:
+            ready, reason = service.cluster.state.ready()
+            body["cluster"] = reason
+            if not ready:
+                body["status"] = "not ready"
+                return JSONResponse(body, status_code=503)
+        return JSONResponse(body)
 
     @app.get("/version", tags=["health"])
     async def version() -> dict[str, str]:

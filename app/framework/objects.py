@@ -31,6 +31,8 @@ class ObjectMeta(msgspec.Struct, rename="camel", frozen=True):
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
+    resource_version: str | None = None
+    deletion_timestamp: str | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
@@ -103,6 +105,8 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True):
     containers: list[Container] | None = None
     init_containers: list[Container] | None = None
     overhead: dict[str, QuantityValue] | None = None
+    #: pod-level resources (``spec.resources``, PodLevelResources)
+    resources: ResourceRequirements | None = None
 
 
 class PodStatus(msgspec.Struct, rename="camel", frozen=True):

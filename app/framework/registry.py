@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from app.framework.interfaces import Plugin
+
+if TYPE_CHECKING:
+    from app.cluster.runtime import ClusterRuntime
 
 #: The entry-point group out-of-tree plugins register in.
 ENTRY_POINT_GROUP = "scheduler_extender.plugins"
@@ -29,11 +32,16 @@ ENTRY_POINT_GROUP = "scheduler_extender.plugins"
 class Handle:
     """What the framework gives a plugin factory (kube-scheduler's ``framework.Handle``).
 
-    ``profile`` is the profile name. Cluster state arrives here in a later release; stateless
-    plugins need nothing else.
+    ``profile`` is the profile name; ``http_timeout`` the profile's ``httpTimeout`` in seconds
+    (a plugin that waits, such as a binder, must answer well inside it). ``cluster`` is the
+    service's cluster state (:class:`app.cluster.runtime.ClusterRuntime`) when the configuration
+    has a ``cluster:`` section, else ``None``; plugins registered with ``needs_cluster=True`` can
+    rely on it. Stateless plugins need nothing else.
     """
 
     profile: str
+    http_timeout: float = 5.0
+    cluster: ClusterRuntime | None = None
 
 
 PluginFactory = Callable[[Any, Handle], Plugin]

@@ -162,23 +162,44 @@ def non_zero(requests: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
+#: Resources that ``spec.resources`` (pod-level resources) may set: ``IsSupportedPodLevelResource`` in
+#: k8s.io/component-helpers/resource/helpers.go (plus any ``hugepages-*``).
+POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
+
+
 def pod_requests(
     containers: Iterable[tuple[Mapping[str, int], bool]],
     init_containers: Iterable[tuple[Mapping[str, int], bool]],
     overhead: Mapping[str, int] | None = None,
+    non_missing: Mapping[str, int] | None = None,
+    pod_level: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """Effective requests of a pod, as kube-scheduler accounts them.
 
     ``containers`` and ``init_containers`` are ``(requests, restartable)`` pairs in spec order;
     ``restartable`` is true for an init container with ``restartPolicy: Always`` (a sidecar).
-    Mirrors ``AggregateContainerRequests`` in k8s.io/component-helpers/resource/helpers.go.
+    ``non_missing`` fills a resource a container does not request (``NonMissingContainerRequests``:
+    kube-scheduler passes 100 millicores and 200 MiB to compute the non-zero requests used for
+    scoring). ``pod_level`` is ``spec.resources.requests``: its cpu, memory and hugepages replace the
+    container aggregate (``applyPodLevelResources``). Mirrors ``PodRequests`` and
+    ``AggregateContainerRequests`` in k8s.io/component-helpers/resource/helpers.go.
     """
+
+    def filled(requests: Mapping[str, int]) -> Mapping[str, int]:
+        if not non_missing:
+            return requests
+        out = dict(requests)
+        for name, value in non_missing.items():
+            out.setdefault(name, value)
+        return out
+
     total: dict[str, int] = {}
     for requests, _ in containers:
-        _add(total, requests)
+        _add(total, filled(requests))
     sidecars: dict[str, int] = {}
     init_max: dict[str, int] = {}
     for requests, restartable in init_containers:
+        requests = filled(requests)
         if restartable:
             _add(total, requests)
             _add(sidecars, requests)
@@ -188,6 +209,10 @@ def pod_requests(
             _add(need, sidecars)
             _max(init_max, need)
     _max(total, init_max)
+    if pod_level:
+        for name, value in pod_level.items():
+            if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
+                total[name] = value
     if overhead:
         _add(total, overhead)
     return total

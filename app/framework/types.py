@@ -7,94 +7,165 @@ first use and cached, so a plugin that never reads them costs nothing.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.framework import objects
-from app.framework.resources import pod_requests, resource_list
+from app.framework.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY,
+    pod_requests,
+    resource_list,
+)
 
 _EMPTY: Mapping[str, str] = {}
 
 
 class PodInfo:
-    """A pod as plugins see it.
+    """A pod as plugins see it (kube-scheduler's ``framework.PodInfo``).
 
-    Built from the request's ``Pod`` (or a victim pod) decoded into :class:`objects.Pod`; a victim
-    known only by UID (cache-mode preemption) has ``pod=None`` and only :attr:`uid`.
+    Two sources, one shape:
+
+    - a pod in a request body (the ``Pod`` being scheduled, or a victim pod), decoded into
+      :class:`objects.Pod` and kept as :attr:`pod` so plugins can read any decoded field;
+    - a slim record of the cluster-state cache (:func:`PodInfo.record`): identity, placement,
+      priority, labels, the annotations policies asked for, owner references and the effective
+      requests computed once when the watch event arrived. :attr:`pod` is ``None``.
+
+    A cache-mode preemption victim the cache does not know has only :attr:`uid`.
+    Requests are cpu in millicores, memory and storage in bytes, other resources as counts.
     """
 
-    __slots__ = ("_requests", "pod", "uid_only")
+    __slots__ = (
+        "_non_zero",
+        "_requests",
+        "annotations",
+        "deleting",
+        "labels",
+        "name",
+        "namespace",
+        "node_name",
+        "nominated_node_name",
+        "owner_references",
+        "phase",
+        "pod",
+        "priority",
+        "priority_class_name",
+        "scheduler_name",
+        "uid",
+    )
 
     def __init__(self, pod: objects.Pod | None, uid_only: str = "") -> None:
         self.pod = pod
-        self.uid_only = uid_only
+        meta = (pod.metadata if pod is not None else None) or objects.EMPTY_META
+        spec = (pod.spec if pod is not None else None) or objects.EMPTY_POD_SPEC
+        status = pod.status if pod is not None else None
+        self.namespace: str = meta.namespace or ""
+        self.name: str = meta.name or ""
+        self.uid: str = meta.uid or uid_only
+        self.labels: Mapping[str, str] = meta.labels or _EMPTY
+        self.annotations: Mapping[str, str] = meta.annotations or _EMPTY
+        self.owner_references: tuple[objects.OwnerReference, ...] = tuple(meta.owner_references or ())
+        self.deleting: bool = bool(meta.deletion_timestamp)
+        self.node_name: str = spec.node_name or ""
+        self.scheduler_name: str = spec.scheduler_name or ""
+        #: ``spec.priority`` (0 when unset, as ``corev1helpers.PodPriority``)
+        self.priority: int = spec.priority or 0
+        self.priority_class_name: str = spec.priority_class_name or ""
+        self.phase: str = (status.phase if status is not None else None) or ""
+        self.nominated_node_name: str = (status.nominated_node_name if status is not None else None) or ""
         self._requests: dict[str, int] | None = None
+        self._non_zero: tuple[int, int] | None = None
+
+    @classmethod
+    def record(
+        cls,
+        pod: objects.Pod,
+        keep_annotations: frozenset[str] | None = None,
+        intern: Callable[[str], str] = sys.intern,
+    ) -> PodInfo:
+        """A slim cluster-state record of ``pod``: the decoded object is dropped after its
+        requests are computed, annotations are cut to ``keep_annotations`` (``None``: keep all),
+        and repeated strings (namespaces, node names, label keys and values) are interned.
+
+        Raises :class:`app.framework.resources.QuantityError` for a malformed quantity.
+        """
+        info = cls(pod)
+        info.requests  # noqa: B018 - computed now, while the spec is at hand
+        info.non_zero_requests  # noqa: B018
+        info.pod = None
+        info.namespace = intern(info.namespace)
+        info.node_name = intern(info.node_name)
+        info.scheduler_name = intern(info.scheduler_name)
+        info.phase = intern(info.phase)
+        if info.labels:
+            info.labels = {intern(k): intern(v) for k, v in info.labels.items()}
+        if keep_annotations is not None:
+            kept = {k: v for k, v in info.annotations.items() if k in keep_annotations}
+            info.annotations = kept or _EMPTY
+        return info
+
+    @classmethod
+    def placeholder(cls, namespace: str, name: str, uid: str, node_name: str = "") -> PodInfo:
+        """A pod known only by identity (a bind for a pod the watch has not shown yet)."""
+        info = cls(None, uid)
+        info.namespace, info.name, info.node_name = namespace, name, node_name
+        info._requests, info._non_zero = {}, (0, 0)
+        return info
 
     @property
     def meta(self) -> objects.ObjectMeta:
-        """The pod's metadata (empty when only the UID is known)."""
+        """The decoded pod's metadata (empty for a cluster record or a UID-only victim)."""
         return (self.pod.metadata if self.pod is not None else None) or objects.EMPTY_META
 
     @property
     def spec(self) -> objects.PodSpec:
-        """The pod's spec (empty when only the UID is known)."""
+        """The decoded pod's spec (empty for a cluster record or a UID-only victim)."""
         return (self.pod.spec if self.pod is not None else None) or objects.EMPTY_POD_SPEC
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return self.meta.name or ""
-
-    @property
-    def namespace(self) -> str:
-        """``metadata.namespace``."""
-        return self.meta.namespace or ""
-
-    @property
-    def uid(self) -> str:
-        """``metadata.uid`` (or the UID a cache-mode victim was named by)."""
-        return self.meta.uid or self.uid_only
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        """``metadata.labels`` (empty mapping when absent)."""
-        return self.meta.labels or _EMPTY
-
-    @property
-    def annotations(self) -> Mapping[str, str]:
-        """``metadata.annotations`` (empty mapping when absent)."""
-        return self.meta.annotations or _EMPTY
-
-    @property
-    def priority(self) -> int:
-        """``spec.priority`` (0 when unset, as kube-scheduler's ``corev1helpers.PodPriority``)."""
-        return self.spec.priority or 0
-
-    @property
-    def scheduler_name(self) -> str:
-        """``spec.schedulerName``."""
-        return self.spec.scheduler_name or ""
 
     @property
     def requests(self) -> Mapping[str, int]:
         """Effective requests: cpu in millicores, memory in bytes, others as integers.
 
-        Follows :func:`app.framework.resources.pod_requests`. Raises
+        Follows :func:`app.framework.resources.pod_requests` (containers, sidecars, the largest
+        init container, pod-level resources, overhead). Raises
         :class:`app.framework.resources.QuantityError` for a malformed quantity.
         """
         if self._requests is None:
-            spec = self.spec
-            self._requests = pod_requests(
-                [(_container_requests(c), False) for c in spec.containers or ()],
-                [(_container_requests(c), c.restart_policy == "Always") for c in spec.init_containers or ()],
-                resource_list(spec.overhead),
-            )
+            self._requests = _pod_requests(self.spec)
         return self._requests
+
+    @property
+    def non_zero_requests(self) -> tuple[int, int]:
+        """``(milli_cpu, memory_bytes)`` with kube-scheduler's scoring defaults (100m, 200 MiB) for a
+        container that requests no cpu or memory: ``calculateResource`` in
+        pkg/scheduler/framework/types.go (``NonMissingContainerRequests``)."""
+        if self._non_zero is None:
+            both = _pod_requests(self.spec, _NON_MISSING)
+            self._non_zero = (both.get(CPU, 0), both.get(MEMORY, 0))
+        return self._non_zero
 
     def key(self) -> str:
         """``namespace/name``, for logs and tables."""
         return f"{self.namespace}/{self.name}"
+
+
+_NON_MISSING = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
+def _pod_requests(spec: objects.PodSpec, non_missing: Mapping[str, int] | None = None) -> dict[str, int]:
+    pod_level = spec.resources.requests if spec.resources is not None else None
+    return pod_requests(
+        [(_container_requests(c), False) for c in spec.containers or ()],
+        [(_container_requests(c), c.restart_policy == "Always") for c in spec.init_containers or ()],
+        resource_list(spec.overhead),
+        non_missing,
+        resource_list(pod_level),
+    )
 
 
 def _container_requests(container: objects.Container) -> dict[str, int]:
@@ -111,6 +182,33 @@ class ObjectDecodeError(ValueError):
 
 
 NodeLoader = Callable[[Any], objects.Node]
+_NO_COUNTS: Mapping[str, int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """What the cluster-state cache accounts on one node: the bound pods plus the pods assumed
+    onto it at bind (kube-scheduler's ``NodeInfo.Pods``/``Requested``/``NonZeroRequested``).
+
+    ``requested``: the sum of the pods' effective requests (cpu millicores, memory bytes, others
+    as counts). ``non_zero_requested``: ``(milli_cpu, memory_bytes)`` with the scoring defaults
+    for pods that request nothing. ``pool_usage``: slots taken per registered resource pool.
+    Immutable: the cache replaces the whole value when a pod comes or goes.
+    """
+
+    pods: tuple[PodInfo, ...] = ()
+    requested: Mapping[str, int] = field(default_factory=dict)
+    non_zero_requested: tuple[int, int] = (0, 0)
+    pool_usage: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def pod_count(self) -> int:
+        """How many pods are bound or assumed on the node."""
+        return len(self.pods)
+
+
+EMPTY_USAGE = NodeUsage()
+UsageLookup = Callable[[str], "NodeUsage | None"]
 
 
 class NodeInfo:
@@ -121,19 +219,24 @@ class NodeInfo:
     time a plugin reads :attr:`name` or :attr:`node`, so a profile whose plugins never read a
     node never pays for decoding it. The loader raises :class:`ObjectDecodeError`.
 
-    In ``nodeCacheCapable: true`` requests only the name is known unless the service holds cluster
-    state; plugins that need the object must check :attr:`node` and return an ``ERROR`` status
-    when it is ``None`` (the runtime then applies the plugin's failure policy).
+    In ``nodeCacheCapable: true`` requests the service resolves names through its cluster-state
+    cache, whose NodeInfos carry the node and its :class:`NodeUsage`. Without cluster state only
+    the name is known: plugins that need the object must check :attr:`node` and return an
+    ``ERROR`` status when it is ``None`` (the runtime then applies the plugin's failure policy).
+    A node decoded from a request body finds its usage in the cache by name, on first read
+    (:meth:`use_usage_lookup`).
     """
 
-    __slots__ = ("_allocatable", "_loader", "_name", "_node", "_raw")
+    __slots__ = ("_allocatable", "_loader", "_lookup", "_name", "_node", "_raw", "_usage")
 
-    def __init__(self, name: str = "", node: objects.Node | None = None) -> None:
+    def __init__(self, name: str = "", node: objects.Node | None = None, usage: NodeUsage | None = None) -> None:
         self._name = name
         self._node = node
         self._raw: Any = None
         self._loader: NodeLoader | None = None
         self._allocatable: dict[str, int] | None = None
+        self._usage = usage
+        self._lookup: UsageLookup | None = None
 
     @classmethod
     def lazy(cls, raw: Any, loader: NodeLoader) -> NodeInfo:
@@ -142,6 +245,36 @@ class NodeInfo:
         info._raw = raw
         info._loader = loader
         return info
+
+    def use_usage_lookup(self, lookup: UsageLookup) -> NodeInfo:
+        """Find :attr:`usage` with ``lookup(name)`` on first read (non-cache requests with cluster
+        state); returns ``self``."""
+        self._lookup = lookup
+        return self
+
+    @property
+    def usage(self) -> NodeUsage:
+        """The pods and requests the cluster-state cache accounts on this node
+        (:data:`EMPTY_USAGE` without cluster state or for a node the cache does not know)."""
+        if self._usage is None:
+            found = self._lookup(self.name) if self._lookup is not None else None
+            self._usage = found if found is not None else EMPTY_USAGE
+        return self._usage
+
+    @property
+    def pods(self) -> tuple[PodInfo, ...]:
+        """Pods bound or assumed on this node (``NodeInfo.Pods``)."""
+        return self.usage.pods
+
+    @property
+    def requested(self) -> Mapping[str, int]:
+        """Sum of those pods' requests (``NodeInfo.Requested``)."""
+        return self.usage.requested
+
+    @property
+    def non_zero_requested(self) -> tuple[int, int]:
+        """``(milli_cpu, memory_bytes)`` with scoring defaults (``NodeInfo.NonZeroRequested``)."""
+        return self.usage.non_zero_requested
 
     def _load(self) -> objects.Node | None:
         if self._node is None and self._loader is not None:

@@ -2,7 +2,7 @@
 ``PLUGIN`` :class:`~app.framework.PluginEntry`."""
 
 from app.framework.registry import PluginEntry, Registry, build_registry
-from app.plugins import annotation_node_affinity, node_resources_allocatable
+from app.plugins import annotation_node_affinity, default_binder, node_resources_allocatable
 from app.plugins.chaos import coin_flip, dice_roll
 
 IN_TREE: tuple[PluginEntry, ...] = (
@@ -10,6 +10,7 @@ IN_TREE: tuple[PluginEntry, ...] = (
     dice_roll.PLUGIN,
     annotation_node_affinity.PLUGIN,
     node_resources_allocatable.PLUGIN,
+    default_binder.PLUGIN,
 )
 
 

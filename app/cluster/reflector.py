@@ -1,0 +1,299 @@
+"""List+watch reflectors for nodes and pods, each in its own thread.
+
+The loop follows client-go's ``Reflector.ListAndWatch`` (k8s.io/client-go/tools/cache/reflector.go):
+
+- **list** in pages of ``page_size`` (``limit``/``continue``), then replace the cache's contents;
+  an expired continue token (``410``) restarts the list;
+- **watch** from the list's resourceVersion with ``allowWatchBookmarks``; each event, bookmarks
+  included, moves the last seen resourceVersion on. The API server ends a watch after
+  ``timeoutSeconds`` (randomised between ``watch_timeout`` and twice that, as client-go's
+  ``minWatchTimeout``), and the reflector resumes from the last resourceVersion without listing;
+- a ``410 Gone`` (an HTTP 410 or an ``ERROR`` event carrying a 410 ``Status``: the history was
+  compacted) forces a **relist**;
+- any other failure (API server unreachable, 5xx, a broken stream) waits with **exponential
+  backoff and jitter** (``backoff_initial`` doubling to ``backoff_max`` seconds, +0..100 %
+  jitter, as client-go's ``wait.NewExponentialBackoffManager(800ms, 30s, ..., 2.0, 1.0)``), then
+  resumes the watch, or relists when there is no resourceVersion yet.
+
+Objects are decoded with msgspec straight into the slim views of :mod:`app.framework.objects`;
+pods then become slim :class:`~app.framework.types.PodInfo` records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import msgspec
+
+from app.cluster.state import ClusterState
+from app.framework import objects
+from app.kube.errors import APIError
+
+log = logging.getLogger(__name__)
+
+
+class ListerWatcher(Protocol):
+    """What a reflector needs from the API (implemented by :class:`app.kube.client.KubeClient`)."""
+
+    def list(self, kind: str, limit: int, continue_token: str | None, timeout: float) -> bytes: ...
+
+    def watch(self, kind: str, resource_version: str, timeout_seconds: int) -> Any: ...
+
+
+class _ListMeta(msgspec.Struct, rename="camel"):
+    resource_version: str | None = None
+    # "continue" is a Python keyword: map it explicitly
+    continue_: str | None = msgspec.field(default=None, name="continue")
+
+
+class _NodeList(msgspec.Struct):
+    metadata: _ListMeta | None = None
+    items: list[objects.Node] | None = None
+
+
+class _PodList(msgspec.Struct):
+    metadata: _ListMeta | None = None
+    items: list[objects.Pod] | None = None
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+class _Status(msgspec.Struct):
+    code: int | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class _MetaOnly(msgspec.Struct):
+    metadata: objects.ObjectMeta | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+_STATUS = msgspec.json.Decoder(_Status)
+_META_ONLY = msgspec.json.Decoder(_MetaOnly)
+_LISTS: dict[str, msgspec.json.Decoder[Any]] = {
+    "nodes": msgspec.json.Decoder(_NodeList),
+    "pods": msgspec.json.Decoder(_PodList),
+}
+_OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
+    "nodes": msgspec.json.Decoder(objects.Node),
+    "pods": msgspec.json.Decoder(objects.Pod),
+}
+
+
+class _RelistError(Exception):
+    """The resourceVersion is gone (410): list again."""
+
+
+def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Split a watch body (chunks as they arrive) into its newline-delimited JSON events."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        while True:
+            end = buffer.find(b"\n")
+            if end < 0:
+                break
+            line, buffer = buffer[:end], buffer[end + 1 :]
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer
+
+
+class Reflector:
+    """Keeps ``kind`` (``nodes`` or ``pods``) of ``state`` in step with the API server.
+
+    ``watch_timeout`` and the backoff bounds are in seconds; ``request_timeout`` bounds each list
+    page. ``start()`` runs the loop in a daemon thread; ``stop()`` ends it and closes an open watch.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        lister: ListerWatcher,
+        state: ClusterState,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+        backoff_initial: float = 0.8,
+        backoff_max: float = 30.0,
+        request_timeout: float = 60.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        if kind not in _LISTS:
+            raise ValueError(f"unknown kind {kind!r}")
+        self.kind = kind
+        self.lister = lister
+        self.state = state
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.request_timeout = request_timeout
+        self._rng = rng or random.Random()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stream: Any = None
+        self._lock = threading.Lock()
+        self.resource_version: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the list+watch loop in a daemon thread."""
+        self._thread = threading.Thread(target=self.run, name=f"reflector-{self.kind}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop and close the open watch; waits up to ``timeout`` seconds."""
+        self._stop.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            with contextlib.suppress(Exception):  # closing a broken stream may fail; we are leaving anyway
+                stream.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> None:
+        """The loop of the module doc; returns when stopped."""
+        delay = self.backoff_initial
+        while not self._stop.is_set():
+            try:
+                if self.resource_version is None:
+                    self._list()
+                    delay = self.backoff_initial
+                if self._stop.is_set():
+                    return
+                if self._watch():
+                    delay = self.backoff_initial
+                    self.state.count(self.kind, "watch_restart")
+                    continue
+                raise APIError(0, "WatchClosed", "the watch ended at once without an event")
+            except _RelistError:
+                log.info("%s: resourceVersion %s is gone (410): relisting", self.kind, self.resource_version)
+                self.resource_version = None
+                self.state.count(self.kind, "relist")
+            except Exception as exc:  # any failure: back off, then resume (never kill the thread)
+                message = str(exc) if isinstance(exc, APIError) else f"{type(exc).__name__}: {exc}"
+                self.state.mark_failing(self.kind, message)
+                wait = delay * (1 + self._rng.random())
+                log.warning("%s list/watch failed (%s); retrying in %.1fs", self.kind, message, wait)
+                if self._stop.wait(wait):
+                    return
+                delay = min(delay * 2, self.backoff_max)
+
+    # -- list --------------------------------------------------------------------------------------
+
+    def _list(self) -> None:
+        decoder = _LISTS[self.kind]
+        items: list[Any] = []
+        token: str | None = None
+        resource_version = ""
+        while True:
+            try:
+                body = self.lister.list(self.kind, self.page_size, token, self.request_timeout)
+            except APIError as exc:
+                if exc.gone and token is not None:
+                    log.info("%s: list continue token expired (410): listing again from the start", self.kind)
+                    items, token = [], None
+                    continue
+                raise
+            page = decoder.decode(body)
+            meta = page.metadata or _ListMeta()
+            items.extend(page.items or ())
+            resource_version = meta.resource_version or resource_version
+            token = meta.continue_
+            if not token or self._stop.is_set():
+                break
+        if self.kind == "nodes":
+            self.state.replace_nodes(items)
+        else:
+            record = self.state.record
+            self.state.replace_pods([record(p) for p in items])
+        self.resource_version = resource_version
+        self.state.mark_synced(self.kind)
+        log.info("%s: listed %d at resourceVersion %s", self.kind, len(items), resource_version)
+
+    # -- watch -------------------------------------------------------------------------------------
+
+    def _watch(self) -> bool:
+        """Watch until the server ends the stream; returns whether any event arrived or the watch
+        lasted at least a second (a watch that ends at once is treated as a failure)."""
+        assert self.resource_version is not None
+        timeout = int(self.watch_timeout * (1 + self._rng.random()))
+        started = time.monotonic()
+        try:
+            stream = self.lister.watch(self.kind, self.resource_version, timeout)
+        except APIError as exc:
+            if exc.gone:
+                raise _RelistError from exc
+            raise
+        with self._lock:
+            self._stream = stream
+        self.state.mark_ok(self.kind)
+        events = 0
+        apply = self._applier()
+        try:
+            for line in iter_lines(stream.stream(amt=None, decode_content=False)):
+                if self._stop.is_set():
+                    return True
+                event = _EVENT.decode(line)
+                if event.type == "ERROR":
+                    status = _STATUS.decode(event.object)
+                    if status.code == 410:
+                        raise _RelistError
+                    raise APIError(status.code or 0, status.reason or "Error", status.message or "watch error")
+                if event.type == "BOOKMARK":
+                    meta = _META_ONLY.decode(event.object).metadata
+                    if meta is not None and meta.resource_version:
+                        self.resource_version = meta.resource_version
+                    events += 1
+                    continue
+                obj = _OBJECTS[self.kind].decode(event.object)
+                apply(event.type, obj)
+                meta = obj.metadata
+                if meta is not None and meta.resource_version:
+                    self.resource_version = meta.resource_version
+                events += 1
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise APIError(0, "BadEvent", f"undecodable watch event: {exc}") from exc
+        finally:
+            with self._lock:
+                self._stream = None
+            with contextlib.suppress(Exception):  # the stream may already be broken
+                stream.close()
+        return events > 0 or time.monotonic() - started >= 1.0
+
+    def _applier(self) -> Callable[[str, Any], None]:
+        state = self.state
+        if self.kind == "nodes":
+
+            def apply_node(kind: str, node: objects.Node) -> None:
+                if kind == "DELETED":
+                    state.delete_node(node)
+                else:
+                    state.upsert_node(node)
+
+            return apply_node
+
+        def apply_pod(kind: str, pod: objects.Pod) -> None:
+            record = state.record(pod)
+            if kind == "DELETED":
+                state.delete_pod(record)
+            else:
+                state.upsert_pod(record)
+
+        return apply_pod
+
+
+__all__ = ["ListerWatcher", "Reflector", "iter_lines"]

@@ -1,0 +1,112 @@
+"""The cluster connection of a running service: credentials, the two reflectors, the binder.
+
+Built from the configuration's ``cluster:`` section before the profiles' plugins (which register
+pools and pod annotations on :attr:`ClusterRuntime.state`), connected by ``serve``
+(:meth:`ClusterRuntime.connect`), never by ``validate`` or ``replay``.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from app.cluster.reflector import Reflector
+from app.cluster.state import KINDS, ClusterState
+
+if TYPE_CHECKING:
+    from app.kube.binder import Binder
+    from app.kube.client import KubeClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """How to reach and mirror the cluster (seconds for every duration).
+
+    ``kubeconfig``/``context``: explicit credentials (else in-cluster, else the default
+    kubeconfig). ``assumed_pod_ttl``: how long a bound-but-unconfirmed pod counts on its node.
+    ``watch_timeout``: the server-side watch timeout's lower bound. ``stale_after``: failing
+    list/watch time before ``/readyz`` reports not ready. ``pod_annotations``: annotation keys pod
+    records keep besides those plugins ask for.
+    """
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    assumed_pod_ttl: float = 30.0
+    watch_timeout: int = 300
+    page_size: int = 500
+    stale_after: float = 60.0
+    backoff_initial: float = 0.8
+    backoff_max: float = 30.0
+    api_workers: int = 16
+    pod_annotations: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ClusterRuntime:
+    """:class:`ClusterState` plus, once connected, the API client, reflectors and executor."""
+
+    def __init__(self, settings: ClusterSettings) -> None:
+        self.settings = settings
+        self.state = ClusterState(
+            assumed_ttl=settings.assumed_pod_ttl,
+            keep_annotations=settings.pod_annotations,
+            stale_after=settings.stale_after,
+        )
+        self.client: KubeClient | None = None
+        self.source = ""
+        self.executor = ThreadPoolExecutor(max_workers=settings.api_workers, thread_name_prefix="kube-api")
+        self.reflectors: list[Reflector] = []
+
+    def connect(self, client: KubeClient | None = None) -> None:
+        """Load credentials (unless ``client`` is given) and start the reflectors.
+
+        Raises :class:`app.kube.errors.KubeConfigError` when no credentials work. An unreachable
+        API server is not an error here: the reflectors retry and ``/readyz`` says why.
+        """
+        if client is None:
+            from app.kube.client import KubeClient, load_client
+
+            loaded = load_client(self.settings.kubeconfig, self.settings.context)
+            client, self.source = KubeClient(loaded.api_client), loaded.source
+        self.client = client
+        s = self.settings
+        self.reflectors = [
+            Reflector(
+                kind,
+                client,
+                self.state,
+                page_size=s.page_size,
+                watch_timeout=s.watch_timeout,
+                backoff_initial=s.backoff_initial,
+                backoff_max=s.backoff_max,
+            )
+            for kind in KINDS
+        ]
+        for reflector in self.reflectors:
+            reflector.start()
+        log.info("cluster state: list+watch of nodes and pods started (%s)", self.source or "given client")
+
+    def binder(self, timeout: float) -> Binder:
+        """A :class:`~app.kube.binder.Binder` bounded by ``timeout`` seconds.
+
+        Raises ``RuntimeError`` before :meth:`connect`.
+        """
+        if self.client is None:
+            raise RuntimeError("the cluster connection is not started (serve connects it)")
+        from app.kube.binder import Binder
+
+        return Binder(self.client, self.state, self.executor, timeout)
+
+    def stop(self) -> None:
+        """Stop the reflectors and the executor; close the client."""
+        for reflector in self.reflectors:
+            reflector.stop()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.client is not None:
+            self.client.close()
+
+
+__all__ = ["ClusterRuntime", "ClusterSettings"]

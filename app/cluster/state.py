@@ -1,0 +1,528 @@
+"""The cluster-state cache: nodes, pods, per-node aggregates and the assumed-pod ledger.
+
+Written by the reflectors' threads (:mod:`app.cluster.reflector`), read by requests through an
+immutable :class:`Snapshot`. The model is kube-scheduler's scheduler cache
+(``pkg/scheduler/backend/cache/cache.go``): a pod counts on a node when the API server shows it
+bound there (``spec.nodeName``) or when this service bound it and the watch has not confirmed the
+binding yet (an *assumed* pod, ``AssumePod``/``FinishBinding``/``ForgetPod``). An assumption the
+watch never confirms expires after ``assumed_ttl`` seconds (``cleanupAssumedPods``), so a lost
+binding cannot hold capacity for ever; a deleted pod frees what it held at once.
+
+Units follow :class:`app.framework.types.NodeUsage`: cpu in millicores, memory and storage in
+bytes, other resources as counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from app.framework import objects
+from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
+
+log = logging.getLogger(__name__)
+
+#: Pod phases that free a pod's resources; kube-scheduler's pod informer excludes them with the
+#: field selector ``status.phase!=Succeeded,status.phase!=Failed``.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+KINDS = ("nodes", "pods")
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """A countable per-node resource pool (such as underlay IPs) a plugin asks the cache to count.
+
+    ``consumes(pod)`` is how many slots ``pod`` takes (0 for pods outside the pool); the cache sums
+    it per node into :attr:`NodeUsage.pool_usage` under ``name``.
+    """
+
+    name: str
+    consumes: Callable[[PodInfo], int]
+
+
+#: ``check(node, pod)`` at reservation time: ``None`` to admit, else the reason to refuse.
+ReserveCheck = Callable[[NodeInfo, PodInfo], "str | None"]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The answer of :meth:`ClusterState.assume`.
+
+    ``ok``: the pod now counts on the node. ``already_bound``: the API server already shows the
+    pod bound to that node (nothing to do). ``reason``: why the reservation was refused.
+    """
+
+    ok: bool
+    already_bound: bool = False
+    reason: str = ""
+
+
+@dataclass
+class _Assumption:
+    pod: PodInfo
+    node: str
+    deadline: float
+
+
+@dataclass
+class _KindState:
+    synced: bool = False
+    #: monotonic time since when list/watch has been failing; ``None`` while connected
+    failing_since: float | None = None
+    last_error: str = ""
+    relists: int = 0
+    watch_restarts: int = 0
+    errors: int = 0
+
+
+class Snapshot:
+    """An immutable view of the cache for one request.
+
+    ``nodes`` maps node name -> :class:`NodeInfo` (with :attr:`NodeInfo.usage`); a name may map to
+    a NodeInfo whose ``node`` is ``None`` when pods are bound to a node the node watch has not
+    shown yet. ``synced`` tells whether both reflectors had completed their first list when the
+    snapshot was taken.
+    """
+
+    __slots__ = ("nodes", "synced")
+
+    def __init__(self, nodes: Mapping[str, NodeInfo], synced: bool) -> None:
+        self.nodes = nodes
+        self.synced = synced
+
+    def get(self, name: str) -> NodeInfo | None:
+        """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
+        info = self.nodes.get(name)
+        return info if info is not None and info.node is not None else None
+
+    def usage(self, name: str) -> NodeUsage | None:
+        """What is accounted on ``name`` (``None`` when nothing is)."""
+        info = self.nodes.get(name)
+        return info.usage if info is not None else None
+
+    def pod(self, node: str, uid: str) -> PodInfo | None:
+        """The pod with ``uid`` among those accounted on ``node``."""
+        info = self.nodes.get(node)
+        if info is None:
+            return None
+        for pod in info.usage.pods:
+            if pod.uid == uid:
+                return pod
+        return None
+
+
+class ClusterState:
+    """Nodes, pods, per-node :class:`NodeUsage` and the assumed-pod ledger; thread-safe.
+
+    ``assumed_ttl``: seconds an assumed pod counts on its node without the watch confirming the
+    binding. ``keep_annotations``: the pod annotation keys records keep (policies register theirs
+    with :meth:`want_pod_annotations`). ``stale_after``: seconds of failing list/watch after which
+    :meth:`ready` reports not ready. ``clock``: a monotonic clock in seconds (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        assumed_ttl: float = 30.0,
+        keep_annotations: Iterable[str] = (),
+        stale_after: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.assumed_ttl = assumed_ttl
+        self.stale_after = stale_after
+        self._clock = clock
+        self._keep_annotations = frozenset(keep_annotations)
+        self._pools: list[PoolSpec] = []
+        self._lock = threading.Lock()
+        self._views: dict[str, objects.Node] = {}
+        self._pods: dict[str, PodInfo] = {}
+        self._ledger: dict[str, _Assumption] = {}
+        self._next_deadline = float("inf")
+        self._placed: dict[str, tuple[str, PodInfo]] = {}
+        self._usage: dict[str, NodeUsage] = {}
+        self._infos: dict[str, NodeInfo] = {}
+        self._dirty: set[str] = set()
+        self._snapshot: Snapshot | None = None
+        self._kinds = {kind: _KindState() for kind in KINDS}
+        self.confirmed = 0
+        self.expired = 0
+
+    # -- registration (before the reflectors start) ------------------------------------------------
+
+    def want_pod_annotations(self, keys: Iterable[str]) -> None:
+        """Keep these pod annotation keys in pod records (call before the reflectors start)."""
+        self._keep_annotations = self._keep_annotations | frozenset(keys)
+
+    @property
+    def keep_annotations(self) -> frozenset[str]:
+        """The pod annotation keys pod records keep."""
+        return self._keep_annotations
+
+    def add_pool(self, pool: PoolSpec) -> None:
+        """Count ``pool`` per node. Raises ``ValueError`` if the name is taken."""
+        with self._lock:
+            if any(p.name == pool.name for p in self._pools):
+                raise ValueError(f"resource pool {pool.name!r} is already registered")
+            self._pools.append(pool)
+            self._rebuild_usage()
+
+    # -- writes from the node reflector ------------------------------------------------------------
+
+    def replace_nodes(self, nodes: Iterable[objects.Node]) -> None:
+        """Replace every node (a completed list); nodes absent from ``nodes`` are removed."""
+        views = {n.metadata.name: n for n in nodes if n.metadata is not None and n.metadata.name}
+        with self._lock:
+            self._dirty.update(self._views.keys() ^ views.keys())
+            self._dirty.update(views)
+            self._views = views
+            self._touch()
+
+    def upsert_node(self, node: objects.Node) -> None:
+        """An ADDED or MODIFIED node."""
+        name = node.metadata.name if node.metadata is not None else None
+        if not name:
+            return
+        with self._lock:
+            self._views[name] = node
+            self._dirty.add(name)
+            self._touch()
+
+    def delete_node(self, node: objects.Node) -> None:
+        """A DELETED node. Pods still bound to it keep counting until they are deleted."""
+        name = node.metadata.name if node.metadata is not None else None
+        with self._lock:
+            if name and self._views.pop(name, None) is not None:
+                self._dirty.add(name)
+                self._touch()
+
+    # -- writes from the pod reflector -------------------------------------------------------------
+
+    def record(self, pod: objects.Pod) -> PodInfo:
+        """The slim record the cache keeps for ``pod`` (computed outside the lock)."""
+        return PodInfo.record(pod, self._keep_annotations)
+
+    def replace_pods(self, pods: Iterable[PodInfo]) -> None:
+        """Replace every pod (a completed list). Assumptions stay: they are confirmed, dropped or
+        expired by what the list shows."""
+        records = {p.uid: p for p in pods if p.uid and p.phase not in TERMINAL_PHASES}
+        with self._lock:
+            self._pods = records
+            for uid, pod in records.items():
+                self._settle_assumption(uid, pod)
+            self._rebuild_usage()
+
+    def upsert_pod(self, pod: PodInfo) -> None:
+        """An ADDED or MODIFIED pod (a terminal phase counts as a deletion)."""
+        if not pod.uid:
+            return
+        if pod.phase in TERMINAL_PHASES:
+            self.delete_pod(pod)
+            return
+        with self._lock:
+            self._pods[pod.uid] = pod
+            self._settle_assumption(pod.uid, pod)
+            self._recount(pod.uid)
+            self._touch()
+
+    def delete_pod(self, pod: PodInfo) -> None:
+        """A DELETED pod: whatever it held (bound or assumed) is freed."""
+        with self._lock:
+            self._pods.pop(pod.uid, None)
+            self._ledger.pop(pod.uid, None)
+            self._recount(pod.uid)
+            self._touch()
+
+    # -- reflector health --------------------------------------------------------------------------
+
+    def mark_synced(self, kind: str) -> None:
+        """``kind`` (``nodes`` or ``pods``) completed a list."""
+        with self._lock:
+            state = self._kinds[kind]
+            if not state.synced:
+                log.info("cluster state: %s synced", kind)
+            state.synced = True
+            state.failing_since = None
+            self._snapshot = None
+
+    def mark_ok(self, kind: str) -> None:
+        """``kind``'s list or watch is working."""
+        with self._lock:
+            self._kinds[kind].failing_since = None
+
+    def mark_failing(self, kind: str, error: str) -> None:
+        """``kind``'s list or watch failed with ``error``."""
+        with self._lock:
+            state = self._kinds[kind]
+            state.errors += 1
+            state.last_error = error
+            if state.failing_since is None:
+                state.failing_since = self._clock()
+
+    def count(self, kind: str, what: str) -> None:
+        """Count a ``relist`` or a ``watch_restart`` of ``kind`` (for metrics)."""
+        with self._lock:
+            state = self._kinds[kind]
+            if what == "relist":
+                state.relists += 1
+            else:
+                state.watch_restarts += 1
+
+    def has_synced(self) -> bool:
+        """Whether both nodes and pods completed their first list."""
+        with self._lock:
+            return self._synced()
+
+    def _synced(self) -> bool:
+        return all(s.synced for s in self._kinds.values())
+
+    def ready(self) -> tuple[bool, str]:
+        """``(ready, reason)``: synced, and no reflector failing for longer than ``stale_after``."""
+        now = self._clock()
+        with self._lock:
+            for kind, state in self._kinds.items():
+                if not state.synced:
+                    detail = f": {state.last_error}" if state.last_error else ""
+                    return False, f"{kind} have not synced yet{detail}"
+                if state.failing_since is not None and now - state.failing_since > self.stale_after:
+                    return False, (
+                        f"{kind} list/watch has failed for {now - state.failing_since:.0f}s "
+                        f"(cache may be stale): {state.last_error}"
+                    )
+        return True, "synced"
+
+    def stats(self) -> dict[str, float]:
+        """Counters and sizes for metrics: nodes, pods, assumed pods, per-kind relists, watch
+        restarts and errors, confirmed and expired assumptions."""
+        with self._lock:
+            out: dict[str, float] = {
+                "nodes": len(self._views),
+                "pods": len(self._pods),
+                "assumed_pods": len(self._ledger),
+                "assumed_confirmed": self.confirmed,
+                "assumed_expired": self.expired,
+            }
+            for kind, state in self._kinds.items():
+                out[f"{kind}_synced"] = 1 if state.synced else 0
+                out[f"{kind}_relists"] = state.relists
+                out[f"{kind}_watch_restarts"] = state.watch_restarts
+                out[f"{kind}_errors"] = state.errors
+            return out
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """The current state as an immutable :class:`Snapshot` (shared until the next write)."""
+        with self._lock:
+            self._expire()
+            if self._snapshot is None:
+                self._flush()
+                self._snapshot = Snapshot(dict(self._infos), self._synced())
+            return self._snapshot
+
+    def pod(self, uid: str) -> PodInfo | None:
+        """The watched pod with ``uid`` (bound or pending), or ``None``."""
+        with self._lock:
+            return self._pods.get(uid)
+
+    def assumed(self) -> dict[str, str]:
+        """Pod UID -> node of every unconfirmed assumption."""
+        with self._lock:
+            self._expire()
+            return {uid: a.node for uid, a in self._ledger.items()}
+
+    # -- the assumed-pod ledger --------------------------------------------------------------------
+
+    def assume(self, namespace: str, name: str, uid: str, node: str, check: ReserveCheck | None = None) -> Reservation:
+        """Atomically check and reserve: count pod ``uid`` on ``node`` before its binding exists.
+
+        ``check(node_info, pod)`` sees the node with everything bound and assumed so far and may
+        refuse (a full pool, no room); two concurrent calls never both pass a check for the last
+        slot, because both run under the cache's lock. Assuming the same pod on the same node
+        again renews the assumption. Refused when the pod is bound or assumed on another node.
+        """
+        with self._lock:
+            self._expire()
+            pod = self._pods.get(uid)
+            if pod is not None and pod.node_name:
+                if pod.node_name == node:
+                    return Reservation(True, already_bound=True)
+                return Reservation(False, reason=f"pod is already bound to node {pod.node_name!r}")
+            existing = self._ledger.get(uid)
+            if existing is not None:
+                if existing.node != node:
+                    return Reservation(False, reason=f"pod is being bound to node {existing.node!r}")
+                existing.deadline = self._clock() + self.assumed_ttl
+                self._next_deadline = min(self._next_deadline, existing.deadline)
+                return Reservation(True)
+            candidate = pod if pod is not None else PodInfo.placeholder(namespace, name, uid)
+            if check is not None:
+                self._flush()
+                info = self._infos.get(node) or NodeInfo(node, self._views.get(node), EMPTY_USAGE)
+                reason = check(info, candidate)
+                if reason:
+                    return Reservation(False, reason=reason)
+            deadline = self._clock() + self.assumed_ttl
+            self._ledger[uid] = _Assumption(candidate, node, deadline)
+            self._next_deadline = min(self._next_deadline, deadline)
+            self._recount(uid)
+            self._touch()
+            return Reservation(True)
+
+    def forget(self, uid: str, node: str) -> None:
+        """Drop the assumption of ``uid`` on ``node`` (its binding failed: ``ForgetPod``)."""
+        with self._lock:
+            existing = self._ledger.get(uid)
+            if existing is not None and existing.node == node:
+                del self._ledger[uid]
+                self._recount(uid)
+                self._touch()
+
+    # -- internals (hold the lock) -----------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self._snapshot = None
+
+    def _settle_assumption(self, uid: str, pod: PodInfo) -> None:
+        assumption = self._ledger.get(uid)
+        if assumption is None:
+            return
+        if pod.node_name:
+            del self._ledger[uid]
+            if pod.node_name == assumption.node:
+                self.confirmed += 1
+            else:
+                log.warning(
+                    "pod %s was assumed on %s but the API server shows it bound to %s",
+                    pod.key(),
+                    assumption.node,
+                    pod.node_name,
+                )
+        else:
+            assumption.pod = pod  # the real record (requests) replaces the placeholder
+
+    def _expire(self) -> None:
+        now = self._clock()
+        if now < self._next_deadline:
+            return
+        expired = [uid for uid, a in self._ledger.items() if a.deadline <= now]
+        for uid in expired:
+            a = self._ledger.pop(uid)
+            self.expired += 1
+            log.warning(
+                "assumed pod %s on %s expired: the watch did not show it bound within %.0fs",
+                a.pod.key(),
+                a.node,
+                self.assumed_ttl,
+            )
+            self._recount(uid)
+        self._next_deadline = min((a.deadline for a in self._ledger.values()), default=float("inf"))
+        if expired:
+            self._touch()
+
+    def _effective(self, uid: str) -> tuple[str, PodInfo] | None:
+        pod = self._pods.get(uid)
+        if pod is not None and pod.node_name:
+            return pod.node_name, pod
+        assumption = self._ledger.get(uid)
+        if assumption is not None:
+            return assumption.node, assumption.pod
+        return None
+
+    def _recount(self, uid: str) -> None:
+        want = self._effective(uid)
+        have = self._placed.get(uid)
+        if want == have or (want is not None and have is not None and want[0] == have[0] and want[1] is have[1]):
+            return
+        if have is not None:
+            self._usage[have[0]] = _without(self._usage.get(have[0], EMPTY_USAGE), uid, have[1], self._pools)
+            self._dirty.add(have[0])
+            del self._placed[uid]
+        if want is not None:
+            self._usage[want[0]] = _with(self._usage.get(want[0], EMPTY_USAGE), want[1], self._pools)
+            self._dirty.add(want[0])
+            self._placed[uid] = want
+
+    def _rebuild_usage(self) -> None:
+        grouped: dict[str, list[PodInfo]] = {}
+        placed: dict[str, tuple[str, PodInfo]] = {}
+        for uid in self._pods.keys() | self._ledger.keys():
+            want = self._effective(uid)
+            if want is not None:
+                grouped.setdefault(want[0], []).append(want[1])
+                placed[uid] = want
+        self._dirty.update(self._usage.keys() | grouped.keys())
+        self._usage = {node: _build(pods, self._pools) for node, pods in grouped.items()}
+        self._placed = placed
+        self._touch()
+
+    def _flush(self) -> None:
+        for name in self._dirty:
+            view = self._views.get(name)
+            usage = self._usage.get(name)
+            if usage is not None and not usage.pods:
+                del self._usage[name]
+                usage = None
+            if view is None and usage is None:
+                self._infos.pop(name, None)
+            else:
+                self._infos[name] = NodeInfo(name, view, usage or EMPTY_USAGE)
+        self._dirty.clear()
+
+
+def _build(pods: list[PodInfo], pools: list[PoolSpec]) -> NodeUsage:
+    requested: dict[str, int] = {}
+    cpu = mem = 0
+    pool_usage: dict[str, int] = {}
+    for pod in pods:
+        for name, value in pod.requests.items():
+            requested[name] = requested.get(name, 0) + value
+        nz_cpu, nz_mem = pod.non_zero_requests
+        cpu += nz_cpu
+        mem += nz_mem
+        for pool in pools:
+            n = pool.consumes(pod)
+            if n:
+                pool_usage[pool.name] = pool_usage.get(pool.name, 0) + n
+    return NodeUsage(tuple(pods), requested, (cpu, mem), pool_usage)
+
+
+def _with(usage: NodeUsage, pod: PodInfo, pools: list[PoolSpec]) -> NodeUsage:
+    requested = dict(usage.requested)
+    for name, value in pod.requests.items():
+        requested[name] = requested.get(name, 0) + value
+    nz_cpu, nz_mem = pod.non_zero_requests
+    pool_usage = dict(usage.pool_usage)
+    for pool in pools:
+        n = pool.consumes(pod)
+        if n:
+            pool_usage[pool.name] = pool_usage.get(pool.name, 0) + n
+    cpu, mem = usage.non_zero_requested
+    return NodeUsage((*usage.pods, pod), requested, (cpu + nz_cpu, mem + nz_mem), pool_usage)
+
+
+def _without(usage: NodeUsage, uid: str, pod: PodInfo, pools: list[PoolSpec]) -> NodeUsage:
+    pods = tuple(p for p in usage.pods if p.uid != uid)
+    requested = dict(usage.requested)
+    for name, value in pod.requests.items():
+        left = requested.get(name, 0) - value
+        if left:
+            requested[name] = left
+        else:
+            requested.pop(name, None)
+    nz_cpu, nz_mem = pod.non_zero_requests
+    pool_usage = dict(usage.pool_usage)
+    for pool in pools:
+        n = pool.consumes(pod)
+        if n:
+            left = pool_usage.get(pool.name, 0) - n
+            if left:
+                pool_usage[pool.name] = left
+            else:
+                pool_usage.pop(pool.name, None)
+    cpu, mem = usage.non_zero_requested
+    return NodeUsage(pods, requested, (cpu - nz_cpu, mem - nz_mem), pool_usage)
+
+
+__all__ = ["KINDS", "TERMINAL_PHASES", "ClusterState", "PoolSpec", "Reservation", "ReserveCheck", "Snapshot"]

@@ -1,0 +1,114 @@
+"""Binding a pod through the API server, with the assumed-pod ledger around it.
+
+Follows kube-scheduler's binding cycle (pkg/scheduler/schedule_one.go: ``assume`` then ``bind``,
+``ForgetPod`` on failure) and its DefaultBinder
+(pkg/scheduler/framework/plugins/defaultbinder/default_binder.go): the ``Binding`` carries the
+pod's UID in ``metadata.uid``, so the API server refuses to bind a pod that was deleted and
+recreated under the same name (409, "Precondition failed: UID in precondition").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+
+from app.cluster.state import ClusterState, ReserveCheck
+from app.framework import objects
+from app.framework.status import SUCCESS, Status
+from app.framework.types import PodRef
+from app.kube.errors import APIError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_POD = msgspec.json.Decoder(objects.Pod)
+
+
+class BindingClient(Protocol):
+    """The two API calls a bind needs (implemented by :class:`app.kube.client.KubeClient`)."""
+
+    def create_binding(self, namespace: str, name: str, uid: str, node: str, timeout: float) -> None: ...
+
+    def get_pod(self, namespace: str, name: str, timeout: float) -> bytes: ...
+
+
+class Binder:
+    """Reserve in the ledger, create the Binding, and forget the reservation when it fails.
+
+    ``timeout``: seconds the whole bind may take (keep it below the profile's ``httpTimeout``:
+    kube-scheduler fails a binding cycle whose extender answers late, even when the Binding was
+    created). API calls run on ``executor`` (the official client blocks).
+    """
+
+    def __init__(self, client: BindingClient, state: ClusterState, executor: Executor, timeout: float) -> None:
+        self.client = client
+        self.state = state
+        self.executor = executor
+        self.timeout = timeout
+
+    async def _call(self, deadline: float, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args, seconds_left)`` on the executor, abandoned with ``TimeoutError`` at ``deadline``."""
+        loop = asyncio.get_running_loop()
+        left = deadline - loop.time()
+        if left <= 0:
+            raise TimeoutError
+        call = functools.partial(fn, *args, left)
+        return await asyncio.wait_for(loop.run_in_executor(self.executor, call), left)
+
+    async def bind(self, pod: PodRef, node: str, check: ReserveCheck | None = None) -> Status:
+        """Bind ``pod`` to ``node``. Returns ``SUCCESS`` (bound now, or already bound to ``node``)
+        or an ``ERROR`` status whose message kube-scheduler logs and records in the pod's events.
+
+        ``check`` runs atomically with the reservation (see :meth:`ClusterState.assume`).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        reservation = self.state.assume(pod.namespace, pod.name, pod.uid, node, check)
+        if not reservation.ok:
+            return Status.error(f"cannot bind to {node}: {reservation.reason}")
+        if reservation.already_bound:
+            return SUCCESS
+        try:
+            await self._call(deadline, self.client.create_binding, pod.namespace, pod.name, pod.uid, node)
+            return SUCCESS
+        except TimeoutError:
+            # The Binding may still be created: keep the reservation; the watch confirms it or
+            # the ledger's TTL releases it.
+            return Status.error(f"binding did not finish within {self.timeout:g}s")
+        except APIError as exc:
+            if exc.status == 409:
+                return await self._conflict(pod, node, exc, deadline)
+            self.state.forget(pod.uid, node)
+            if exc.status == 404:
+                return Status.error(f"pod {pod.namespace}/{pod.name} not found")
+            return Status.error(f"binding failed: {exc}")
+
+    async def _conflict(self, pod: PodRef, node: str, exc: APIError, deadline: float) -> Status:
+        """A 409: the pod may already be bound (to this node: success, as kube-scheduler treats a
+        re-sent bind), bound elsewhere, or recreated with another UID."""
+        try:
+            current = _POD.decode(await self._call(deadline, self.client.get_pod, pod.namespace, pod.name))
+        except (TimeoutError, APIError, msgspec.DecodeError, msgspec.ValidationError) as read_exc:
+            self.state.forget(pod.uid, node)
+            return Status.error(f"binding conflict ({exc.message}); reading the pod failed: {read_exc}")
+        meta = current.metadata or objects.EMPTY_META
+        bound_to = (current.spec.node_name if current.spec is not None else None) or ""
+        if meta.uid and meta.uid != pod.uid:
+            self.state.forget(pod.uid, node)
+            return Status.error(f"pod {pod.namespace}/{pod.name} was recreated (UID {meta.uid}, not {pod.uid})")
+        if bound_to == node:
+            log.info("bind %s/%s: already bound to %s", pod.namespace, pod.name, node)
+            return SUCCESS
+        self.state.forget(pod.uid, node)
+        if bound_to:
+            return Status.error(f"pod {pod.namespace}/{pod.name} is already bound to node {bound_to!r}")
+        return Status.error(f"binding conflict: {exc.message}")
+
+
+__all__ = ["Binder", "BindingClient"]

@@ -1,0 +1,185 @@
+"""Client loading and the raw list/watch/bind calls, on the official ``kubernetes`` client.
+
+Loading order (``load_client``), as client-go's ``BuildConfigFromFlags`` plus in-cluster:
+
+1. the explicit ``cluster.kubeconfig`` path of the configuration (no fallback when it fails);
+2. in-cluster: the service account token and ``KUBERNETES_SERVICE_HOST``/``_PORT``;
+3. the default kubeconfig: ``$KUBECONFIG`` or ``~/.kube/config``.
+
+Responses are read with ``_preload_content=False``: lists and watch events are decoded by
+:mod:`app.cluster.reflector` into slim records with msgspec (the official client's model classes
+cost far more than the cache itself at 150,000 pods), and the Binding response is never handed to
+the client's deserializer, which fails on it (kubernetes-client/python#825, #547: the API server
+answers a ``Status``, the client expects a ``V1Binding`` and raises
+``ValueError: Invalid value for `target`, must not be `None```).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from app.kube.errors import APIError, KubeConfigError
+
+#: kube-scheduler's pod informer selector: terminal pods hold no resources.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class WatchStream(Protocol):
+    """An open watch response: ``stream()`` yields body chunks as they arrive; ``close()`` ends it."""
+
+    def stream(self, amt: int | None = ..., decode_content: bool | None = ...) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class LoadedClient:
+    """An ``ApiClient`` and where its credentials came from (for logs)."""
+
+    api_client: k8s.ApiClient
+    source: str
+
+
+def load_client(kubeconfig: str | None = None, context: str | None = None) -> LoadedClient:
+    """Load cluster credentials in the order of the module doc.
+
+    Raises :class:`KubeConfigError` naming each source tried and why it failed.
+    """
+    if kubeconfig:
+        cfg = k8s.Configuration()
+        try:
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+            raise KubeConfigError(f"cluster.kubeconfig {kubeconfig}: {exc}") from exc
+        return LoadedClient(k8s.ApiClient(cfg), f"kubeconfig {kubeconfig}")
+    tried: list[str] = []
+    cfg = k8s.Configuration()
+    try:
+        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        return LoadedClient(k8s.ApiClient(cfg), "in-cluster service account")
+    except k8s_config.ConfigException as exc:
+        tried.append(f"in-cluster: {exc}")
+    default = os.environ.get("KUBECONFIG") or os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
+    cfg = k8s.Configuration()
+    try:
+        k8s_config.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        return LoadedClient(k8s.ApiClient(cfg), f"kubeconfig {default}")
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+        tried.append(f"default kubeconfig {default}: {exc}")
+    raise KubeConfigError(
+        "no cluster credentials: set cluster.kubeconfig in the configuration, run in a pod with a "
+        "service account, or provide a kubeconfig (" + "; ".join(tried) + ")"
+    )
+
+
+def api_error(exc: BaseException) -> APIError:
+    """Translate the client's and urllib3's exceptions into :class:`APIError`."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, ApiException):
+        reason, message = exc.reason or "", ""
+        body = exc.body
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        if body:
+            try:
+                status = json.loads(body)
+                if isinstance(status, dict):
+                    reason = status.get("reason") or reason
+                    message = status.get("message") or ""
+            except ValueError:
+                message = body[:200]
+        return APIError(int(exc.status or 0), reason, message)
+    if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
+        return APIError(0, type(exc).__name__, str(exc))
+    return APIError(0, type(exc).__name__, str(exc))
+
+
+class KubeClient:
+    """The API calls the cluster state and the binder make; every method raises :class:`APIError`.
+
+    Blocking: call it from a thread, never from the event loop.
+    """
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api_client = api_client
+        self.core = k8s.CoreV1Api(api_client)
+
+    def list(self, kind: str, limit: int, continue_token: str | None, timeout: float) -> bytes:
+        """One page of ``nodes`` or (non-terminal) ``pods``: the raw ``NodeList``/``PodList`` JSON."""
+        kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False, "_request_timeout": timeout}
+        if continue_token:
+            kwargs["_continue"] = continue_token
+        # with _preload_content=False the client returns the urllib3 response, not the model
+        resp: Any
+        try:
+            if kind == "nodes":
+                resp = self.core.list_node(**kwargs)
+            else:
+                resp = self.core.list_pod_for_all_namespaces(field_selector=POD_FIELD_SELECTOR, **kwargs)
+            data: bytes = resp.data
+            return data
+        except Exception as exc:
+            raise api_error(exc) from exc
+
+    def watch(self, kind: str, resource_version: str, timeout_seconds: int) -> WatchStream:
+        """Open a watch of ``kind`` from ``resource_version`` with bookmarks; the server ends it after
+        ``timeout_seconds`` (the client gives up reading 30 s later)."""
+        kwargs: dict[str, Any] = {
+            "watch": True,
+            "resource_version": resource_version,
+            "allow_watch_bookmarks": True,
+            "timeout_seconds": timeout_seconds,
+            "_preload_content": False,
+            "_request_timeout": (10, timeout_seconds + 30),
+        }
+        stream: Any
+        try:
+            if kind == "nodes":
+                stream = self.core.list_node(**kwargs)
+            else:
+                stream = self.core.list_pod_for_all_namespaces(field_selector=POD_FIELD_SELECTOR, **kwargs)
+            return stream  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise api_error(exc) from exc
+
+    def create_binding(self, namespace: str, name: str, uid: str, node: str, timeout: float) -> None:
+        """POST ``pods/binding`` with ``metadata.uid`` as the precondition, as kube-scheduler's
+        DefaultBinder (pkg/scheduler/framework/plugins/defaultbinder/default_binder.go)."""
+        body = k8s.V1Binding(
+            metadata=k8s.V1ObjectMeta(namespace=namespace, name=name, uid=uid),
+            target=k8s.V1ObjectReference(kind="Node", name=node),
+        )
+        resp: Any
+        try:
+            resp = self.core.create_namespaced_pod_binding(
+                name, namespace, body, _preload_content=False, _request_timeout=timeout
+            )
+            resp.release_conn()
+        except Exception as exc:
+            raise api_error(exc) from exc
+
+    def get_pod(self, namespace: str, name: str, timeout: float) -> bytes:
+        """The raw JSON of one pod."""
+        resp: Any
+        try:
+            resp = self.core.read_namespaced_pod(name, namespace, _preload_content=False, _request_timeout=timeout)
+            data: bytes = resp.data
+            return data
+        except Exception as exc:
+            raise api_error(exc) from exc
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+
+__all__ = ["POD_FIELD_SELECTOR", "KubeClient", "LoadedClient", "WatchStream", "api_error", "load_client"]

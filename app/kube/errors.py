@@ -1,0 +1,27 @@
+"""Errors of the Kubernetes API transport, independent of the official client's types."""
+
+from __future__ import annotations
+
+
+class KubeConfigError(RuntimeError):
+    """No usable cluster credentials: the message says what was tried and what failed."""
+
+
+class APIError(Exception):
+    """An API request failed.
+
+    ``status`` is the HTTP status (0 when the API server could not be reached or did not answer in
+    time); ``reason`` the ``Status.reason`` (``NotFound``, ``Conflict``, ``Expired``, ``Gone``...)
+    or a transport error name; ``message`` the ``Status.message`` or the transport error text.
+    """
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status or 'unreachable'} {reason}: {message}" if message else f"{status} {reason}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def gone(self) -> bool:
+        """``410 Gone``: the resourceVersion or continue token is too old (relist)."""
+        return self.status == 410

@@ -1,0 +1,88 @@
+"""DefaultBinder: bind the pod through the API server, as kube-scheduler's own DefaultBinder.
+
+Creates ``pods/binding`` with the pod's UID as precondition
+(pkg/scheduler/framework/plugins/defaultbinder/default_binder.go), around the assumed-pod ledger
+(:meth:`app.cluster.state.ClusterState.assume`): the pod counts on the node from the moment the
+bind starts, so a filter that runs before the watch shows the binding already sees it.
+
+Args:
+
+- ``timeoutSeconds``: the whole bind's deadline (default: 80 % of the profile's ``httpTimeout``);
+  must be below ``httpTimeout``, because kube-scheduler fails a binding cycle whose extender
+  answers late even when the Binding was created.
+- ``verifyFit`` (default false): refuse the bind when the pod no longer fits the node by the
+  cache's count (``allocatable`` pods, cpu, memory, ephemeral storage, extended resources; upstream
+  ``fitsRequest``), checked atomically with the reservation. Two binds racing for the last slot
+  then never both succeed. ``ignoredResources`` are not checked (list the extended resources this
+  extender manages with ``ignoredByScheduler``).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from app.framework.args import PluginArgs
+from app.framework.fit import insufficient_resources
+from app.framework.registry import Handle, PluginEntry
+from app.framework.status import Status
+from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
+from app.kube.binder import Binder
+
+NAME = "DefaultBinder"
+
+
+class DefaultBinderArgs(PluginArgs):
+    """``DefaultBinder`` args (see the module doc); seconds."""
+
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    verify_fit: bool = False
+    ignored_resources: list[str] = Field(default_factory=list)
+
+
+class DefaultBinder:
+    """The Bind plugin of the module doc."""
+
+    name = NAME
+
+    def __init__(self, args: DefaultBinderArgs, handle: Handle) -> None:
+        if handle.cluster is None:
+            raise ValueError(f"{NAME} needs cluster state: add a `cluster:` section")
+        timeout = args.timeout_seconds if args.timeout_seconds is not None else 0.8 * handle.http_timeout
+        if timeout >= handle.http_timeout:
+            raise ValueError(
+                f"{NAME}: timeoutSeconds {timeout:g} must be below the profile's httpTimeout "
+                f"({handle.http_timeout:g}s), or kube-scheduler gives up before the bind answers"
+            )
+        self.timeout = timeout
+        self.cluster = handle.cluster
+        self.verify_fit = args.verify_fit
+        self.ignored = frozenset(args.ignored_resources)
+        self._binder: Binder | None = None
+
+    def _check(self, node: NodeInfo, pod: PodInfo) -> str | None:
+        if node.node is None:
+            return "node is not in the extender's cluster state"
+        reasons = insufficient_resources(node, pod.requests, self.ignored)
+        return ", ".join(reasons) or None
+
+    async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status:
+        """Reserve, then create the Binding; ``ERROR`` with the reason when either fails."""
+        if self._binder is None:
+            try:
+                self._binder = self.cluster.binder(self.timeout)
+            except RuntimeError as exc:
+                return Status.error(str(exc))
+        return await self._binder.bind(pod, node_name, self._check if self.verify_fit else None)
+
+
+def _factory(args: DefaultBinderArgs | None, handle: Handle) -> DefaultBinder:
+    return DefaultBinder(args or DefaultBinderArgs(), handle)
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=_factory,
+    args=DefaultBinderArgs,
+    needs_cluster=True,
+    summary="Bind: create pods/binding with the pod UID as precondition, reserving the node in the ledger.",
+)
