@@ -184,6 +184,8 @@ class Reflector:
                 self.resource_version = None
                 self.state.count(self.kind, "relist")
             except Exception as exc:  # any failure: back off, then resume (never kill the thread)
+                if self._stop.is_set():
+                    return  # stop() closed the stream under our feet
                 message = str(exc) if isinstance(exc, APIError) else f"{type(exc).__name__}: {exc}"
                 self.state.mark_failing(self.kind, message)
                 wait = delay * (1 + self._rng.random())

@@ -82,6 +82,9 @@ class Binder:
             # the ledger's TTL releases it.
             return Status.error(f"binding did not finish within {self.timeout:g}s")
         except APIError as exc:
+            if exc.status == 0 and "Timeout" in exc.reason:
+                # sent, but no answer in time: as uncertain as the deadline above
+                return Status.error(f"binding did not finish within {self.timeout:g}s")
             if exc.status == 409:
                 return await self._conflict(pod, node, exc, deadline)
             self.state.forget(pod.uid, node)

@@ -155,6 +155,8 @@ class KubeClient:
         """POST ``pods/binding`` with ``metadata.uid`` as the precondition, as kube-scheduler's
         DefaultBinder (pkg/scheduler/framework/plugins/defaultbinder/default_binder.go)."""
         body = k8s.V1Binding(
+            api_version="v1",
+            kind="Binding",
             metadata=k8s.V1ObjectMeta(namespace=namespace, name=name, uid=uid),
             target=k8s.V1ObjectReference(kind="Node", name=node),
         )

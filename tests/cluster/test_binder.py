@@ -1,0 +1,120 @@
+"""DefaultBinder through the official client against the test API server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+
+from app.cluster.runtime import ClusterRuntime
+from app.framework.registry import Handle
+from app.framework.types import CycleState, PodRef
+from app.plugins.default_binder import DefaultBinder, DefaultBinderArgs
+from tests.cluster.conftest import wait_for
+from tests.support.apiserver import FakeAPIServer, node, pod
+
+
+def _binder(runtime: ClusterRuntime, http_timeout: float = 5.0, **args: object) -> DefaultBinder:
+    return DefaultBinder(DefaultBinderArgs.model_validate(args), Handle("p", http_timeout, runtime))
+
+
+def _bind(binder: DefaultBinder, name: str, node_name: str, uid: str | None = None) -> str:
+    ref = PodRef("default", name, uid or f"uid-default-{name}")
+    status = asyncio.run(binder.bind(CycleState(), ref, node_name))
+    return "" if status.is_success() else status.message
+
+
+@pytest.fixture
+def synced(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> ClusterRuntime:
+    api.put("nodes", node("n1", pods="2"))
+    api.put("nodes", node("n2"))
+    api.put("pods", pod("web", node_name="n1"))
+    for name in ("a", "b", "c"):
+        api.put("pods", pod(name))
+    runtime = make_runtime(api.url)
+    wait_for(runtime.state.has_synced)
+    return runtime
+
+
+def test_bind_creates_binding_with_uid_and_assumes(api: FakeAPIServer, synced: ClusterRuntime) -> None:
+    binder = _binder(synced)
+    assert _bind(binder, "a", "n2") == ""
+    assert api.bindings == [
+        {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "a", "namespace": "default", "uid": "uid-default-a"},
+            "target": {"kind": "Node", "name": "n2"},
+        }
+    ]
+    stored = api.pod("default", "a")
+    assert stored is not None and stored["spec"]["nodeName"] == "n2"
+    # counted at once (assumed), then confirmed by the watch
+    wait_for(lambda: synced.state.stats()["assumed_confirmed"] == 1, what="confirmation")
+    info = synced.state.snapshot().get("n2")
+    assert info is not None and [p.name for p in info.pods] == ["a"]
+
+
+def test_bind_is_idempotent(api: FakeAPIServer, synced: ClusterRuntime) -> None:
+    binder = _binder(synced)
+    assert _bind(binder, "a", "n2") == ""
+    # again before the watch confirmed: the API server answers 409, the pod is on n2: success
+    assert _bind(binder, "a", "n2") == ""
+    wait_for(lambda: synced.state.assumed() == {}, what="confirmation")
+    # and after: the cache already shows it bound there; no new Binding is posted
+    count = len(api.bindings)
+    assert _bind(binder, "a", "n2") == ""
+    assert len(api.bindings) == count
+    info = synced.state.snapshot().get("n2")
+    assert info is not None and info.usage.pod_count == 1
+
+
+def test_bound_elsewhere_missing_and_recreated_are_errors(api: FakeAPIServer, synced: ClusterRuntime) -> None:
+    binder = _binder(synced)
+    assert _bind(binder, "web", "n2") == "cannot bind to n2: pod is already bound to node 'n1'"
+    # a pod bound elsewhere behind the cache's back: the 409 is read back
+    api.put("pods", pod("c", node_name="n1"))
+    message = _bind(binder, "c", "n2")
+    assert "already bound to node 'n1'" in message
+    assert _bind(binder, "ghost", "n2") == "pod default/ghost not found"
+    message = _bind(binder, "b", "n2", uid="uid-of-a-deleted-pod")
+    assert "was recreated" in message
+    stored = api.pod("default", "b")
+    assert stored is not None and "nodeName" not in stored["spec"]
+    wait_for(lambda: synced.state.assumed() == {}, what="failed binds forgotten")
+    info = synced.state.snapshot().get("n2")
+    assert info is not None and info.usage.pod_count == 0
+
+
+def test_two_binds_race_for_the_last_slot(api: FakeAPIServer, synced: ClusterRuntime) -> None:
+    api.binding_delay = 0.2  # both requests are in flight together
+    binder = _binder(synced, verifyFit=True)
+
+    async def both() -> list[str]:
+        statuses = await asyncio.gather(
+            binder.bind(CycleState(), PodRef("default", "a", "uid-default-a"), "n1"),
+            binder.bind(CycleState(), PodRef("default", "b", "uid-default-b"), "n1"),
+        )
+        return ["" if s.is_success() else s.message for s in statuses]
+
+    results = asyncio.run(both())
+    assert sorted(results) == ["", "cannot bind to n1: Too many pods"]
+    assert len(api.bindings) == 1  # the loser never reached the API server
+    wait_for(lambda: synced.state.assumed() == {}, what="confirmation")
+    on_n1 = [p["metadata"]["name"] for p in api.objects["pods"].values() if p["spec"].get("nodeName") == "n1"]
+    assert len(on_n1) == 2
+
+
+def test_bind_answers_inside_its_deadline(api: FakeAPIServer, synced: ClusterRuntime) -> None:
+    api.binding_delay = 2.0
+    binder = _binder(synced, http_timeout=1.0)  # deadline 0.8 s
+    started = time.monotonic()
+    assert _bind(binder, "a", "n2") == "binding did not finish within 0.8s"
+    assert time.monotonic() - started < 1.0
+
+
+def test_timeout_must_be_below_http_timeout(synced: ClusterRuntime) -> None:
+    with pytest.raises(ValueError, match="must be below the profile's httpTimeout"):
+        _binder(synced, http_timeout=5.0, timeoutSeconds=5)

@@ -1,0 +1,187 @@
+"""ClusterState without a server: aggregates, pools, the assumed-pod ledger and its expiry."""
+
+from __future__ import annotations
+
+import threading
+
+import msgspec
+
+from app.cluster.state import ClusterState, PoolSpec
+from app.framework import objects
+from app.framework.types import NodeInfo, PodInfo
+from tests.support.apiserver import node, pod
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _node(name: str, **kw: str) -> objects.Node:
+    return msgspec.convert(node(name, **kw), objects.Node)
+
+
+def _pod(state: ClusterState, name: str, **kw: object) -> PodInfo:
+    return state.record(msgspec.convert(pod(name, **kw), objects.Pod))  # type: ignore[arg-type]
+
+
+def _synced(clock: Clock | None = None, ttl: float = 30.0) -> ClusterState:
+    state = ClusterState(assumed_ttl=ttl, clock=clock or Clock())
+    state.replace_nodes([_node("n1", pods="3"), _node("n2")])
+    state.replace_pods([])
+    state.mark_synced("nodes")
+    state.mark_synced("pods")
+    return state
+
+
+def test_records_are_slim_and_keep_only_asked_annotations() -> None:
+    state = ClusterState(keep_annotations=["keep.example.com/x"])
+    doc = pod("p", node_name="n1", cpu="1500m", memory="1Gi", priority=7, priorityClassName="high")
+    doc["metadata"]["annotations"] = {"keep.example.com/x": "1", "kubectl.kubernetes.io/last-applied": "{...}"}
+    doc["metadata"]["labels"] = {"app": "web"}
+    doc["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "web-1", "uid": "rs", "controller": True}]
+    doc["spec"]["initContainers"] = [{"name": "init", "resources": {"requests": {"cpu": "2"}}}]
+    doc["spec"]["overhead"] = {"cpu": "100m"}
+    record = state.record(msgspec.convert(doc, objects.Pod))
+    assert record.pod is None  # the decoded object is not kept
+    assert dict(record.annotations) == {"keep.example.com/x": "1"}
+    assert (record.namespace, record.name, record.node_name, record.priority) == ("default", "p", "n1", 7)
+    assert record.priority_class_name == "high" and record.labels == {"app": "web"}
+    assert record.owner_references[0].kind == "ReplicaSet"
+    # max(sum of containers 1500m, largest init container 2000m) + overhead 100m
+    assert record.requests == {"cpu": 2100, "memory": 1024**3}
+    assert record.non_zero_requests == (2100, 1024**3)
+
+
+def test_non_zero_requests_default_per_container() -> None:
+    state = ClusterState()
+    doc = pod("p", cpu=None, memory=None)
+    doc["spec"]["containers"].append({"name": "side", "resources": {"requests": {"cpu": "50m"}}})
+    record = state.record(msgspec.convert(doc, objects.Pod))
+    assert record.requests == {"cpu": 50}
+    # container 1: both defaults; container 2: its 50m plus the memory default
+    assert record.non_zero_requests == (150, 2 * 200 * 1024**2)
+
+
+def test_assume_confirm_and_delete() -> None:
+    state = _synced()
+    pending = _pod(state, "p", cpu="1")
+    state.upsert_pod(pending)
+    assert state.assume("default", "p", pending.uid, "n1").ok
+    info = state.snapshot().get("n1")
+    assert info is not None and [p.name for p in info.pods] == ["p"] and info.requested["cpu"] == 1000
+    assert state.assumed() == {pending.uid: "n1"}
+    # the watch shows the pod bound: the assumption is confirmed, the pod still counts once
+    state.upsert_pod(_pod(state, "p", cpu="1", node_name="n1"))
+    assert state.assumed() == {} and state.stats()["assumed_confirmed"] == 1
+    info = state.snapshot().get("n1")
+    assert info is not None and info.usage.pod_count == 1 and info.requested["cpu"] == 1000
+    state.delete_pod(pending)
+    info = state.snapshot().get("n1")
+    assert info is not None and info.usage.pod_count == 0 and info.requested == {}
+
+
+def test_assumption_expires_after_ttl() -> None:
+    clock = Clock()
+    state = _synced(clock, ttl=30)
+    state.upsert_pod(_pod(state, "p"))
+    assert state.assume("default", "p", "uid-default-p", "n1").ok
+    clock.now += 29
+    assert state.snapshot().usage("n1") is not None and state.assumed()
+    clock.now += 2
+    info = state.snapshot().get("n1")
+    assert info is not None and info.usage.pod_count == 0
+    assert state.assumed() == {} and state.stats()["assumed_expired"] == 1
+
+
+def test_assume_before_the_watch_shows_the_pod() -> None:
+    state = _synced()
+    assert state.assume("ns", "late", "uid-late", "n2").ok
+    info = state.snapshot().get("n2")
+    assert info is not None and info.usage.pod_count == 1 and info.requested == {}
+    # the pending pod arrives: its requests now count under the same assumption
+    state.upsert_pod(_pod(state, "late", namespace="ns", uid="uid-late", cpu="2"))
+    info = state.snapshot().get("n2")
+    assert info is not None and info.usage.pod_count == 1 and info.requested["cpu"] == 2000
+
+
+def test_assume_is_refused_elsewhere_and_idempotent_here() -> None:
+    state = _synced()
+    state.upsert_pod(_pod(state, "p"))
+    assert state.assume("default", "p", "uid-default-p", "n1").ok
+    assert state.assume("default", "p", "uid-default-p", "n1").ok  # renewed, still counted once
+    info = state.snapshot().get("n1")
+    assert info is not None and info.usage.pod_count == 1
+    refused = state.assume("default", "p", "uid-default-p", "n2")
+    assert not refused.ok and "being bound to node 'n1'" in refused.reason
+    state.upsert_pod(_pod(state, "b", node_name="n2"))
+    already = state.assume("default", "b", "uid-default-b", "n2")
+    assert already.ok and already.already_bound
+    other = state.assume("default", "b", "uid-default-b", "n1")
+    assert not other.ok and "already bound to node 'n2'" in other.reason
+    state.forget("uid-default-p", "n1")
+    info = state.snapshot().get("n1")
+    assert info is not None and info.usage.pod_count == 0
+
+
+def test_concurrent_reservations_never_overcommit() -> None:
+    state = _synced()
+    for i in range(25):
+        state.upsert_pod(_pod(state, f"p{i}"))
+
+    def room(info: NodeInfo, pod: PodInfo) -> str | None:
+        return None if info.usage.pod_count < info.allocatable["pods"] else "Too many pods"
+
+    results: list[bool] = []
+    barrier = threading.Barrier(25)
+
+    def reserve(i: int) -> None:
+        barrier.wait()
+        results.append(state.assume("default", f"p{i}", f"uid-default-p{i}", "n1", room).ok)
+
+    threads = [threading.Thread(target=reserve, args=(i,)) for i in range(25)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count(True) == 3  # allocatable pods of n1
+    info = state.snapshot().get("n1")
+    assert info is not None and info.usage.pod_count == 3
+
+
+def test_pools_are_counted_per_node() -> None:
+    state = _synced()
+    state.add_pool(PoolSpec("underlay-ip", lambda p: 1 if p.labels.get("net") == "underlay" else 0))
+    state.upsert_pod(_pod(state, "a", node_name="n1"))
+    doc = pod("b", node_name="n1")
+    doc["metadata"]["labels"] = {"net": "underlay"}
+    state.upsert_pod(state.record(msgspec.convert(doc, objects.Pod)))
+    usage = state.snapshot().usage("n1")
+    assert usage is not None and usage.pool_usage == {"underlay-ip": 1}
+    state.delete_pod(state.record(msgspec.convert(doc, objects.Pod)))
+    usage = state.snapshot().usage("n1")
+    assert usage is not None and usage.pool_usage == {}
+
+
+def test_relist_replaces_and_keeps_assumptions() -> None:
+    state = _synced()
+    state.upsert_pod(_pod(state, "old", node_name="n1"))
+    state.upsert_pod(_pod(state, "pending"))
+    assert state.assume("default", "pending", "uid-default-pending", "n2").ok
+    state.replace_pods([_pod(state, "new", node_name="n1"), _pod(state, "pending")])
+    snap = state.snapshot()
+    n1, n2 = snap.get("n1"), snap.get("n2")
+    assert n1 is not None and [p.name for p in n1.pods] == ["new"]
+    assert n2 is not None and [p.name for p in n2.pods] == ["pending"]
+
+
+def test_snapshot_is_shared_until_a_write_and_immutable() -> None:
+    state = _synced()
+    first = state.snapshot()
+    assert state.snapshot() is first
+    state.upsert_node(_node("n3"))
+    second = state.snapshot()
+    assert second is not first and first.get("n3") is None and second.get("n3") is not None

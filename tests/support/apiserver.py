@@ -1,0 +1,456 @@
+"""A small Kubernetes API server for tests: the HTTP contract of nodes, pods and pods/binding.
+
+Not a mock of our code: the official ``kubernetes`` client (and through it our reflectors and
+binder) talks to it over loopback HTTP exactly as to a real API server. Each behaviour follows
+the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts/):
+
+- **list** returns ``metadata.resourceVersion`` (the collection's version) and supports
+  ``limit``/``continue`` chunking, each chunk from the same snapshot; a continue token older than
+  the compacted history is ``410 Gone`` with reason ``Expired`` ("Retrieving large results sets
+  in chunks").
+- **watch** (``watch=true``) streams newline-delimited ``{"type","object"}`` events with HTTP
+  chunked transfer encoding: ``ADDED``/``MODIFIED``/``DELETED``, and ``BOOKMARK`` events carrying
+  only ``metadata.resourceVersion`` when ``allowWatchBookmarks=true`` ("Watch bookmarks").
+  Events after the requested ``resourceVersion`` are replayed from history; a version older than
+  the compacted history gets an ``ERROR`` event with a ``410`` ``Status`` (reason ``Expired``,
+  "too old resource version"), as the watch cache answers ("Efficient detection of changes",
+  "410 Gone responses"). ``timeoutSeconds`` ends the stream normally.
+- **field selectors** on pods (``status.phase!=Succeeded,status.phase!=Failed``): an object that
+  stops matching is sent to that watcher as ``DELETED``, one that starts matching as ``ADDED``
+  (the apiserver's ``filterWithAttrsFunction`` in staging/src/k8s.io/apiserver/pkg/storage/cacher).
+- **pods/binding** (pkg/registry/core/pod/storage/storage.go ``BindingREST.Create``/``assignPod``):
+  ``201`` with a ``Success`` ``Status`` body; ``404 NotFound`` for a missing pod; ``409 Conflict``
+  when the pod is already assigned ("pod X is already assigned to node Y") or when
+  ``metadata.uid`` differs from the pod's (the UID precondition: the storage layer's
+  ``Precondition failed: UID in precondition`` is an invalid-object error, which
+  ``InterpretUpdateError`` turns into a Conflict).
+- Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
+
+Controls for tests: add/modify/delete objects, :meth:`compact` the history, :meth:`end_watches`,
+and :meth:`stop`/:meth:`start` the listener on the same port (API server down and back).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+Obj = dict[str, Any]
+
+
+def status_body(code: int, reason: str, message: str, **details: Any) -> Obj:
+    """A ``metav1.Status`` failure object."""
+    out: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        out["details"] = details
+    return out
+
+
+def _key(kind: str, obj: Obj) -> str:
+    meta = obj["metadata"]
+    return meta["name"] if kind == "nodes" else f"{meta['namespace']}/{meta['name']}"
+
+
+def _matches(kind: str, selector: str | None, obj: Obj) -> bool:
+    if not selector or kind != "pods":
+        return True
+    phase = (obj.get("status") or {}).get("phase", "")
+    for term in selector.split(","):
+        if term.startswith("status.phase!="):
+            if phase == term.split("!=", 1)[1]:
+                return False
+        elif term.startswith("status.phase="):
+            if phase != term.split("=", 1)[1]:
+                return False
+    return True
+
+
+@dataclass
+class _Watcher:
+    kind: str
+    selector: str | None
+    events: queue.Queue[tuple[str, Obj] | None] = field(default_factory=queue.Queue)
+
+
+class FakeAPIServer:
+    """The API server of the module doc, on ``127.0.0.1``; ``url`` once started."""
+
+    def __init__(self, bookmark_interval: float = 0.5) -> None:
+        self.bookmark_interval = bookmark_interval
+        self.lock = threading.RLock()
+        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}}
+        self.rv = 100
+        self.compacted_rv = 0
+        self.history: list[tuple[int, str, str, Obj]] = []
+        self.watchers: list[_Watcher] = []
+        self.bindings: list[Obj] = []
+        self.requests: list[str] = []
+        self.snapshots: dict[str, tuple[int, list[Obj]]] = {}
+        self.binding_delay = 0.0
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self, port: int | None = None) -> FakeAPIServer:
+        """Listen on ``port`` (default: the previous port, or a free one)."""
+        handler = _handler(self)
+        ThreadingHTTPServer.allow_reuse_address = True
+        server = ThreadingHTTPServer(("127.0.0.1", port if port is not None else self.port), handler)
+        server.daemon_threads = True
+        self._server = server
+        self.port = server.server_address[1]
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening and end every watch (the API server goes away)."""
+        self.end_watches()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def kubeconfig(self) -> str:
+        """A kubeconfig (YAML text) pointing at this server."""
+        return (
+            "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+            f"clusters:\n- name: test\n  cluster:\n    server: {self.url}\n"
+            "users:\n- name: test\n  user:\n    token: test-token\n"
+            "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n"
+        )
+
+    # -- state changes -----------------------------------------------------------------------------
+
+    def _emit(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
+        self.history.append((self.rv, kind, event, copy.deepcopy(obj)))
+        for w in list(self.watchers):
+            if w.kind != kind:
+                continue
+            now = _matches(kind, w.selector, obj)
+            before = old is not None and _matches(kind, w.selector, old)
+            if event == "MODIFIED":
+                if now and before:
+                    w.events.put(("MODIFIED", obj))
+                elif now:
+                    w.events.put(("ADDED", obj))
+                elif before:
+                    w.events.put(("DELETED", obj))
+            elif now:
+                w.events.put((event, obj))
+
+    def put(self, kind: str, obj: Obj) -> Obj:
+        """Create or replace an object (ADDED or MODIFIED); returns the stored copy."""
+        with self.lock:
+            obj = copy.deepcopy(obj)
+            self.rv += 1
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            key = _key(kind, obj)
+            old = self.objects[kind].get(key)
+            self.objects[kind][key] = obj
+            self._emit(kind, "MODIFIED" if old is not None else "ADDED", obj, old)
+            return obj
+
+    def delete(self, kind: str, key: str) -> None:
+        """Delete an object (DELETED)."""
+        with self.lock:
+            obj = self.objects[kind].pop(key)
+            self.rv += 1
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            self._emit(kind, "DELETED", obj, None)
+
+    def compact(self) -> None:
+        """Drop the event history: older resourceVersions and continue tokens become 410."""
+        with self.lock:
+            self.compacted_rv = self.rv
+            self.history.clear()
+
+    def end_watches(self) -> None:
+        """End every open watch stream normally (as a server-side timeout does)."""
+        with self.lock:
+            for w in self.watchers:
+                w.events.put(None)
+
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        """The stored pod, or ``None``."""
+        with self.lock:
+            return copy.deepcopy(self.objects["pods"].get(f"{namespace}/{name}"))
+
+    # -- request handling --------------------------------------------------------------------------
+
+    def list(self, kind: str, query: dict[str, str]) -> tuple[int, Obj]:
+        selector = query.get("fieldSelector")
+        with self.lock:
+            token = query.get("continue")
+            if token:
+                snap = self.snapshots.get(token)
+                if snap is None or snap[0] < self.compacted_rv:
+                    return 410, status_body(
+                        410, "Expired", "The provided continue parameter is too old to display a consistent list result."
+                    )
+                list_rv, items = snap
+            else:
+                list_rv = self.rv
+                items = [
+                    copy.deepcopy(o)
+                    for _, o in sorted(self.objects[kind].items())
+                    if _matches(kind, selector, o)
+                ]
+            limit = int(query.get("limit") or 0)
+            meta: Obj = {"resourceVersion": str(list_rv)}
+            if limit and len(items) > limit:
+                page, rest = items[:limit], items[limit:]
+                next_token = base64.b64encode(f"{list_rv}:{len(self.snapshots)}".encode()).decode()
+                self.snapshots[next_token] = (list_rv, rest)
+                meta["continue"] = next_token
+                meta["remainingItemCount"] = len(rest)
+            else:
+                page = items
+        list_kind = "NodeList" if kind == "nodes" else "PodList"
+        return 200, {"kind": list_kind, "apiVersion": "v1", "metadata": meta, "items": page}
+
+    def open_watch(self, kind: str, query: dict[str, str]) -> tuple[_Watcher, list[tuple[str, Obj]], bool]:
+        """Register a watcher; returns it, the replayed events and whether the version is gone."""
+        selector = query.get("fieldSelector")
+        rv = int(query.get("resourceVersion") or 0)
+        with self.lock:
+            watcher = _Watcher(kind, selector)
+            if rv and rv < self.compacted_rv:
+                return watcher, [], True
+            replay: list[tuple[str, Obj]] = []
+            for ev_rv, ev_kind, ev_type, obj in self.history:
+                if ev_kind == kind and ev_rv > rv and _matches(kind, selector, obj):
+                    replay.append((ev_type, obj))
+            self.watchers.append(watcher)
+            return watcher, replay, False
+
+    def close_watch(self, watcher: _Watcher) -> None:
+        with self.lock:
+            if watcher in self.watchers:
+                self.watchers.remove(watcher)
+
+    def bind(self, namespace: str, name: str, body: Obj) -> tuple[int, Obj]:
+        if self.binding_delay:
+            time.sleep(self.binding_delay)
+        target = body.get("target") or {}
+        meta = body.get("metadata") or {}
+        with self.lock:
+            self.bindings.append(copy.deepcopy(body))
+            pod = self.objects["pods"].get(f"{namespace}/{name}")
+            if pod is None:
+                return 404, status_body(404, "NotFound", f'pods "{name}" not found', name=name, kind="pods")
+            uid = meta.get("uid")
+            if uid and uid != pod["metadata"].get("uid"):
+                return 409, status_body(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on pods/binding "{name}": Precondition failed: '
+                    f"UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}",
+                    name=name,
+                    kind="pods/binding",
+                )
+            if pod["spec"].get("nodeName"):
+                return 409, status_body(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already '
+                    f'assigned to node "{pod["spec"]["nodeName"]}"',
+                    name=name,
+                    kind="pods/binding",
+                )
+            new = copy.deepcopy(pod)
+            new["spec"]["nodeName"] = target.get("name", "")
+            new.setdefault("status", {}).setdefault("conditions", []).append(
+                {"type": "PodScheduled", "status": "True"}
+            )
+            self.put("pods", new)
+        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            pass
+
+        def _send(self, code: int, body: Obj) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            try:
+                self.wfile.write(data)
+            except OSError:  # the client gave up (a test of its deadline)
+                self.close_connection = True
+
+        def _route(self) -> tuple[str, list[str], dict[str, str]]:
+            parts = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            api.requests.append(f"{self.command} {self.path}")
+            return parts.path, [p for p in parts.path.split("/") if p], query
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            path, segs, query = self._route()
+            kind = {"/api/v1/nodes": "nodes", "/api/v1/pods": "pods"}.get(path)
+            if kind is not None:
+                if query.get("watch") in ("true", "1", "True"):
+                    self._watch(kind, query)
+                else:
+                    self._send(*api.list(kind, query))
+                return
+            if len(segs) == 6 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods":
+                pod = api.pod(segs[3], segs[5])
+                if pod is None:
+                    self._send(404, status_body(404, "NotFound", f'pods "{segs[5]}" not found'))
+                else:
+                    self._send(200, pod)
+                return
+            self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+
+        def do_POST(self) -> None:  # noqa: N802
+            path, segs, _ = self._route()
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if len(segs) == 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods" and segs[6] == "binding":
+                self._send(*api.bind(segs[3], segs[5], body))
+                return
+            self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+
+        def _chunk(self, obj: Obj) -> None:
+            data = json.dumps(obj).encode() + b"\n"
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _watch(self, kind: str, query: dict[str, str]) -> None:
+            watcher, replay, gone = api.open_watch(kind, query)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                if gone:
+                    self._chunk(
+                        {
+                            "type": "ERROR",
+                            "object": status_body(
+                                410, "Expired", f"too old resource version: {query.get('resourceVersion')}"
+                            ),
+                        }
+                    )
+                    return
+                for event, obj in replay:
+                    self._chunk({"type": event, "object": obj})
+                deadline = time.monotonic() + int(query.get("timeoutSeconds") or 3600)
+                bookmarks = query.get("allowWatchBookmarks") in ("true", "True", "1")
+                next_bookmark = time.monotonic() + api.bookmark_interval
+                for item in _events(watcher, deadline, api.bookmark_interval):
+                    if item is None:
+                        return
+                    if item == ("tick", {}):
+                        if bookmarks and time.monotonic() >= next_bookmark:
+                            with api.lock:
+                                rv = str(api.rv)
+                            list_kind = "Node" if kind == "nodes" else "Pod"
+                            self._chunk(
+                                {
+                                    "type": "BOOKMARK",
+                                    "object": {"kind": list_kind, "apiVersion": "v1", "metadata": {"resourceVersion": rv}},
+                                }
+                            )
+                            next_bookmark = time.monotonic() + api.bookmark_interval
+                        continue
+                    self._chunk({"type": item[0], "object": item[1]})
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            finally:
+                api.close_watch(watcher)
+                try:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    pass
+                self.close_connection = True
+
+    return Handler
+
+
+def _events(watcher: _Watcher, deadline: float, tick: float) -> Iterator[tuple[str, Obj] | None]:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            yield None
+            return
+        try:
+            item = watcher.events.get(timeout=min(tick / 2, left))
+        except queue.Empty:
+            yield ("tick", {})
+            continue
+        yield item
+        if item is None:
+            return
+
+
+# -- object builders -------------------------------------------------------------------------------
+
+
+def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110", **labels: str) -> Obj:
+    """A ready node with ``allocatable`` = ``capacity``."""
+    res = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"kubernetes.io/hostname": name, **labels}},
+        "spec": {},
+        "status": {"allocatable": dict(res), "capacity": dict(res)},
+    }
+
+
+def pod(
+    name: str,
+    namespace: str = "default",
+    node_name: str = "",
+    cpu: str | None = "100m",
+    memory: str | None = "128Mi",
+    phase: str = "Pending",
+    uid: str | None = None,
+    **extra: Any,
+) -> Obj:
+    """A one-container pod with the given requests (``None``: not requested)."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    spec: Obj = {"containers": [{"name": "app", "image": "busybox", "resources": {"requests": requests}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    spec.update(extra)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}"},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
