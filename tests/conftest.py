@@ -26,7 +26,7 @@ def free_port() -> int:
 class Server:
     """``python -m app serve`` as a child process on 127.0.0.1:<port>."""
 
-    def __init__(self, config: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, config: Path | None = None, env: dict[str, str] | None = None, wait_ready: bool = True) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
@@ -43,7 +43,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}/{'readyz' if wait_ready else 'healthz'}", timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 time.sleep(0.1)

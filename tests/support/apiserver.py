@@ -76,10 +76,19 @@ def _matches(kind: str, selector: str | None, obj: Obj) -> bool:
         if term.startswith("status.phase!="):
             if phase == term.split("!=", 1)[1]:
                 return False
-        elif term.startswith("status.phase="):
-            if phase != term.split("=", 1)[1]:
-                return False
+        elif term.startswith("status.phase=") and phase != term.split("=", 1)[1]:
+            return False
     return True
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Reuses the port at once after a stop, and does not print a traceback when a client hangs up."""
+
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
 
 
 @dataclass
@@ -113,9 +122,7 @@ class FakeAPIServer:
     def start(self, port: int | None = None) -> FakeAPIServer:
         """Listen on ``port`` (default: the previous port, or a free one)."""
         handler = _handler(self)
-        ThreadingHTTPServer.allow_reuse_address = True
-        server = ThreadingHTTPServer(("127.0.0.1", port if port is not None else self.port), handler)
-        server.daemon_threads = True
+        server = _QuietServer(("127.0.0.1", port if port is not None else self.port), handler)
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -211,16 +218,14 @@ class FakeAPIServer:
                 snap = self.snapshots.get(token)
                 if snap is None or snap[0] < self.compacted_rv:
                     return 410, status_body(
-                        410, "Expired", "The provided continue parameter is too old to display a consistent list result."
+                        410,
+                        "Expired",
+                        "The provided continue parameter is too old to display a consistent list result.",
                     )
                 list_rv, items = snap
             else:
                 list_rv = self.rv
-                items = [
-                    copy.deepcopy(o)
-                    for _, o in sorted(self.objects[kind].items())
-                    if _matches(kind, selector, o)
-                ]
+                items = [copy.deepcopy(o) for _, o in sorted(self.objects[kind].items()) if _matches(kind, selector, o)]
             limit = int(query.get("limit") or 0)
             meta: Obj = {"resourceVersion": str(list_rv)}
             if limit and len(items) > limit:
@@ -285,9 +290,7 @@ class FakeAPIServer:
                 )
             new = copy.deepcopy(pod)
             new["spec"]["nodeName"] = target.get("name", "")
-            new.setdefault("status", {}).setdefault("conditions", []).append(
-                {"type": "PodScheduled", "status": "True"}
-            )
+            new.setdefault("status", {}).setdefault("conditions", []).append({"type": "PodScheduled", "status": "True"})
             self.put("pods", new)
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
@@ -296,7 +299,7 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _send(self, code: int, body: Obj) -> None:
@@ -316,7 +319,7 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
             api.requests.append(f"{self.command} {self.path}")
             return parts.path, [p for p in parts.path.split("/") if p], query
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             path, segs, query = self._route()
             kind = {"/api/v1/nodes": "nodes", "/api/v1/pods": "pods"}.get(path)
             if kind is not None:
@@ -334,10 +337,10 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
-        def do_POST(self) -> None:  # noqa: N802
-            path, segs, _ = self._route()
+        def do_POST(self) -> None:
+            _path, segs, _ = self._route()
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            if len(segs) == 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods" and segs[6] == "binding":
+            if len(segs) == 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4:7:2] == ["pods", "binding"]:
                 self._send(*api.bind(segs[3], segs[5], body))
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
@@ -380,7 +383,11 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                             self._chunk(
                                 {
                                     "type": "BOOKMARK",
-                                    "object": {"kind": list_kind, "apiVersion": "v1", "metadata": {"resourceVersion": rv}},
+                                    "object": {
+                                        "kind": list_kind,
+                                        "apiVersion": "v1",
+                                        "metadata": {"resourceVersion": rv},
+                                    },
                                 }
                             )
                             next_bookmark = time.monotonic() + api.bookmark_interval

@@ -58,3 +58,18 @@ def lower_keys(value: Any) -> Any:
     if isinstance(value, list):
         return [lower_keys(v) for v in value]
     return value
+
+
+def cluster_nodes(names: list[str]) -> list[dict[str, Any]]:
+    """Node objects for ``names``: the recorded node of that name from the 100-node fixture, or a
+    copy of one renamed (cache-mode fixtures name up to 5000 nodes, the full-node file has 100)."""
+    template = fixture("extenderargs_nocache_n100.json")["Nodes"]["items"]
+    by_name = {n["metadata"]["name"]: n for n in template}
+    out = []
+    for i, name in enumerate(names):
+        node = json.loads(json.dumps(by_name.get(name) or template[i % len(template)]))
+        node["metadata"]["name"] = name
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+        node["metadata"].pop("managedFields", None)
+        out.append(node)
+    return out
