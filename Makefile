@@ -28,6 +28,7 @@ lint: $(STAMP)
 ## bench: latency and throughput of filter/prioritize through the real server (prints figures)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_http.py
+	$(BIN)/python bench/bench_cluster.py
 
 ## schemas: regenerate schemas/ from the wire models and the configuration model
 schemas: $(STAMP)

@@ -124,20 +124,46 @@ _EMPTY_OBJECT = b"{}"
 _NULL = b"null"
 
 
-@dataclass
 class ExtenderArgsView:
     """A decoded ``ExtenderArgs``.
 
-    ``nodes`` are the candidate nodes in request order. ``node_raws`` (non-cache mode) holds each
-    node's JSON bytes for echoing, and ``list_meta`` the ``Nodes.metadata`` bytes; ``node_names``
-    is true when the request carried ``NodeNames`` (cache mode), which the answer then carries too.
+    ``nodes`` are the candidate nodes in request order (for a ``NodeNames`` request, name-only
+    NodeInfos built on first use: the cluster state usually resolves ``names`` instead).
+    ``node_raws`` (non-cache mode) holds each node's JSON bytes for echoing, and ``list_meta`` the
+    ``Nodes.metadata`` bytes; ``node_names`` is true when the request carried ``NodeNames`` (cache
+    mode), which the answer then carries too; ``names`` is that list when ``Nodes`` was null.
     """
 
-    pod: PodInfo
-    nodes: list[NodeInfo]
-    node_raws: list[bytes | msgspec.Raw] | None
-    list_meta: bytes | msgspec.Raw
-    node_names: bool
+    __slots__ = ("_nodes", "list_meta", "names", "node_names", "node_raws", "pod")
+
+    def __init__(
+        self,
+        pod: PodInfo,
+        nodes: list[NodeInfo] | None,
+        node_raws: list[bytes | msgspec.Raw] | None,
+        list_meta: bytes | msgspec.Raw,
+        node_names: bool,
+        names: list[str] | None = None,
+    ) -> None:
+        self.pod = pod
+        self._nodes = nodes
+        self.node_raws = node_raws
+        self.list_meta = list_meta
+        self.node_names = node_names
+        self.names = names
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        """The candidate nodes, in request order."""
+        if self._nodes is None:
+            self._nodes = [NodeInfo(n) for n in self.names or ()]
+        return self._nodes
+
+    def node_name_list(self) -> list[str]:
+        """The candidate nodes' names, in request order."""
+        if self.names is not None:
+            return self.names
+        return [n.name for n in self.nodes]
 
 
 def decode_extender_args(body: bytes, keep_raw: bool = True) -> ExtenderArgsView:
@@ -232,7 +258,7 @@ def _assemble(
         )
     if nodes is None:
         assert names is not None
-        return ExtenderArgsView(pod, [NodeInfo(n) for n in names], None, meta, True)
+        return ExtenderArgsView(pod, None, None, meta, True, names)
     if names is not None and names != [n.name for n in nodes]:
         raise DecodeError("NodeNames and Nodes.items name different nodes; send one of them")
     return ExtenderArgsView(pod, nodes, raws, meta, names is not None)
@@ -272,15 +298,15 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     passed: list[int] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
-    nodes = args.nodes
+    names = args.node_name_list()
     for i, status in enumerate(statuses):
         code = status.code
         if code is Code.SUCCESS:
             passed.append(i)
         elif code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            unresolvable[nodes[i].name] = status.message
+            unresolvable[names[i]] = status.message
         else:
-            failed[nodes[i].name] = status.message
+            failed[names[i]] = status.message
     out = [b'{"Nodes":']
     if args.node_raws is not None:
         raws = args.node_raws
@@ -294,7 +320,7 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     else:
         out.append(_NULL)
     out.append(b',"NodeNames":')
-    out.append(orjson.dumps([nodes[i].name for i in passed]) if args.node_names else _NULL)
+    out.append(orjson.dumps([names[i] for i in passed]) if args.node_names else _NULL)
     out += [
         b',"FailedNodes":',
         orjson.dumps(failed),
@@ -318,9 +344,9 @@ def encode_filter_error(message: str) -> bytes:
     )
 
 
-def encode_host_priority_list(nodes: Sequence[NodeInfo], scores: Sequence[int]) -> bytes:
+def encode_host_priority_list(names: Sequence[str], scores: Sequence[int]) -> bytes:
     """``HostPriorityList``: a bare array, one ``{"Host","Score"}`` per node in request order."""
-    return orjson.dumps([{"Host": n.name, "Score": s} for n, s in zip(nodes, scores, strict=True)])
+    return orjson.dumps([{"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)])
 
 
 def encode_error_object(message: str, **fields: Any) -> bytes:

@@ -85,19 +85,20 @@ class ExtenderService:
         """The NodeInfos plugins see, and the indexes of ``view.nodes`` the cache does not know."""
         if snapshot is None:
             return view.nodes, []
-        if not (view.node_raws is None and self.cache_capable.get(framework.profile, False)):
+        if view.names is None or not self.cache_capable.get(framework.profile, False):
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return view.nodes, []
         known: list[NodeInfo] = []
         unknown: list[int] = []
         get = snapshot.get
-        for i, node in enumerate(view.nodes):
-            cached = get(node.name)
+        append = known.append
+        for i, name in enumerate(view.names):  # NodeNames: resolved without name-only NodeInfos
+            cached = get(name)
             if cached is None:
                 unknown.append(i)
             else:
-                known.append(cached)
+                append(cached)
         return known, unknown
 
     def resolve(self, profile: str | None, verb: str) -> Framework | Answer:
@@ -138,7 +139,8 @@ class ExtenderService:
                 log.warning("filter %s: %s", args.pod.key(), outcome.error)
                 return Answer(200, codec.encode_filter_error(outcome.error)), outcome
             if unknown:
-                outcome.statuses = _merge_unknown(outcome.statuses, unknown, len(args.nodes), _UNKNOWN_STATUS)
+                total = len(args.node_name_list())
+                outcome.statuses = _merge_unknown(outcome.statuses, unknown, total, _UNKNOWN_STATUS)
             return Answer(200, codec.encode_filter_result(args, outcome.statuses)), outcome
         except codec.DecodeError as exc:
             return error_answer("filter", 400, str(exc)), None
@@ -159,8 +161,8 @@ class ExtenderService:
             log.warning("prioritize: %s", exc)
             return error_answer("prioritize", 500, str(exc)), None
         if unknown:
-            outcome.scores = _merge_unknown(outcome.scores, unknown, len(args.nodes), 0)
-        return Answer(200, codec.encode_host_priority_list(args.nodes, outcome.scores)), outcome
+            outcome.scores = _merge_unknown(outcome.scores, unknown, len(args.node_name_list()), 0)
+        return Answer(200, codec.encode_host_priority_list(args.node_name_list(), outcome.scores)), outcome
 
     def preempt(self, framework: Framework, body: bytes) -> Answer:
         """Answer a preempt body: always ``NodeNameToMetaVictims`` with UIDs."""

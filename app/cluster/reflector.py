@@ -198,6 +198,20 @@ class Reflector:
 
     def _list(self) -> None:
         decoder = _LISTS[self.kind]
+        # pods become slim records page by page, so the decoded views of 150,000 pods never
+        # exist at once (they are several times larger than the records)
+        convert: Callable[[list[Any]], list[Any]]
+        if self.kind == "pods":
+            record = self.state.record
+
+            def convert(items: list[Any]) -> list[Any]:
+                return [record(p) for p in items]
+
+        else:
+
+            def convert(items: list[Any]) -> list[Any]:
+                return items
+
         items: list[Any] = []
         token: str | None = None
         resource_version = ""
@@ -211,8 +225,9 @@ class Reflector:
                     continue
                 raise
             page = decoder.decode(body)
+            del body
             meta = page.metadata or _ListMeta()
-            items.extend(page.items or ())
+            items.extend(convert(page.items or []))
             resource_version = meta.resource_version or resource_version
             token = meta.continue_
             if not token or self._stop.is_set():
@@ -220,8 +235,7 @@ class Reflector:
         if self.kind == "nodes":
             self.state.replace_nodes(items)
         else:
-            record = self.state.record
-            self.state.replace_pods([record(p) for p in items])
+            self.state.replace_pods(items)
         self.resource_version = resource_version
         self.state.mark_synced(self.kind)
         log.info("%s: listed %d at resourceVersion %s", self.kind, len(items), resource_version)

@@ -104,6 +104,18 @@ class PodInfo:
         info.phase = intern(info.phase)
         if info.labels:
             info.labels = {intern(k): intern(v) for k, v in info.labels.items()}
+        if info.owner_references:
+            # siblings share their owner: intern its identity instead of keeping a copy per pod
+            info.owner_references = tuple(
+                objects.OwnerReference(
+                    api_version=intern(o.api_version or ""),
+                    kind=intern(o.kind or ""),
+                    name=intern(o.name or ""),
+                    uid=intern(o.uid or ""),
+                    controller=o.controller,
+                )
+                for o in info.owner_references
+            )
         if keep_annotations is not None:
             kept = {k: v for k, v in info.annotations.items() if k in keep_annotations}
             info.annotations = kept or _EMPTY

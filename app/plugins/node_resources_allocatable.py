@@ -74,9 +74,11 @@ class NodeResourcesAllocatable:
         """The raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any integer)."""
         if node.node is None:
             raise LookupError("node object unavailable (NodeNames-only request without cluster state)")
-        allocatable = node.allocatable
-        total = sum(self.sign * allocatable.get(name, 0) * weight for name, weight in self.weights)
-        return go_div(total, self.weight_sum)
+        get = node.allocatable.get
+        total = 0
+        for name, weight in self.weights:
+            total += get(name, 0) * weight
+        return go_div(self.sign * total, self.weight_sum)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """Min-max to 0..100: ``(s - lowest) * 100 / (highest - lowest)``; all equal -> 0."""

@@ -164,7 +164,7 @@ def test_binding_args_and_result() -> None:
 
 def test_prioritize_answer_is_a_bare_array_of_integers() -> None:
     view = codec.decode_extender_args(fixture_bytes("extenderargs_cache_n10.json"))
-    out = codec.encode_host_priority_list(view.nodes, list(range(10)))
+    out = codec.encode_host_priority_list(view.node_name_list(), list(range(10)))
     parsed = models.HostPriorityList.model_validate_json(out)
     assert [h.score for h in parsed.root or []] == list(range(10))
     assert out.startswith(b'[{"Host":"')

@@ -1,0 +1,91 @@
+"""Cache mode with cluster state: sync time, resident memory and verb latency through the server.
+
+Starts the test API server (tests/support/apiserver.py) in this process with ``BENCH_NODES``
+nodes (default 5000, named as in the shared 5000-name fixture) and ``BENCH_PODS`` bound pods
+(default 150,000: 30 per node, two containers each, labels, owner references and a few
+annotations), then the real server process on examples/cluster.yaml (the default profile's
+plugins, ``nodeCacheCapable: true``) pointed at it. Prints the time to sync, the server's resident
+memory (VmRSS, VmHWM) after the sync, and filter/prioritize p50/p99 for 500 and 5000 node names.
+Run: ``make bench`` (or ``python bench/bench_cluster.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.bench_http import measure, row  # noqa: E402
+from tests.conftest import Server  # noqa: E402
+from tests.e2e.test_cluster_server import write_config  # noqa: E402
+from tests.support.apiserver import FakeAPIServer, pod  # noqa: E402
+from tests.support.bodies import cluster_nodes, fixture, fixture_bytes  # noqa: E402
+
+
+def populate(api: FakeAPIServer, nodes: int, pods: int) -> None:
+    names = fixture("extenderargs_cache_n5000.json")["NodeNames"][:nodes]
+    for node in cluster_nodes(names):
+        api.objects["nodes"][node["metadata"]["name"]] = {"apiVersion": "v1", "kind": "Node", **node}
+    for i in range(pods):
+        namespace = f"team-{i % 40}"
+        doc = pod(f"app-{i // 30}-{i}", namespace, names[i % len(names)], cpu="250m", memory="512Mi")
+        doc["spec"]["containers"].append(
+            {"name": "istio-proxy", "image": "istio/proxyv2:1.22", "resources": {"requests": {"cpu": "100m"}}}
+        )
+        doc["metadata"]["labels"] = {"app": f"app-{i % 500}", "pod-template-hash": f"{i % 997:x}", "team": namespace}
+        doc["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "sidecar.istio.io/status": "{...}"}
+        doc["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{i % 500}-x", "uid": f"rs-{i % 500}"}
+        ]
+        doc["metadata"]["resourceVersion"] = str(api.rv)
+        doc["status"]["phase"] = "Running"
+        api.objects["pods"][f"{namespace}/{doc['metadata']['name']}"] = doc
+
+
+def rss(pid: int) -> tuple[int, int]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return int(fields["VmRSS"].split()[0]) // 1024, int(fields["VmHWM"].split()[0]) // 1024
+
+
+def main() -> None:
+    nodes = int(os.environ.get("BENCH_NODES", "5000"))
+    pods = int(os.environ.get("BENCH_PODS", "150000"))
+    n = int(os.environ.get("BENCH_N", "100"))
+    api = FakeAPIServer(bookmark_interval=30)
+    populate(api, nodes, pods)
+    api.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.monotonic()
+        server = Server(write_config(Path(tmp), api), wait_ready=False)
+        try:
+            while httpx.get(f"{server.url}/readyz").status_code != 200:
+                time.sleep(0.2)
+            synced = time.monotonic() - started
+            time.sleep(1)
+            now, peak = rss(server.proc.pid)
+            print(f"cluster state: {nodes} nodes, {pods} pods; start + sync {synced:.1f} s")
+            print(f"server resident memory after sync: {now} MB (peak {peak} MB)")
+            for name in ("extenderargs_cache_n500.json", "extenderargs_cache_n5000.json"):
+                body = fixture_bytes(name)
+                for verb in ("filter", "prioritize"):
+                    times, status, size = measure(server.port, f"/{verb}", body, n)
+                    row(f"{verb} {name.split('_')[-1][:-5]} names (cache)", times, f"HTTP {status}, {size} B")
+            now, peak = rss(server.proc.pid)
+            print(f"server resident memory after the requests: {now} MB (peak {peak} MB)")
+        finally:
+            server.stop()
+            api.stop()
+
+
+if __name__ == "__main__":
+    main()
