@@ -89,16 +89,12 @@ class ExtenderService:
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return view.nodes, []
-        known: list[NodeInfo] = []
-        unknown: list[int] = []
-        get = snapshot.get
-        append = known.append
-        for i, name in enumerate(view.names):  # NodeNames: resolved without name-only NodeInfos
-            cached = get(name)
-            if cached is None:
-                unknown.append(i)
-            else:
-                append(cached)
+        get = snapshot.known.get
+        resolved = [get(name) for name in view.names]  # NodeNames: no name-only NodeInfos built
+        if None not in resolved:
+            return resolved, []  # type: ignore[return-value]
+        unknown = [i for i, info in enumerate(resolved) if info is None]
+        known = [info for info in resolved if info is not None]
         return known, unknown
 
     def resolve(self, profile: str | None, verb: str) -> Framework | Answer:

@@ -87,16 +87,17 @@ class Snapshot:
     snapshot was taken.
     """
 
-    __slots__ = ("nodes", "synced")
+    __slots__ = ("known", "nodes", "synced")
 
     def __init__(self, nodes: Mapping[str, NodeInfo], synced: bool) -> None:
         self.nodes = nodes
         self.synced = synced
+        #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
+        self.known: dict[str, NodeInfo] = {name: info for name, info in nodes.items() if info.node is not None}
 
     def get(self, name: str) -> NodeInfo | None:
         """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
-        info = self.nodes.get(name)
-        return info if info is not None and info.node is not None else None
+        return self.known.get(name)
 
     def usage(self, name: str) -> NodeUsage | None:
         """What is accounted on ``name`` (``None`` when nothing is)."""

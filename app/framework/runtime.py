@@ -204,8 +204,7 @@ class Framework:
             outcome.plugin_scores[ep.name] = scores
             weight = ep.weight
             weight_sum += weight
-            for i, score in enumerate(scores):
-                totals[i] += weight * score
+            totals = [t + weight * s for t, s in zip(totals, scores, strict=True)]
         if weight_sum:
             # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
             divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
@@ -224,28 +223,32 @@ class Framework:
                 return None
             if not status.is_success():
                 raise FrameworkError(ep.name, f"PreScore: {_error_text(status)}")
-        node_scores: list[NodeScore] = []
+        score = plugin.score  # type: ignore[attr-defined]
+        values: list[Any] = []
+        append = values.append
         for node in nodes:
             try:
-                value = plugin.score(state, pod, node)  # type: ignore[attr-defined]
+                append(score(state, pod, node))
             except ObjectDecodeError:
                 raise
             except Exception as exc:
                 raise FrameworkError(ep.name, f"node {node.name}: {_describe(exc)}") from exc
-            if type(value) is not int:
-                raise FrameworkError(ep.name, f"node {node.name}: score {value!r} is not an integer")
-            node_scores.append(NodeScore(node.name, value))
+        if values and not set(map(type, values)) <= {int}:
+            i = next(i for i, v in enumerate(values) if type(v) is not int)
+            raise FrameworkError(ep.name, f"node {nodes[i].name}: score {values[i]!r} is not an integer")
         if isinstance(plugin, NormalizeScorePlugin):
+            node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
             status = _guarded(partial(plugin.normalize_score, state, pod, node_scores))
             if not status.is_success():
                 raise FrameworkError(ep.name, f"NormalizeScore: {_error_text(status)}")
-        for ns in node_scores:
-            if not 0 <= ns.score <= MAX_NODE_SCORE:
-                raise FrameworkError(
-                    ep.name,
-                    f"node {ns.name}: score {ns.score} is outside 0..{MAX_NODE_SCORE} after normalizing",
-                )
-        return [ns.score for ns in node_scores]
+            values = [ns.score for ns in node_scores]
+        if values and (min(values) < 0 or max(values) > MAX_NODE_SCORE):
+            i = next(i for i, v in enumerate(values) if not 0 <= v <= MAX_NODE_SCORE)
+            raise FrameworkError(
+                ep.name,
+                f"node {nodes[i].name}: score {values[i]} is outside 0..{MAX_NODE_SCORE} after normalizing",
+            )
+        return values
 
     # -- preempt --------------------------------------------------------------------------------
 

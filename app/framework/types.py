@@ -239,7 +239,7 @@ class NodeInfo:
     (:meth:`use_usage_lookup`).
     """
 
-    __slots__ = ("_allocatable", "_loader", "_lookup", "_name", "_node", "_raw", "_usage")
+    __slots__ = ("_allocatable", "_loader", "_lookup", "_memo", "_name", "_node", "_raw", "_usage")
 
     def __init__(self, name: str = "", node: objects.Node | None = None, usage: NodeUsage | None = None) -> None:
         self._name = name
@@ -249,6 +249,7 @@ class NodeInfo:
         self._allocatable: dict[str, int] | None = None
         self._usage = usage
         self._lookup: UsageLookup | None = None
+        self._memo: dict[Any, Any] | None = None
 
     @classmethod
     def lazy(cls, raw: Any, loader: NodeLoader) -> NodeInfo:
@@ -257,6 +258,23 @@ class NodeInfo:
         info._raw = raw
         info._loader = loader
         return info
+
+    def memo(self, key: Any, compute: Callable[[NodeInfo], Any]) -> Any:
+        """``compute(self)``, remembered under ``key`` for the life of this NodeInfo.
+
+        For values that depend only on the node object (not on the pod or on the pods on the
+        node), such as a score from allocatable: the cluster state keeps a NodeInfo until the
+        node changes, so in cache mode the value is computed once per node version instead of
+        once per request. ``key`` must identify the plugin and its args.
+        """
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute(self)
+            return value
 
     def use_usage_lookup(self, lookup: UsageLookup) -> NodeInfo:
         """Find :attr:`usage` with ``lookup(name)`` on first read (non-cache requests with cluster

@@ -72,6 +72,10 @@ class NodeResourcesAllocatable:
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         """The raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any integer)."""
+        result: int = node.memo(self, self._raw_score)  # depends on allocatable only
+        return result
+
+    def _raw_score(self, node: NodeInfo) -> int:
         if node.node is None:
             raise LookupError("node object unavailable (NodeNames-only request without cluster state)")
         get = node.allocatable.get
