@@ -67,10 +67,13 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Lo
         return LoadedClient(k8s.ApiClient(cfg), "in-cluster service account")
     except k8s_config.ConfigException as exc:
         tried.append(f"in-cluster: {exc}")
-    default = os.environ.get("KUBECONFIG") or os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
+    # read $KUBECONFIG now: the client reads it once, at import
+    default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     cfg = k8s.Configuration()
     try:
-        k8s_config.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=default, context=context, client_configuration=cfg
+        )
         return LoadedClient(k8s.ApiClient(cfg), f"kubeconfig {default}")
     except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
         tried.append(f"default kubeconfig {default}: {exc}")

@@ -185,3 +185,20 @@ def test_snapshot_is_shared_until_a_write_and_immutable() -> None:
     state.upsert_node(_node("n3"))
     second = state.snapshot()
     assert second is not first and first.get("n3") is None and second.get("n3") is not None
+
+
+def test_node_memo_lasts_until_the_node_changes() -> None:
+    state = _synced()
+    calls: list[str] = []
+
+    def compute(info: NodeInfo) -> int:
+        calls.append(info.name)
+        return info.allocatable["cpu"]
+
+    info = state.snapshot().get("n1")
+    assert info is not None and info.memo("k", compute) == 4000 and info.memo("k", compute) == 4000
+    assert calls == ["n1"]
+    state.upsert_node(_node("n1", cpu="8"))
+    info = state.snapshot().get("n1")
+    assert info is not None and info.memo("k", compute) == 8000
+    assert calls == ["n1", "n1"]

@@ -173,3 +173,46 @@ def test_extended_resource_names(name: str, valid: bool) -> None:
 )
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
+
+
+def _binder_profile(**binder_args: Any) -> dict[str, Any]:
+    doc = base(
+        extender={"verbs": ["filter", "bind"], "httpTimeout": "2s"},
+        plugins={"filter": [{"name": "CoinFlip"}], "bind": [{"name": "DefaultBinder"}]},
+    )
+    if binder_args:
+        doc["profiles"][0]["pluginConfig"] = [{"name": "DefaultBinder", "args": binder_args}]
+    return doc
+
+
+def test_cluster_plugins_need_a_cluster_section() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(_binder_profile(), REGISTRY)
+    assert (
+        "profiles[0].plugins.bind[0].name: plugin DefaultBinder needs cluster state: add a `cluster:` section"
+        in str(err.value)
+    )
+    doc = _binder_profile()
+    doc["cluster"] = {"assumedPodTTL": "45s", "watchTimeout": "2m"}
+    config = parse_config(doc, REGISTRY)
+    assert config.cluster is not None
+    settings = config.cluster.settings()
+    assert (settings.assumed_pod_ttl, settings.watch_timeout, settings.kubeconfig) == (45.0, 120, None)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "args", "message"),
+    [
+        ({"assumedPodTtl": "30s"}, {}, "cluster.assumedPodTtl: unknown field"),
+        ({"assumedPodTTL": "0s"}, {}, "cluster.assumedPodTTL: Value error, must be a positive duration"),
+        ({"staleAfter": "soon"}, {}, "cluster.staleAfter: Value error, invalid duration 'soon'"),
+        ({}, {"timeoutSeconds": 2}, "DefaultBinder: timeoutSeconds 2 must be below the profile's httpTimeout (2s)"),
+        ({}, {"verifyFit": "maybe"}, "pluginConfig[0].args.verifyFit: Input should be a valid boolean"),
+    ],
+)
+def test_cluster_section_errors(cluster: dict[str, Any], args: dict[str, Any], message: str) -> None:
+    doc = _binder_profile(**args)
+    doc["cluster"] = cluster
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, REGISTRY)
+    assert message in str(err.value)
