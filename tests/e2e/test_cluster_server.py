@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,3 +160,23 @@ def test_not_ready_until_the_api_server_answers(tmp_path: Path) -> None:
     finally:
         server.stop()
         api.stop()
+
+
+def test_unknown_names_interleaved_keep_their_places(server: Server) -> None:
+    doc = fixture("extenderargs_cache_n10.json")
+    ranked = sorted(
+        _post(server, "prioritize", fixture_bytes("extenderargs_cache_n10.json")).json(), key=lambda h: h["Score"]
+    )
+    known = [ranked[0]["Host"], ranked[-1]["Host"], ranked[len(ranked) // 2]["Host"]]  # different node shapes
+    doc["NodeNames"] = ["ghost-a", known[0], "ghost-b", known[1], known[2], "ghost-c"]
+    body = json.dumps(doc).encode()
+    result = _post(server, "filter", body).json()
+    assert result["NodeNames"] == [n for n in known if n not in result["FailedNodes"]]
+    assert sorted(result["FailedAndUnresolvableNodes"]) == ["ghost-a", "ghost-b", "ghost-c"]
+    scores = _post(server, "prioritize", body).json()
+    assert [h["Host"] for h in scores] == doc["NodeNames"]
+    # the known nodes score as they do without the ghosts (NormalizeScore spans the same nodes)
+    doc["NodeNames"] = known
+    alone = {h["Host"]: h["Score"] for h in _post(server, "prioritize", json.dumps(doc).encode()).json()}
+    assert {h["Host"]: h["Score"] for h in scores} == {**alone, "ghost-a": 0, "ghost-b": 0, "ghost-c": 0}
+    assert len(set(alone.values())) > 1
