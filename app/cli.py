@@ -66,14 +66,14 @@ def _serve(args: argparse.Namespace) -> int:
         tls = {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
         if server.tls.client_ca_file:
             tls |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
-    logging.getLogger(__name__).info(
+    log = logging.getLogger(__name__)
+    log.info(
         "serving profiles %s on %s:%s (default profile: %s)",
         ", ".join(service.frameworks),
         host,
         port,
         service.default_profile or "none",
     )
-    log = logging.getLogger(__name__)
     if service.cluster is not None:
         from app.kube.errors import KubeConfigError
 

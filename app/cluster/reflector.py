@@ -98,12 +98,8 @@ def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """Split a watch body (chunks as they arrive) into its newline-delimited JSON events."""
     buffer = b""
     for chunk in chunks:
-        buffer += chunk
-        while True:
-            end = buffer.find(b"\n")
-            if end < 0:
-                break
-            line, buffer = buffer[:end], buffer[end + 1 :]
+        *lines, buffer = (buffer + chunk).split(b"\n")
+        for line in lines:
             if line.strip():
                 yield line
     if buffer.strip():
@@ -198,20 +194,7 @@ class Reflector:
 
     def _list(self) -> None:
         decoder = _LISTS[self.kind]
-        # pods become slim records page by page, so the decoded views of 150,000 pods never
-        # exist at once (they are several times larger than the records)
-        convert: Callable[[list[Any]], list[Any]]
-        if self.kind == "pods":
-            record = self.state.record
-
-            def convert(items: list[Any]) -> list[Any]:
-                return [record(p) for p in items]
-
-        else:
-
-            def convert(items: list[Any]) -> list[Any]:
-                return items
-
+        record = self.state.record if self.kind == "pods" else None
         items: list[Any] = []
         token: str | None = None
         resource_version = ""
@@ -225,9 +208,11 @@ class Reflector:
                     continue
                 raise
             page = decoder.decode(body)
-            del body
             meta = page.metadata or _ListMeta()
-            items.extend(convert(page.items or []))
+            # pods become slim records page by page, so the decoded views of 150,000 pods never
+            # exist at once (they are several times larger than the records)
+            page_items = page.items or []
+            items.extend(page_items if record is None else map(record, page_items))
             resource_version = meta.resource_version or resource_version
             token = meta.continue_
             if not token or self._stop.is_set():

@@ -57,7 +57,7 @@ class ClusterRuntime:
         )
         self.client: KubeClient | None = None
         self.source = ""
-        self.executor = ThreadPoolExecutor(max_workers=settings.api_workers, thread_name_prefix="kube-api")
+        self.executor: ThreadPoolExecutor | None = None
         self.reflectors: list[Reflector] = []
 
     def connect(self, client: KubeClient | None = None) -> None:
@@ -73,6 +73,7 @@ class ClusterRuntime:
             client, self.source = KubeClient(loaded.api_client), loaded.source
         self.client = client
         s = self.settings
+        self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
         self.reflectors = [
             Reflector(
                 kind,
@@ -94,7 +95,7 @@ class ClusterRuntime:
 
         Raises ``RuntimeError`` before :meth:`connect`.
         """
-        if self.client is None:
+        if self.client is None or self.executor is None:
             raise RuntimeError("the cluster connection is not started (serve connects it)")
         from app.kube.binder import Binder
 
@@ -104,7 +105,8 @@ class ClusterRuntime:
         """Stop the reflectors and the executor; close the client."""
         for reflector in self.reflectors:
             reflector.stop()
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             self.client.close()
 

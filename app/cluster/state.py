@@ -83,17 +83,17 @@ class Snapshot:
 
     ``nodes`` maps node name -> :class:`NodeInfo` (with :attr:`NodeInfo.usage`); a name may map to
     a NodeInfo whose ``node`` is ``None`` when pods are bound to a node the node watch has not
-    shown yet. ``synced`` tells whether both reflectors had completed their first list when the
-    snapshot was taken.
+    shown yet. ``known`` is the part of ``nodes`` whose node object is known. ``synced`` tells
+    whether both reflectors had completed their first list when the snapshot was taken.
     """
 
     __slots__ = ("known", "nodes", "synced")
 
-    def __init__(self, nodes: Mapping[str, NodeInfo], synced: bool) -> None:
+    def __init__(self, nodes: Mapping[str, NodeInfo], known: Mapping[str, NodeInfo], synced: bool) -> None:
         self.nodes = nodes
-        self.synced = synced
         #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
-        self.known: dict[str, NodeInfo] = {name: info for name, info in nodes.items() if info.node is not None}
+        self.known = known
+        self.synced = synced
 
     def get(self, name: str) -> NodeInfo | None:
         """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
@@ -144,6 +144,7 @@ class ClusterState:
         self._placed: dict[str, tuple[str, PodInfo]] = {}
         self._usage: dict[str, NodeUsage] = {}
         self._infos: dict[str, NodeInfo] = {}
+        self._known: dict[str, NodeInfo] = {}
         self._dirty: set[str] = set()
         self._snapshot: Snapshot | None = None
         self._kinds = {kind: _KindState() for kind in KINDS}
@@ -319,7 +320,7 @@ class ClusterState:
             self._expire()
             if self._snapshot is None:
                 self._flush()
-                self._snapshot = Snapshot(dict(self._infos), self._synced())
+                self._snapshot = Snapshot(dict(self._infos), dict(self._known), self._synced())
             return self._snapshot
 
     def pod(self, uid: str) -> PodInfo | None:
@@ -434,14 +435,17 @@ class ClusterState:
     def _recount(self, uid: str) -> None:
         want = self._effective(uid)
         have = self._placed.get(uid)
-        if want == have or (want is not None and have is not None and want[0] == have[0] and want[1] is have[1]):
+        if want == have:  # same node, same record (PodInfo compares by identity)
             return
         if have is not None:
-            self._usage[have[0]] = _without(self._usage.get(have[0], EMPTY_USAGE), uid, have[1], self._pools)
+            old = self._usage.get(have[0], EMPTY_USAGE)
+            kept = tuple(p for p in old.pods if p.uid != uid)
+            self._usage[have[0]] = _account(old, kept, (have[1],), -1, self._pools)
             self._dirty.add(have[0])
             del self._placed[uid]
         if want is not None:
-            self._usage[want[0]] = _with(self._usage.get(want[0], EMPTY_USAGE), want[1], self._pools)
+            old = self._usage.get(want[0], EMPTY_USAGE)
+            self._usage[want[0]] = _account(old, (*old.pods, want[1]), (want[1],), 1, self._pools)
             self._dirty.add(want[0])
             self._placed[uid] = want
 
@@ -454,7 +458,7 @@ class ClusterState:
                 grouped.setdefault(want[0], []).append(want[1])
                 placed[uid] = want
         self._dirty.update(self._usage.keys() | grouped.keys())
-        self._usage = {node: _build(pods, self._pools) for node, pods in grouped.items()}
+        self._usage = {node: _account(EMPTY_USAGE, tuple(pods), pods, 1, self._pools) for node, pods in grouped.items()}
         self._placed = placed
         self._touch()
 
@@ -469,61 +473,39 @@ class ClusterState:
                 self._infos.pop(name, None)
             else:
                 self._infos[name] = NodeInfo(name, view, usage or EMPTY_USAGE)
+            if view is None:
+                self._known.pop(name, None)
+            else:
+                self._known[name] = self._infos[name]
         self._dirty.clear()
 
 
-def _build(pods: list[PodInfo], pools: list[PoolSpec]) -> NodeUsage:
-    requested: dict[str, int] = {}
-    cpu = mem = 0
-    pool_usage: dict[str, int] = {}
-    for pod in pods:
-        for name, value in pod.requests.items():
-            requested[name] = requested.get(name, 0) + value
+def _account(
+    usage: NodeUsage, pods: tuple[PodInfo, ...], changed: Iterable[PodInfo], sign: int, pools: list[PoolSpec]
+) -> NodeUsage:
+    """``usage`` with the ``changed`` pods' requests, non-zero requests and pool slots added
+    (``sign`` 1) or taken away (-1); ``pods`` is the node's new pod list. Zero totals are dropped."""
+    requested = dict(usage.requested)
+    pool_usage = dict(usage.pool_usage)
+    cpu, mem = usage.non_zero_requested
+    for pod in changed:
+        _add_counts(requested, pod.requests, sign)
         nz_cpu, nz_mem = pod.non_zero_requests
-        cpu += nz_cpu
-        mem += nz_mem
-        for pool in pools:
-            n = pool.consumes(pod)
-            if n:
-                pool_usage[pool.name] = pool_usage.get(pool.name, 0) + n
-    return NodeUsage(tuple(pods), requested, (cpu, mem), pool_usage)
+        cpu += sign * nz_cpu
+        mem += sign * nz_mem
+        if pools:
+            _add_counts(pool_usage, {pool.name: pool.consumes(pod) for pool in pools}, sign)
+    return NodeUsage(pods, requested, (cpu, mem), pool_usage)
 
 
-def _with(usage: NodeUsage, pod: PodInfo, pools: list[PoolSpec]) -> NodeUsage:
-    requested = dict(usage.requested)
-    for name, value in pod.requests.items():
-        requested[name] = requested.get(name, 0) + value
-    nz_cpu, nz_mem = pod.non_zero_requests
-    pool_usage = dict(usage.pool_usage)
-    for pool in pools:
-        n = pool.consumes(pod)
-        if n:
-            pool_usage[pool.name] = pool_usage.get(pool.name, 0) + n
-    cpu, mem = usage.non_zero_requested
-    return NodeUsage((*usage.pods, pod), requested, (cpu + nz_cpu, mem + nz_mem), pool_usage)
-
-
-def _without(usage: NodeUsage, uid: str, pod: PodInfo, pools: list[PoolSpec]) -> NodeUsage:
-    pods = tuple(p for p in usage.pods if p.uid != uid)
-    requested = dict(usage.requested)
-    for name, value in pod.requests.items():
-        left = requested.get(name, 0) - value
-        if left:
-            requested[name] = left
-        else:
-            requested.pop(name, None)
-    nz_cpu, nz_mem = pod.non_zero_requests
-    pool_usage = dict(usage.pool_usage)
-    for pool in pools:
-        n = pool.consumes(pod)
-        if n:
-            left = pool_usage.get(pool.name, 0) - n
-            if left:
-                pool_usage[pool.name] = left
+def _add_counts(into: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:
+    for name, value in amounts.items():
+        if value:
+            total = into.get(name, 0) + sign * value
+            if total:
+                into[name] = total
             else:
-                pool_usage.pop(pool.name, None)
-    cpu, mem = usage.non_zero_requested
-    return NodeUsage(pods, requested, (cpu - nz_cpu, mem - nz_mem), pool_usage)
+                into.pop(name, None)
 
 
 __all__ = ["KINDS", "TERMINAL_PHASES", "ClusterState", "PoolSpec", "Reservation", "ReserveCheck", "Snapshot"]

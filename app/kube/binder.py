@@ -82,7 +82,7 @@ class Binder:
             # the ledger's TTL releases it.
             return Status.error(f"binding did not finish within {self.timeout:g}s")
         except APIError as exc:
-            if exc.status == 0 and "Timeout" in exc.reason:
+            if exc.timed_out:
                 # sent, but no answer in time: as uncertain as the deadline above
                 return Status.error(f"binding did not finish within {self.timeout:g}s")
             if exc.status == 409:

@@ -101,9 +101,7 @@ def api_error(exc: BaseException) -> APIError:
             except ValueError:
                 message = body[:200]
         return APIError(int(exc.status or 0), reason, message)
-    if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
-        return APIError(0, type(exc).__name__, str(exc))
-    return APIError(0, type(exc).__name__, str(exc))
+    return APIError(0, type(exc).__name__, str(exc), timed_out=isinstance(exc, urllib3.exceptions.TimeoutError))
 
 
 class KubeClient:
@@ -116,43 +114,38 @@ class KubeClient:
         self.api_client = api_client
         self.core = k8s.CoreV1Api(api_client)
 
-    def list(self, kind: str, limit: int, continue_token: str | None, timeout: float) -> bytes:
-        """One page of ``nodes`` or (non-terminal) ``pods``: the raw ``NodeList``/``PodList`` JSON."""
-        kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False, "_request_timeout": timeout}
-        if continue_token:
-            kwargs["_continue"] = continue_token
-        # with _preload_content=False the client returns the urllib3 response, not the model
-        resp: Any
+    def _list_or_watch(self, kind: str, **kwargs: Any) -> Any:
+        """``GET`` the ``nodes`` or (non-terminal) ``pods`` collection with ``kwargs``; the urllib3
+        response (``_preload_content=False``). Raises :class:`APIError`."""
         try:
             if kind == "nodes":
-                resp = self.core.list_node(**kwargs)
-            else:
-                resp = self.core.list_pod_for_all_namespaces(field_selector=POD_FIELD_SELECTOR, **kwargs)
-            data: bytes = resp.data
-            return data
+                return self.core.list_node(_preload_content=False, **kwargs)
+            return self.core.list_pod_for_all_namespaces(
+                field_selector=POD_FIELD_SELECTOR, _preload_content=False, **kwargs
+            )
         except Exception as exc:
             raise api_error(exc) from exc
+
+    def list(self, kind: str, limit: int, continue_token: str | None, timeout: float) -> bytes:
+        """One page of ``nodes`` or (non-terminal) ``pods``: the raw ``NodeList``/``PodList`` JSON."""
+        kwargs: dict[str, Any] = {"limit": limit, "_request_timeout": timeout}
+        if continue_token:
+            kwargs["_continue"] = continue_token
+        data: bytes = self._list_or_watch(kind, **kwargs).data
+        return data
 
     def watch(self, kind: str, resource_version: str, timeout_seconds: int) -> WatchStream:
         """Open a watch of ``kind`` from ``resource_version`` with bookmarks; the server ends it after
         ``timeout_seconds`` (the client gives up reading 30 s later)."""
-        kwargs: dict[str, Any] = {
-            "watch": True,
-            "resource_version": resource_version,
-            "allow_watch_bookmarks": True,
-            "timeout_seconds": timeout_seconds,
-            "_preload_content": False,
-            "_request_timeout": (10, timeout_seconds + 30),
-        }
-        stream: Any
-        try:
-            if kind == "nodes":
-                stream = self.core.list_node(**kwargs)
-            else:
-                stream = self.core.list_pod_for_all_namespaces(field_selector=POD_FIELD_SELECTOR, **kwargs)
-            return stream  # type: ignore[no-any-return]
-        except Exception as exc:
-            raise api_error(exc) from exc
+        stream: WatchStream = self._list_or_watch(
+            kind,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=(10, timeout_seconds + 30),
+        )
+        return stream
 
     def create_binding(self, namespace: str, name: str, uid: str, node: str, timeout: float) -> None:
         """POST ``pods/binding`` with ``metadata.uid`` as the precondition, as kube-scheduler's

@@ -26,9 +26,9 @@ def test_initial_sync_pages_and_aggregates(api: FakeAPIServer, make_runtime: Cal
     api.put("pods", pod("done", node_name="n0", phase="Succeeded"))  # excluded by the field selector
     runtime = make_runtime(api.url, page_size=3)
     state = runtime.state
-    assert not state.has_synced() or state.snapshot().synced
     wait_for(state.has_synced, what="sync")
     snap = state.snapshot()
+    assert snap.synced
     assert sorted(snap.nodes) == [f"n{i}" for i in range(7)]
     info = snap.get("n0")
     assert info is not None and info.allocatable["cpu"] == 4000

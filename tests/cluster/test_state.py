@@ -6,6 +6,7 @@ import threading
 
 import msgspec
 
+from app.cluster.reflector import iter_lines
 from app.cluster.state import ClusterState, PoolSpec
 from app.framework import objects
 from app.framework.types import NodeInfo, PodInfo
@@ -179,6 +180,7 @@ def test_relist_replaces_and_keeps_assumptions() -> None:
 
 
 def test_snapshot_is_shared_until_a_write_and_immutable() -> None:
+    assert not ClusterState().snapshot().synced
     state = _synced()
     first = state.snapshot()
     assert state.snapshot() is first
@@ -202,3 +204,8 @@ def test_node_memo_lasts_until_the_node_changes() -> None:
     info = state.snapshot().get("n1")
     assert info is not None and info.memo("k", compute) == 8000
     assert calls == ["n1", "n1"]
+
+
+def test_watch_lines_split_across_and_within_chunks() -> None:
+    chunks = [b'{"a":1}\n{"b"', b':2}\n\n{"c":3}\n{"d"', b":4}"]
+    assert list(iter_lines(iter(chunks))) == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}']
