@@ -55,13 +55,31 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
 
 
+class SchedulerTLSConfig(_Model):
+    """How kube-scheduler reaches this HTTPS server: rendered as the extender entry's
+    ``tlsConfig`` (``ExtenderTLSConfig``). ``caFile`` is the CA that signed ``server.tls.certFile``;
+    without it kube-scheduler does not verify the certificate at all (client-go ``TLSConfigFor``:
+    ``enableHTTPS`` with no CA means insecure), so ``render`` refuses TLS without it.
+    ``certFile``/``keyFile``: kube-scheduler's client certificate, needed when ``clientCAFile`` is
+    set. ``serverName``: the name in the server certificate when it is not ``server.host``.
+    Paths are on the control-plane host and are mounted into kube-scheduler at the same path.
+    """
+
+    ca_file: str | None = Field(default=None, alias="caFile")
+    cert_file: str | None = None
+    key_file: str | None = None
+    server_name: str | None = None
+
+
 class TLSConfig(_Model):
     """Serve HTTPS with this certificate and key (PEM files); ``clientCAFile`` requires and
-    verifies client certificates (kube-scheduler's ``tlsConfig.certFile``/``keyFile``)."""
+    verifies client certificates (kube-scheduler's ``tlsConfig.certFile``/``keyFile``).
+    ``scheduler``: the matching client side for kube-scheduler (:class:`SchedulerTLSConfig`)."""
 
     cert_file: str
     key_file: str
-    client_ca_file: str | None = None
+    client_ca_file: str | None = Field(default=None, alias="clientCAFile")
+    scheduler: SchedulerTLSConfig = Field(default_factory=SchedulerTLSConfig)
 
 
 class ServerConfig(_Model):

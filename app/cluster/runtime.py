@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What the list+watch cache needs from the API server, as ``(apiGroups, resources, verbs)``
+#: (rendered into the extender's ClusterRole together with the enabled plugins' own rules).
+CACHE_RBAC: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    (("",), ("nodes",), ("list", "watch")),
+    (("",), ("pods",), ("list", "watch")),
+)
+
 
 @dataclass(frozen=True)
 class ClusterSettings:

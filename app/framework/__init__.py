@@ -11,7 +11,7 @@ from app.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from app.framework.registry import ENTRY_POINT_GROUP, Handle, PluginEntry, Registry, build_registry
+from app.framework.registry import ENTRY_POINT_GROUP, Handle, PluginEntry, PolicyRule, Registry, build_registry
 from app.framework.runtime import (
     MAX_EXTENDER_PRIORITY,
     MAX_NODE_SCORE,
@@ -47,6 +47,7 @@ __all__ = [
     "PluginEntry",
     "PodInfo",
     "PodRef",
+    "PolicyRule",
     "PreFilterPlugin",
     "PreScorePlugin",
     "PreemptionPlugin",

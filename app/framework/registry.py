@@ -48,13 +48,28 @@ PluginFactory = Callable[[Any, Handle], Plugin]
 
 
 @dataclass(frozen=True)
+class PolicyRule:
+    """One RBAC rule a plugin needs from the API server (``rbac.authorization.k8s.io/v1``
+    ``PolicyRule``): ``api_groups`` (``""`` is the core group), ``resources`` (subresources as
+    ``pods/binding``) and ``verbs``. ``render`` turns the union of the enabled plugins' rules into
+    the extender's ClusterRole, so a plugin that reads a CRD gets exactly that read.
+    """
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class PluginEntry:
     """A registered plugin.
 
     ``name`` is the PascalCase name used in configuration; ``args`` is the pydantic model of its
     ``pluginConfig`` args (``extra="forbid"``), or ``None`` when it takes none; ``factory`` builds
     the plugin from validated args (an ``args`` instance, or ``None``) and a :class:`Handle`.
-    ``needs_cluster`` marks stateful plugins that need the cluster-state cache.
+    ``needs_cluster`` marks stateful plugins that need the cluster-state cache. ``rbac`` lists the
+    API permissions the plugin needs beyond the cache's list/watch of nodes and pods (rendered
+    into the extender's ClusterRole).
     """
 
     name: str
@@ -62,6 +77,7 @@ class PluginEntry:
     args: type[BaseModel] | None = None
     needs_cluster: bool = False
     summary: str = ""
+    rbac: tuple[PolicyRule, ...] = ()
 
 
 @dataclass

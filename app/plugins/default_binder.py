@@ -23,7 +23,7 @@ from pydantic import Field
 
 from app.framework.args import PluginArgs
 from app.framework.fit import insufficient_resources
-from app.framework.registry import Handle, PluginEntry
+from app.framework.registry import Handle, PluginEntry, PolicyRule
 from app.framework.status import Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.kube.binder import Binder
@@ -84,5 +84,7 @@ PLUGIN = PluginEntry(
     factory=_factory,
     args=DefaultBinderArgs,
     needs_cluster=True,
+    # POST pods/binding; GET pods to read a pod back after a 409 (app/kube/binder.py)
+    rbac=(PolicyRule(("",), ("pods/binding",), ("create",)), PolicyRule(("",), ("pods",), ("get",))),
     summary="Bind: create pods/binding with the pod UID as precondition, reserving the node in the ledger.",
 )
