@@ -1,11 +1,16 @@
-"""Command line: ``python -m app serve | replay | validate | schemas`` (console script
-``scheduler-extender``).
+"""Command line: ``python -m app serve | replay | validate | schemas | render |
+check-scheduler-config`` (console script ``scheduler-extender``).
 
 - ``serve [--config F] [--host H] [--port P]``: run the service (embedded default without --config).
 - ``replay [--config F] [--profile P] [--verb V] BODY.json``: run a recorded request body through a
   profile offline and print a per-node table of verdicts, reasons and scores.
 - ``validate F``: check a configuration file; exit 1 with every problem and its field path.
 - ``schemas [--out DIR]``: write the JSON Schemas of the wire types and the configuration.
+- ``render [--config F] --out DIR``: write the deployment manifests for the configuration
+  (KubeSchedulerConfiguration, static pods, second-scheduler variant, RBAC); see
+  :mod:`app.deploy.render`.
+- ``check-scheduler-config FILE [--url URL] [--offline]``: preflight a KubeSchedulerConfiguration
+  (strict decoding, upstream validation, then the running service); see :mod:`app.deploy.check`.
 
 Exit codes: 0 success, 1 invalid configuration or input, 2 usage error.
 """
@@ -141,6 +146,8 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    if args.url:
+        return _replay_remote(args.url, args.profile, Path(args.body).read_bytes(), args.body)
     service = build_service(args.config)
     framework = _framework(service, args.profile)
     body = Path(args.body).read_bytes()
@@ -222,6 +229,53 @@ def _replay_args(framework: Framework, body: bytes, verb: str) -> int:
     return 0
 
 
+def _replay_remote(url: str, profile: str | None, body: bytes, name: str) -> int:
+    """POST a recorded ExtenderArgs body to a running service as kube-scheduler would: filter,
+    then prioritize with the nodes that passed; print the per-node verdicts and scores."""
+    import httpx
+
+    try:
+        doc = orjson.loads(body)
+        names = codec.decode_extender_args(body, keep_raw=False).nodes
+    except (orjson.JSONDecodeError, codec.DecodeError) as exc:
+        print(f"error: {name} is not an ExtenderArgs body: {exc}", file=sys.stderr)
+        return 1
+    base = url.rstrip("/") + (f"/{profile}" if profile else "")
+    headers = {"Content-Type": "application/json"}
+    try:
+        with httpx.Client(timeout=30) as client:
+            r = client.post(f"{base}/filter", content=body, headers=headers)
+            if r.status_code != 200:
+                print(f"POST {base}/filter: HTTP {r.status_code}: {r.text[:500]}")
+                return 1
+            result = r.json()
+            if result.get("Error"):
+                print(f"POST {base}/filter answered Error: {result['Error']}")
+                return 0
+            doc["Nodes"], doc["NodeNames"] = result.get("Nodes"), result.get("NodeNames")
+            p = client.post(f"{base}/prioritize", content=orjson.dumps(doc), headers=headers)
+    except httpx.HTTPError as exc:
+        print(f"error: cannot reach {base}: {exc}", file=sys.stderr)
+        return 1
+    scores = {h["Host"]: str(h["Score"]) for h in p.json()} if p.status_code == 200 else {}
+    failed = result.get("FailedNodes") or {}
+    unresolvable = result.get("FailedAndUnresolvableNodes") or {}
+    rows = []
+    for node in names:
+        if node.name in unresolvable:
+            verdict, reason = "UnschedulableAndUnresolvable", unresolvable[node.name]
+        elif node.name in failed:
+            verdict, reason = "Unschedulable", failed[node.name]
+        else:
+            verdict, reason = "pass", ""
+        rows.append([node.name, verdict, scores.get(node.name, ""), reason])
+    print(f"{name} -> {base}/filter, then /prioritize with the {len(scores)} node(s) that passed")
+    print(_table(rows, ["NODE", "FILTER", "SCORE(0-10)", "REASON"]))
+    if p.status_code != 200:
+        print(f"prioritize: HTTP {p.status_code}")
+    return 0
+
+
 def _replay_preempt(framework: Framework, body: bytes) -> int:
     try:
         view = codec.decode_preemption_args(body)
@@ -280,6 +334,37 @@ def _schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def _render(args: argparse.Namespace) -> int:
+    from app.deploy.render import RenderError, RenderOptions, render, write
+
+    registry = default_registry()
+    config = load_config(args.config, registry)
+    defaults = RenderOptions()
+    options = RenderOptions(
+        kubernetes_version=args.kubernetes_version or defaults.kubernetes_version,
+        extender_image=args.image or defaults.extender_image,
+        scheduler_name=args.scheduler_name,
+        second_scheduler_name=args.second_scheduler_name or defaults.second_scheduler_name,
+        namespace=args.namespace or defaults.namespace,
+    )
+    try:
+        files = render(config, registry, options, args.config or "the embedded default configuration")
+    except RenderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in write(files, Path(args.out)):
+        print(path)
+    return 0
+
+
+def _check_scheduler_config(args: argparse.Namespace) -> int:
+    from app.deploy.check import check
+
+    report = check(args.file, url=args.url, offline=args.offline, timeout=args.timeout)
+    print(report.render())
+    return 1 if report.errors else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m app`` and the ``scheduler-extender`` script."""
     parser = argparse.ArgumentParser(prog="scheduler-extender", description=__doc__.split("\n\n")[0])
@@ -294,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("--config", help="configuration file (default: the embedded default)")
     replay.add_argument("--profile", help="profile name (default: the default profile)")
     replay.add_argument("--verb", choices=["filter", "prioritize", "all"], default="all")
+    replay.add_argument("--url", help="send the body to the service running here instead (filter, then prioritize)")
     replay.set_defaults(func=_replay)
     validate = sub.add_parser("validate", help="validate a configuration file")
     validate.add_argument("config")
@@ -301,6 +387,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     schemas = sub.add_parser("schemas", help="write JSON Schemas of the wire types and the configuration")
     schemas.add_argument("--out", default="schemas")
     schemas.set_defaults(func=_schemas)
+    rend = sub.add_parser("render", help="write deployment manifests rendered from a configuration")
+    rend.add_argument("--config", help="configuration file (default: the embedded default)")
+    rend.add_argument("--out", required=True, help="output directory")
+    rend.add_argument("--kubernetes-version", help="kube-scheduler image tag, e.g. v1.35.0 (match your control plane)")
+    rend.add_argument("--image", help="the extender's image (default: scheduler-extender:<version>)")
+    rend.add_argument("--scheduler-name", help="add a kube-scheduler profile with this schedulerName (kubeadm config)")
+    rend.add_argument(
+        "--second-scheduler-name", help="schedulerName of second-scheduler/ (default: extender-scheduler)"
+    )
+    rend.add_argument("--namespace", help="namespace of second-scheduler/ (default: kube-system)")
+    rend.set_defaults(func=_render)
+    chk = sub.add_parser("check-scheduler-config", help="preflight a KubeSchedulerConfiguration against this service")
+    chk.add_argument("file", help="KubeSchedulerConfiguration YAML")
+    chk.add_argument("--url", help="reach the service here instead of each urlPrefix's scheme://host:port")
+    chk.add_argument("--offline", action="store_true", help="skip the checks against the running service")
+    chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request (default 5)")
+    chk.set_defaults(func=_check_scheduler_config)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

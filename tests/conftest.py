@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -26,9 +27,16 @@ def free_port() -> int:
 class Server:
     """``python -m app serve`` as a child process on 127.0.0.1:<port>."""
 
-    def __init__(self, config: Path | None = None, env: dict[str, str] | None = None, wait_ready: bool = True) -> None:
+    def __init__(
+        self,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+        wait_ready: bool = True,
+        verify: Any = None,
+    ) -> None:
+        """``verify``: for a TLS configuration, what httpx verifies the server with (an SSL context)."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if verify is not None else 'http'}://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
         if config is not None:
             cmd += ["--config", str(config)]
@@ -43,7 +51,8 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()}")
             try:
-                if httpx.get(f"{self.url}/{'readyz' if wait_ready else 'healthz'}", timeout=1).status_code == 200:
+                path = "readyz" if wait_ready else "healthz"
+                if httpx.get(f"{self.url}/{path}", timeout=1, verify=verify or True).status_code == 200:
                     return
             except httpx.TransportError:
                 time.sleep(0.1)

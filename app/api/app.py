@@ -207,6 +207,21 @@ def create_app(service: ExtenderService) -> VerbRouter:
                 return JSONResponse(body, status_code=503)
         return JSONResponse(body)
 
+    @app.get("/profiles", tags=["health"])
+    async def profiles() -> dict[str, Any]:
+        """The profiles served and, for each, the ``extenders:`` settings kube-scheduler must use
+        (what ``render`` writes and ``check-scheduler-config`` compares a user's file with)."""
+        tls = service.config.server.tls
+        return {
+            "defaultProfile": service.default_profile,
+            "tls": tls is not None,
+            "clientCertificateRequired": bool(tls is not None and tls.client_ca_file),
+            "profiles": [
+                {"name": p.name, "path": f"/{p.name}"} | p.extender.model_dump(mode="json", by_alias=True)
+                for p in service.config.profiles
+            ],
+        }
+
     @app.get("/version", tags=["health"])
     async def version() -> dict[str, str]:
         """The service's version and runtime."""

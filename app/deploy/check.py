@@ -1,0 +1,334 @@
+"""``python -m app check-scheduler-config FILE [--url URL]``: a preflight for a user's
+``KubeSchedulerConfiguration`` before kube-scheduler reads it.
+
+1. Strict decoding (:func:`app.deploy.kubesched.decode`): unknown or mis-cased keys, duplicate
+   keys and wrongly typed values are errors, as in kube-scheduler v1.
+2. Upstream validation (:func:`app.deploy.kubesched.validate`), then what upstream accepts but
+   breaks in practice (PROTOCOL.md 2 and 5): ``enableHTTPS`` without a CA (kube-scheduler then
+   does not verify the certificate), a CA together with ``insecure`` (kube-scheduler refuses to
+   start), ``enableHTTPS`` on an ``http://`` prefix (it does not switch the scheme), managed
+   resources without ``ignoredByScheduler``.
+3. Against the running service (unless ``--offline``), per extender entry: the profile its
+   ``urlPrefix`` names exists; each configured verb answers at ``urlPrefix + "/" + verb`` (as
+   kube-scheduler builds the URL) with its result type; ``nodeCacheCapable`` and the verbs match
+   the profile; the scheme and client certificate match the server's TLS. Requests have no side
+   effects: filter, prioritize and preempt get an empty candidate list, bind a malformed body that
+   a serving route refuses with 400 in ``ExtenderBindingResult``.
+
+Exit code 0 when there is no error (warnings allowed), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import orjson
+
+from app.deploy.kubesched import Extender, KubeConfigDecodeError, decode, validate
+
+_PROBE_POD = {
+    "metadata": {"name": "preflight", "namespace": "default", "uid": "00000000-0000-0000-0000-000000000000"},
+    "spec": {"containers": [{"name": "preflight", "image": "registry.k8s.io/pause:3.10"}]},
+    "status": {},
+}
+
+
+@dataclass
+class Report:
+    """Findings in order: ``(level, scope, message)`` with level ``ok``, ``warning`` or ``error``."""
+
+    findings: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, level: str, scope: str, message: str) -> None:
+        """Record one finding."""
+        self.findings.append((level, scope, message))
+
+    @property
+    def errors(self) -> int:
+        """How many errors."""
+        return sum(1 for level, _, _ in self.findings if level == "error")
+
+    @property
+    def warnings(self) -> int:
+        """How many warnings."""
+        return sum(1 for level, _, _ in self.findings if level == "warning")
+
+    def render(self) -> str:
+        """The readable report: one line per finding, grouped by scope, and a summary line."""
+        lines: list[str] = []
+        scope = None
+        for level, where, message in self.findings:
+            if where != scope:
+                lines.append(where)
+                scope = where
+            lines.append(f"  {level.upper():8} {message}")
+        lines.append(f"result: {self.errors} error(s), {self.warnings} warning(s)")
+        return "\n".join(lines)
+
+
+def _static_checks(report: Report, i: int, ext: Extender) -> None:
+    scope = f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}"
+    if not ext.url_prefix:
+        report.add(
+            "error", scope, "urlPrefix is empty: kube-scheduler would POST to a relative URL and fail every call"
+        )
+        return
+    parts = urlsplit(ext.url_prefix)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        report.add("error", scope, f"urlPrefix {ext.url_prefix!r} is not an http:// or https:// URL")
+    if not ext.verbs:
+        report.add("warning", scope, "no verb is configured: kube-scheduler never calls this extender")
+    tls = ext.tls_config
+    if ext.enable_https and parts.scheme == "http":
+        report.add(
+            "warning",
+            scope,
+            "enableHTTPS: true does not switch the scheme: urlPrefix is http://, so the connection is plain HTTP",
+        )
+    if ext.enable_https and (tls is None or not tls.has_ca) and not (tls is not None and tls.insecure):
+        report.add(
+            "warning",
+            scope,
+            "!!! enableHTTPS without tlsConfig.caFile/caData: kube-scheduler will NOT verify the extender's "
+            "certificate (client-go treats a missing CA as insecure). Set tlsConfig.caFile to the CA that "
+            "signed the extender's certificate.",
+        )
+    if tls is not None:
+        if tls.insecure and tls.has_ca:
+            report.add(
+                "error",
+                scope,
+                "tlsConfig: a CA with insecure: true: kube-scheduler fails to build the extender "
+                "(specifying a root certificates file with the insecure flag is not allowed)",
+            )
+        elif tls.insecure:
+            report.add("warning", scope, "tlsConfig.insecure: true: the extender's certificate is not verified")
+        if bool(tls.cert_file or tls.cert_data) != bool(tls.key_file or tls.key_data):
+            report.add(
+                "error", scope, "tlsConfig: a client certificate needs both certFile/certData and keyFile/keyData"
+            )
+        if (tls.cert_file or tls.ca_file) and not ext.enable_https and parts.scheme == "https":
+            report.add(
+                "warning", scope, "tlsConfig is ignored unless enableHTTPS: true (kube-scheduler's makeTransport)"
+            )
+    for res in ext.managed_resources or []:
+        if not res.ignored_by_scheduler:
+            report.add(
+                "warning",
+                scope,
+                f"managedResources {res.name!r} without ignoredByScheduler: true: kube-scheduler's NodeResourcesFit "
+                "still checks it, so a pod asking for it fails on every node that does not advertise it "
+                "before the extender is called",
+            )
+
+
+def _client(ext: Extender, timeout: float) -> httpx.Client:
+    tls = ext.tls_config
+    verify: ssl.SSLContext | bool = True
+    if ext.enable_https and (tls is None or not tls.has_ca or tls.insecure):
+        verify = False  # what kube-scheduler does: no CA means no verification
+    elif ext.enable_https and tls is not None:
+        context = ssl.create_default_context(cafile=tls.ca_file or None, cadata=_pem(tls.ca_data))
+        if tls.has_client_cert and tls.cert_file and tls.key_file:
+            context.load_cert_chain(tls.cert_file, tls.key_file)
+        verify = context
+    return httpx.Client(timeout=timeout, verify=verify)
+
+
+def _pem(data: str | None) -> str | None:
+    import base64
+
+    return base64.b64decode(data).decode() if data else None
+
+
+def _body(verb: str, cache: bool) -> bytes:
+    nodes: dict[str, Any] = (
+        {"Nodes": None, "NodeNames": []} if cache else {"Nodes": {"metadata": {}, "items": []}, "NodeNames": None}
+    )
+    if verb in ("filter", "prioritize"):
+        return orjson.dumps({"Pod": _PROBE_POD, **nodes})
+    if verb == "preempt":
+        victims: dict[str, Any] = {"NodeNameToVictims": None, "NodeNameToMetaVictims": {}}
+        if not cache:
+            victims = {"NodeNameToVictims": {}, "NodeNameToMetaVictims": None}
+        return orjson.dumps({"Pod": _PROBE_POD, **victims})
+    return b"[]"  # bind: a malformed body, refused with 400 by a route that serves bind
+
+
+def _expected_shape(verb: str, status: int, body: bytes) -> str | None:
+    """``None`` when the answer is the verb's result type as kube-scheduler reads it, else why not."""
+    try:
+        data = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        return "the answer is not JSON"
+    if verb == "bind":
+        if status == 400 and isinstance(data, dict) and "Error" in data:
+            return None
+        return f"expected 400 with an ExtenderBindingResult for a malformed body, got {status}"
+    if status != 200:
+        return f"HTTP {status} (kube-scheduler treats anything but 200 as a failed call)"
+    if verb == "prioritize":
+        return None if isinstance(data, list) else "not a JSON array (HostPriorityList)"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if verb == "filter" and data.get("Error"):
+        return f"the filter answered Error: {data['Error']}"
+    return None
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+def _live_checks(report: Report, i: int, ext: Extender, base: str | None, timeout: float) -> None:
+    prefix = ext.url_prefix.rstrip("/")
+    parts = urlsplit(prefix)
+    if base:
+        b = urlsplit(base.rstrip("/"))
+        prefix = urlunsplit((b.scheme, b.netloc, b.path + parts.path, "", ""))
+    scope = f"extenders[{i}] {ext.url_prefix}" + (f" (checked at {prefix})" if base else "")
+    try:
+        with _client(ext, timeout) as client:
+            info = client.get(_origin(prefix) + "/profiles")
+            if info.status_code != 200:
+                report.add(
+                    "error", scope, f"GET {_origin(prefix)}/profiles answered {info.status_code}: not this service"
+                )
+                return
+            served = info.json()
+            path = urlsplit(prefix).path.strip("/")
+            name = path or served.get("defaultProfile")
+            profiles = {p["name"]: p for p in served["profiles"]}
+            if name not in profiles:
+                known = ", ".join(f"/{n}" for n in profiles)
+                report.add(
+                    "error",
+                    scope,
+                    f"urlPrefix path {('/' + path) if path else '/'!r} names no profile (served: {known})",
+                )
+                return
+            profile = profiles[name]
+            report.add("ok", scope, f"urlPrefix reaches profile {name!r}")
+            _compare(report, scope, ext, profile, served, urlsplit(ext.url_prefix).scheme)
+            ready = client.get(_origin(prefix) + "/readyz")
+            not_ready = ready.status_code != 200
+            if not_ready:
+                report.add("warning", scope, f"the service is not ready: {ready.text.strip()}")
+            for kind, verb in ext.verbs.items():
+                url = prefix + "/" + verb  # strings.TrimRight(urlPrefix, "/") + "/" + verb
+                r = client.post(
+                    url, content=_body(kind, ext.node_cache_capable), headers={"Content-Type": "application/json"}
+                )
+                if r.status_code == 404:
+                    report.add(
+                        "error", scope, f"{kind}Verb {verb!r}: POST {url} answered 404: not served by this profile"
+                    )
+                    continue
+                problem = _expected_shape(kind, r.status_code, r.content)
+                if problem and not_ready and r.status_code in (200, 503):
+                    report.add("warning", scope, f"{kind}Verb {verb!r} answers, but not yet usefully: {problem}")
+                elif problem:
+                    report.add("error", scope, f"{kind}Verb {verb!r}: POST {url}: {problem}")
+                else:
+                    report.add("ok", scope, f"{kind}Verb {verb!r} answers at {url}")
+    except httpx.HTTPError as exc:
+        report.add("error", scope, f"cannot reach the extender: {type(exc).__name__}: {exc}")
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        report.add("error", scope, f"cannot set up the connection: {exc}")
+
+
+def _compare(
+    report: Report, scope: str, ext: Extender, profile: dict[str, Any], served: dict[str, Any], scheme: str
+) -> None:
+    name = profile["name"]
+    if ext.node_cache_capable != profile["nodeCacheCapable"]:
+        report.add(
+            "error",
+            scope,
+            f"nodeCacheCapable: {str(ext.node_cache_capable).lower()}, but profile {name!r} has "
+            f"nodeCacheCapable: {str(profile['nodeCacheCapable']).lower()}",
+        )
+    else:
+        report.add("ok", scope, f"nodeCacheCapable: {str(ext.node_cache_capable).lower()} matches the profile")
+    configured = set(ext.verbs)
+    for verb in sorted(configured - set(profile["verbs"])):
+        report.add("error", scope, f"{verb}Verb is configured but profile {name!r} does not serve {verb}")
+    for verb in sorted(set(profile["verbs"]) - configured):
+        report.add(
+            "warning",
+            scope,
+            f"profile {name!r} serves {verb} but the entry has no {verb}Verb: kube-scheduler will not call it",
+        )
+    for kind, verb in ext.verbs.items():
+        if verb != kind:
+            report.add("error", scope, f"{kind}Verb is {verb!r}: this service answers {kind} at {kind!r}")
+    if ext.ignorable != profile["ignorable"]:
+        report.add(
+            "warning",
+            scope,
+            f"ignorable: {str(ext.ignorable).lower()} differs from the profile's {str(profile['ignorable']).lower()}",
+        )
+    want = {r["name"]: r["ignoredByScheduler"] for r in profile["managedResources"]}
+    have = {r.name: r.ignored_by_scheduler for r in ext.managed_resources or []}
+    if want != have:
+        report.add("warning", scope, f"managedResources {have} differ from the profile's {want}")
+    from app.framework.profile import parse_duration
+
+    expected = parse_duration(profile["httpTimeout"])
+    if abs(ext.http_timeout_seconds - expected) > 1e-9:
+        report.add(
+            "warning",
+            scope,
+            f"httpTimeout is {ext.http_timeout_seconds:g}s but the profile is built for {expected:g}s "
+            "(plugins that wait, such as a binder, answer within the profile's value)",
+        )
+    if served["tls"] and scheme != "https":
+        report.add("error", scope, "the service serves HTTPS but urlPrefix is http://")
+    if not served["tls"] and scheme == "https":
+        report.add("error", scope, "urlPrefix is https:// but the service serves plain HTTP")
+    if served["tls"] and served["clientCertificateRequired"]:
+        tls = ext.tls_config
+        if tls is None or not tls.has_client_cert:
+            report.add("error", scope, "the service requires a client certificate: set tlsConfig.certFile and keyFile")
+    if served["tls"] and not ext.enable_https:
+        report.add(
+            "warning", scope, "enableHTTPS is false: tlsConfig is not used and the system roots verify the certificate"
+        )
+
+
+def check(path: str | Path, url: str | None = None, offline: bool = False, timeout: float = 5.0) -> Report:
+    """Run every check on the file at ``path``; ``url`` replaces the scheme, host and port of each
+    ``urlPrefix`` for the live checks (``http://127.0.0.1:8888``). Never raises for a bad file."""
+    report = Report()
+    scope = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        report.add("error", scope, f"cannot read the file: {exc.strerror}")
+        return report
+    try:
+        config = decode(text)
+    except KubeConfigDecodeError as exc:
+        for problem in exc.problems:
+            report.add("error", scope, f"strict decoding: {problem}")
+        return report
+    report.add("ok", scope, "decodes strictly as kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration")
+    problems = validate(config)
+    for problem in problems:
+        report.add("error", scope, f"validation: {problem}")
+    if not problems:
+        report.add("ok", scope, "passes kube-scheduler's validation (ValidateKubeSchedulerConfiguration)")
+    extenders = config.extenders or []
+    if not extenders:
+        report.add("warning", scope, "no extenders: kube-scheduler will not call any extender")
+    for i, ext in enumerate(extenders):
+        _static_checks(report, i, ext)
+        if not offline and ext.url_prefix:
+            _live_checks(report, i, ext, url, timeout)
+    return report

@@ -1,0 +1,590 @@
+"""``python -m app render``: every deployment artefact, generated from the service configuration.
+
+One :class:`~app.config.Configuration` gives (file names relative to ``--out``):
+
+- ``kube-scheduler-config.yaml``: ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``)
+  with one ``extenders:`` entry per profile, for a kubeadm control plane
+  (host path :data:`SCHEDULER_CONFIG_PATH`).
+- ``kube-scheduler.yaml``: kubeadm's kube-scheduler static pod with ``--config`` and the config
+  file's hostPath volume and mount (host path ``/etc/kubernetes/manifests/kube-scheduler.yaml``).
+- ``scheduler-extender.yaml``: this service as a hostNetwork static pod on 127.0.0.1
+  (``/etc/kubernetes/manifests/scheduler-extender.yaml``).
+- ``scheduler-extender-config.yaml``: the service configuration as that pod mounts it
+  (:data:`EXTENDER_CONFIG_PATH`).
+- ``scheduler-extender-rbac.yaml`` (only with ``cluster:``): the ClusterRole the service needs
+  and its binding to the user of :data:`EXTENDER_KUBECONFIG_PATH`.
+- ``second-scheduler/``: a separate kube-scheduler Deployment (own ``schedulerName``) with this
+  service as a sidecar, ConfigMaps, ServiceAccount, RBAC and ``kustomization.yaml``.
+
+Output is deterministic: keys in a fixed order, no timestamps, so a re-render can be diffed
+(``manifests/`` holds the render of the embedded default and a test fails when it drifts).
+Rendering refuses what would deploy broken (:class:`RenderError`): TLS without a CA for
+kube-scheduler, client-certificate TLS without kube-scheduler's certificate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app import __version__
+from app.cluster.runtime import CACHE_RBAC
+from app.config import Configuration
+from app.framework.registry import Registry
+
+#: Where the install guide puts each file on a kubeadm control-plane node.
+SCHEDULER_CONFIG_PATH = "/etc/kubernetes/kube-scheduler-config.yaml"
+SCHEDULER_KUBECONFIG_PATH = "/etc/kubernetes/scheduler.conf"
+EXTENDER_CONFIG_PATH = "/etc/kubernetes/scheduler-extender/config.yaml"
+EXTENDER_KUBECONFIG_PATH = "/etc/kubernetes/scheduler-extender.conf"
+#: The user name in the extender's client certificate (``kubeadm kubeconfig user --client-name``).
+EXTENDER_USER = "system:scheduler-extender"
+#: Paths inside the second-scheduler pod (ConfigMap mounts).
+SECOND_SCHEDULER_CONFIG_DIR = "/etc/kubernetes/kube-scheduler"
+SECOND_EXTENDER_CONFIG_DIR = "/etc/scheduler-extender"
+#: The image's non-root user (Dockerfile ``USER``).
+EXTENDER_UID = 65532
+VERB_KEYS = {"filter": "filterVerb", "prioritize": "prioritizeVerb", "preempt": "preemptVerb", "bind": "bindVerb"}
+# kube-scheduler's secure port (--secure-port default) and probe paths served by every v1 release.
+KUBE_SCHEDULER_PORT = 10259
+
+
+class RenderError(ValueError):
+    """The configuration cannot be deployed as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Parameters that are not part of the service configuration.
+
+    ``kubernetes_version``: the kube-scheduler image tag (must match the control plane).
+    ``extender_image``: this service's image (``Dockerfile``). ``scheduler_name``: add a second
+    profile with this ``schedulerName`` to the kubeadm KubeSchedulerConfiguration (the classic
+    multi-profile setup: pods choose it with ``spec.schedulerName``); extenders apply to every
+    profile, as in kube-scheduler. ``second_scheduler_name``: the ``schedulerName`` (and lease name)
+    of the ``second-scheduler/`` Deployment. ``namespace``: where that Deployment runs.
+    """
+
+    kubernetes_version: str = "v1.35.0"
+    kube_scheduler_image: str = "registry.k8s.io/kube-scheduler"
+    extender_image: str = f"scheduler-extender:{__version__}"
+    scheduler_name: str | None = None
+    second_scheduler_name: str = "extender-scheduler"
+    namespace: str = "kube-system"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, insertion order, multi-line strings as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(*docs: Any) -> str:
+    """YAML for ``docs`` (one document, or several separated by ``---``), keys in given order."""
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=len(docs) > 1)
+
+
+def _header(what: str, source: str) -> str:
+    return (
+        f"# {what}\n# Rendered by `python -m app render` from {source} (scheduler-extender {__version__}).\n"
+        "# Do not edit: change the service configuration and render again.\n"
+    )
+
+
+def extender_entries(config: Configuration, *, tls: bool = True) -> list[dict[str, Any]]:
+    """The ``extenders:`` list for ``config``: one entry per profile, at ``/{profile}``, naming
+    exactly the verbs the profile serves. ``tls=False`` renders plain HTTP (the sidecar case).
+
+    Raises :class:`RenderError` for TLS without kube-scheduler's CA, or client-certificate TLS
+    without kube-scheduler's certificate and key.
+    """
+    server_tls = config.server.tls if tls else None
+    entries = []
+    for profile in config.profiles:
+        ext = profile.extender
+        scheme = "https" if server_tls is not None else "http"
+        entry: dict[str, Any] = {"urlPrefix": f"{scheme}://127.0.0.1:{config.server.port}/{profile.name}"}
+        for verb in ("filter", "prioritize", "preempt", "bind"):
+            if verb in ext.verbs:
+                entry[VERB_KEYS[verb]] = verb
+        if "prioritize" in ext.verbs:
+            entry["weight"] = ext.weight
+        entry["nodeCacheCapable"] = ext.node_cache_capable
+        if ext.managed_resources:
+            entry["managedResources"] = [
+                {"name": r.name, "ignoredByScheduler": r.ignored_by_scheduler} for r in ext.managed_resources
+            ]
+        entry["ignorable"] = ext.ignorable
+        entry["httpTimeout"] = ext.http_timeout
+        if server_tls is not None:
+            client = server_tls.scheduler
+            if not client.ca_file:
+                raise RenderError(
+                    "server.tls.scheduler.caFile: required with server.tls: without a CA kube-scheduler "
+                    "does not verify the extender's certificate (enableHTTPS with no caFile means insecure)"
+                )
+            if server_tls.client_ca_file and not (client.cert_file and client.key_file):
+                raise RenderError(
+                    "server.tls.scheduler.certFile/keyFile: required with server.tls.clientCAFile: "
+                    "kube-scheduler must present a client certificate"
+                )
+            tls_config = {"caFile": client.ca_file}
+            if client.cert_file and client.key_file:
+                tls_config |= {"certFile": client.cert_file, "keyFile": client.key_file}
+            if client.server_name:
+                tls_config["serverName"] = client.server_name
+            entry["enableHTTPS"] = True
+            entry["tlsConfig"] = tls_config
+        entries.append(entry)
+    return entries
+
+
+def scheduler_configuration(
+    config: Configuration,
+    *,
+    kubeconfig: str | None,
+    leader_election: dict[str, Any],
+    scheduler_names: list[str] | None,
+    tls: bool = True,
+) -> dict[str, Any]:
+    """A ``KubeSchedulerConfiguration`` v1 document wired to ``config``'s profiles."""
+    doc: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    if kubeconfig:
+        doc["clientConnection"] = {"kubeconfig": kubeconfig}
+    doc["leaderElection"] = leader_election
+    if scheduler_names:
+        doc["profiles"] = [{"schedulerName": name} for name in scheduler_names]
+    doc["extenders"] = extender_entries(config, tls=tls)
+    return doc
+
+
+def service_config(config: Configuration, *, kubeconfig: str | None, tls: bool = True) -> dict[str, Any]:
+    """The service configuration as mounted: listening on 127.0.0.1, ``cluster.kubeconfig`` set to
+    ``kubeconfig`` (``None``: the in-cluster service account), TLS dropped when ``tls`` is false."""
+    server = config.server.model_copy(update={"host": "127.0.0.1"} | ({} if tls else {"tls": None}))
+    update: dict[str, Any] = {"server": server}
+    if config.cluster is not None:
+        update["cluster"] = config.cluster.model_copy(update={"kubeconfig": kubeconfig, "context": None})
+    mounted = config.model_copy(update=update)
+    return mounted.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def served_verbs(config: Configuration) -> set[str]:
+    """Every verb some profile serves."""
+    return {verb for p in config.profiles for verb in p.extender.verbs}
+
+
+def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
+    """RBAC rules the service needs: none without ``cluster:``; else list/watch of nodes and pods
+    (the cache) plus each enabled plugin's declared :class:`~app.framework.registry.PolicyRule`
+    (``DefaultBinder``: ``pods/binding`` create and ``pods`` get), merged by group and resource."""
+    if config.cluster is None:
+        return []
+    merged: dict[tuple[str, str], set[str]] = {}
+    for groups, resources, verbs in CACHE_RBAC:
+        for g in groups:
+            for r in resources:
+                merged.setdefault((g, r), set()).update(verbs)
+    for profile in config.profiles:
+        refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption, *profile.plugins.bind]
+        for ref in refs:
+            entry = registry.get(ref.name)
+            if entry is None:
+                continue
+            if ref in profile.plugins.bind and "bind" not in profile.extender.verbs:
+                continue
+            for rule in entry.rbac:
+                for g in rule.api_groups:
+                    for r in rule.resources:
+                        merged.setdefault((g, r), set()).update(rule.verbs)
+    order = ("get", "list", "watch", "create", "update", "patch", "delete")
+    return [
+        {
+            "apiGroups": [g],
+            "resources": [r],
+            "verbs": sorted(v, key=lambda x: (order.index(x) if x in order else 99, x)),
+        }
+        for (g, r), v in sorted(merged.items())
+    ]
+
+
+def _security_context() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": EXTENDER_UID,
+        "runAsGroup": EXTENDER_UID,
+    }
+
+
+def _probe(config: Configuration, path: str, period: int, failures: int) -> dict[str, Any]:
+    tls = config.server.tls
+    if tls is not None and tls.client_ca_file:
+        # the kubelet cannot present a client certificate: probe the socket only
+        return {"tcpSocket": {"host": "127.0.0.1", "port": config.server.port}, "periodSeconds": period}
+    return {
+        "httpGet": {
+            "host": "127.0.0.1",
+            "path": path,
+            "port": config.server.port,
+            "scheme": "HTTPS" if tls is not None else "HTTP",
+        },
+        "periodSeconds": period,
+        "timeoutSeconds": 2,
+        "failureThreshold": failures,
+    }
+
+
+def _extender_container(config: Configuration, options: RenderOptions, config_path: str) -> dict[str, Any]:
+    return {
+        "name": "scheduler-extender",
+        "image": options.extender_image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["--config", config_path],
+        "ports": [{"name": "http", "containerPort": config.server.port, "protocol": "TCP"}],
+        "startupProbe": _probe(config, "/healthz", 1, 30),
+        "livenessProbe": _probe(config, "/healthz", 10, 3),
+        "readinessProbe": _probe(config, "/readyz", 5, 3),
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+        "securityContext": _security_context(),
+    }
+
+
+def _host_file(name: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    volume = {"name": name, "hostPath": {"path": path, "type": "File"}}
+    mount = {"name": name, "mountPath": path, "readOnly": True}
+    return volume, mount
+
+
+def _tls_files(config: Configuration, side: str) -> list[tuple[str, str]]:
+    tls = config.server.tls
+    if tls is None:
+        return []
+    if side == "server":
+        files = [("tls-cert", tls.cert_file), ("tls-key", tls.key_file), ("tls-client-ca", tls.client_ca_file)]
+    else:
+        c = tls.scheduler
+        files = [("extender-ca", c.ca_file), ("extender-client-cert", c.cert_file), ("extender-client-key", c.key_file)]
+    return [(n, p) for n, p in files if p]
+
+
+def extender_static_pod(config: Configuration, options: RenderOptions) -> dict[str, Any]:
+    """The service's static pod: hostNetwork on 127.0.0.1, system-node-critical, non-root,
+    read-only root filesystem, no capabilities; hostPath mounts for its config, its kubeconfig
+    (with ``cluster:``) and TLS files."""
+    files = [("config", EXTENDER_CONFIG_PATH)]
+    if config.cluster is not None:
+        files.append(("kubeconfig", config.cluster.kubeconfig or EXTENDER_KUBECONFIG_PATH))
+    files += _tls_files(config, "server")
+    volumes, mounts = zip(*(_host_file(n, p) for n, p in files), strict=True)
+    container = _extender_container(config, options, EXTENDER_CONFIG_PATH)
+    container["volumeMounts"] = list(mounts)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "scheduler-extender",
+            "namespace": "kube-system",
+            "labels": {"component": "scheduler-extender", "tier": "control-plane"},
+        },
+        "spec": {
+            "hostNetwork": True,
+            "priorityClassName": "system-node-critical",
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [container],
+            "volumes": list(volumes),
+        },
+    }
+
+
+def kube_scheduler_static_pod(config: Configuration, options: RenderOptions) -> dict[str, Any]:
+    """kubeadm's kube-scheduler static pod (cmd/kubeadm/app/phases/controlplane/manifests.go) with
+    ``--config``, the config file's hostPath volume and mount, and the TLS files kube-scheduler
+    needs to reach the extender; the image tag is ``options.kubernetes_version``."""
+    files = [("kubeconfig", SCHEDULER_KUBECONFIG_PATH), ("scheduler-config", SCHEDULER_CONFIG_PATH)]
+    files += _tls_files(config, "scheduler")
+    volumes, mounts = zip(*(_host_file(n, p) for n, p in files), strict=True)
+    probe = {"host": "127.0.0.1", "path": "/healthz", "port": KUBE_SCHEDULER_PORT, "scheme": "HTTPS"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "kube-scheduler",
+            "namespace": "kube-system",
+            "labels": {"component": "kube-scheduler", "tier": "control-plane"},
+        },
+        "spec": {
+            "hostNetwork": True,
+            "priority": 2000001000,
+            "priorityClassName": "system-node-critical",
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "kube-scheduler",
+                    "image": f"{options.kube_scheduler_image}:{options.kubernetes_version}",
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": [
+                        "kube-scheduler",
+                        f"--authentication-kubeconfig={SCHEDULER_KUBECONFIG_PATH}",
+                        f"--authorization-kubeconfig={SCHEDULER_KUBECONFIG_PATH}",
+                        "--bind-address=127.0.0.1",
+                        f"--config={SCHEDULER_CONFIG_PATH}",
+                    ],
+                    "livenessProbe": {
+                        "httpGet": probe,
+                        "initialDelaySeconds": 10,
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 15,
+                        "failureThreshold": 8,
+                    },
+                    "startupProbe": {
+                        "httpGet": probe,
+                        "initialDelaySeconds": 10,
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 15,
+                        "failureThreshold": 24,
+                    },
+                    "resources": {"requests": {"cpu": "100m"}},
+                    "volumeMounts": list(mounts),
+                }
+            ],
+            "volumes": list(volumes),
+        },
+    }
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {"app.kubernetes.io/name": "scheduler-extender", "app.kubernetes.io/part-of": "scheduler-extender"}
+    return meta
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(name),
+        "rules": rules,
+    }
+
+
+def _binding(
+    kind: str, name: str, role_kind: str, role: str, subject: dict[str, Any], ns: str | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": _meta(name, ns),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [subject],
+    }
+
+
+def static_pod_rbac(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
+    """ClusterRole ``scheduler-extender`` and its binding to :data:`EXTENDER_USER` (empty without
+    ``cluster:``)."""
+    rules = extender_rules(config, registry)
+    if not rules:
+        return []
+    user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}
+    return [
+        _cluster_role("scheduler-extender", rules),
+        _binding("ClusterRoleBinding", "scheduler-extender", "ClusterRole", "scheduler-extender", user),
+    ]
+
+
+def second_scheduler(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
+    """``second-scheduler/``: file name -> text (see the module doc)."""
+    name = options.second_scheduler_name
+    ns = options.namespace
+    sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
+    sched_config = scheduler_configuration(
+        config,
+        kubeconfig=None,
+        leader_election={"leaderElect": True, "resourceName": name, "resourceNamespace": ns},
+        scheduler_names=[name],
+        tls=False,
+    )
+    extender_config = service_config(config, kubeconfig=None, tls=False)
+    configmaps = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(f"{name}-config", ns),
+            "data": {"kube-scheduler-config.yaml": dump(sched_config)},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(f"{name}-extender-config", ns),
+            "data": {"config.yaml": dump(extender_config)},
+        },
+    ]
+    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, ns)}
+    # kube-scheduler's own permissions are upstream's bootstrap roles (as in the "Configure
+    # Multiple Schedulers" task); the lease named after this scheduler needs its own Role because
+    # system:kube-scheduler only allows get/update of the "kube-scheduler" lease.
+    rbac: list[dict[str, Any]] = [
+        _binding("ClusterRoleBinding", f"{name}-as-kube-scheduler", "ClusterRole", "system:kube-scheduler", sa),
+        _binding("ClusterRoleBinding", f"{name}-as-volume-scheduler", "ClusterRole", "system:volume-scheduler", sa),
+        _binding(
+            "RoleBinding",
+            f"{name}-extension-apiserver-authentication-reader",
+            "Role",
+            "extension-apiserver-authentication-reader",
+            sa,
+            "kube-system",
+        ),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _meta(f"{name}-leader-election", ns),
+            "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [name],
+                    "verbs": ["get", "update"],
+                },
+            ],
+        },
+        _binding("RoleBinding", f"{name}-leader-election", "Role", f"{name}-leader-election", sa, ns),
+    ]
+    rules = extender_rules(config, registry)
+    if rules:
+        rbac += [
+            _cluster_role(f"{name}-extender", rules),
+            _binding("ClusterRoleBinding", f"{name}-extender", "ClusterRole", f"{name}-extender", sa),
+        ]
+    sched_mount = {"name": "scheduler-config", "mountPath": SECOND_SCHEDULER_CONFIG_DIR, "readOnly": True}
+    ext_mount = {"name": "extender-config", "mountPath": SECOND_EXTENDER_CONFIG_DIR, "readOnly": True}
+    probe = {"path": "/healthz", "port": KUBE_SCHEDULER_PORT, "scheme": "HTTPS"}
+    plain = config.model_copy(update={"server": config.server.model_copy(update={"tls": None})})
+    extender = _extender_container(plain, options, f"{SECOND_EXTENDER_CONFIG_DIR}/config.yaml")
+    extender["volumeMounts"] = [ext_mount]
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, ns),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": name,
+                    "priorityClassName": "system-cluster-critical",
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [
+                        {
+                            "name": "kube-scheduler",
+                            "image": f"{options.kube_scheduler_image}:{options.kubernetes_version}",
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": [
+                                "kube-scheduler",
+                                f"--config={SECOND_SCHEDULER_CONFIG_DIR}/kube-scheduler-config.yaml",
+                            ],
+                            "livenessProbe": {"httpGet": probe, "initialDelaySeconds": 15, "periodSeconds": 10},
+                            "readinessProbe": {"httpGet": probe, "periodSeconds": 5},
+                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+                            "securityContext": _security_context(),
+                            "volumeMounts": [sched_mount],
+                        },
+                        extender,
+                    ],
+                    "volumes": [
+                        {"name": "scheduler-config", "configMap": {"name": f"{name}-config"}},
+                        {"name": "extender-config", "configMap": {"name": f"{name}-extender-config"}},
+                    ],
+                },
+            },
+        },
+    }
+    files = {
+        "configmaps.yaml": dump(*configmaps),
+        "serviceaccount.yaml": dump(service_account),
+        "rbac.yaml": dump(*rbac),
+        "deployment.yaml": dump(deployment),
+    }
+    out = {
+        k: _header(f"second-scheduler/{k}: kube-scheduler `{name}` with the extender as a sidecar.", source) + v
+        for k, v in files.items()
+    }
+    out["kustomization.yaml"] = _header("`kubectl apply -k` this directory.", source) + dump(
+        {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": sorted(files),
+        }
+    )
+    return out
+
+
+def render(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
+    """Every artefact as ``{relative path: text}`` (see the module doc); ``source`` names the
+    configuration in the headers. Raises :class:`RenderError`."""
+    names = ["default-scheduler", options.scheduler_name] if options.scheduler_name else None
+    if options.scheduler_name == "default-scheduler":
+        raise RenderError("--scheduler-name: 'default-scheduler' is the default profile already")
+    kubeconfig = None
+    if config.cluster is not None:
+        kubeconfig = config.cluster.kubeconfig or EXTENDER_KUBECONFIG_PATH
+    out = {
+        "kube-scheduler-config.yaml": _header(
+            f"KubeSchedulerConfiguration for kubeadm: copy to {SCHEDULER_CONFIG_PATH}.", source
+        )
+        + dump(
+            scheduler_configuration(
+                config,
+                kubeconfig=SCHEDULER_KUBECONFIG_PATH,
+                leader_election={"leaderElect": True},
+                scheduler_names=names,
+            )
+        ),
+        "kube-scheduler.yaml": _header(
+            "kube-scheduler static pod: copy to /etc/kubernetes/manifests/kube-scheduler.yaml.", source
+        )
+        + dump(kube_scheduler_static_pod(config, options)),
+        "scheduler-extender.yaml": _header(
+            "The extender's static pod: copy to /etc/kubernetes/manifests/scheduler-extender.yaml.", source
+        )
+        + dump(extender_static_pod(config, options)),
+        "scheduler-extender-config.yaml": _header(
+            f"The extender's configuration as its static pod mounts it: copy to {EXTENDER_CONFIG_PATH}.", source
+        )
+        + dump(service_config(config, kubeconfig=kubeconfig)),
+    }
+    rbac = static_pod_rbac(config, registry)
+    if rbac:
+        out["scheduler-extender-rbac.yaml"] = _header(
+            f"What the extender may do with the credentials in {EXTENDER_KUBECONFIG_PATH}: kubectl apply -f.", source
+        ) + dump(*rbac)
+    for name, text in second_scheduler(config, registry, options, source).items():
+        out[f"second-scheduler/{name}"] = text
+    return out
+
+
+def write(files: dict[str, str], out: Path) -> list[Path]:
+    """Write ``files`` under ``out``; returns the paths written."""
+    written = []
+    for rel, text in sorted(files.items()):
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,368 @@
+"""`render`: drift of the committed manifests, real validators on every rendered object, and the
+cross-checks between files (volumes, RBAC, the install guide)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from app.config import load_config, parse_config
+from app.deploy import kubesched
+from app.deploy.render import RenderError, RenderOptions, render
+from app.plugins import default_registry
+
+from ..conftest import REPO
+
+MANIFESTS = REPO / "manifests"
+#: The Kubernetes version the defaults are pinned to, and the oldest the README claims
+#: (kubescheduler.config.k8s.io/v1 is GA since 1.25).
+PINNED, OLDEST = "1.35.0", "1.25.0"
+DEFAULT_SOURCE = "the embedded default configuration"
+
+
+def _render(config_path: Path | None, options: RenderOptions | None = None) -> dict[str, str]:
+    registry = default_registry()
+    config = load_config(config_path, registry)
+    return render(config, registry, options or RenderOptions(), str(config_path) if config_path else DEFAULT_SOURCE)
+
+
+def _docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def _objects(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every Kubernetes object rendered (not the two component configs, not kustomization.yaml)."""
+    out = []
+    for name, text in files.items():
+        if name.endswith(("kube-scheduler-config.yaml", "scheduler-extender-config.yaml", "kustomization.yaml")):
+            continue
+        out += [(name, doc) for doc in _docs(text)]
+    return out
+
+
+def _tls_config(tmp_path: Path, scheduler: dict[str, Any], client_ca: bool = False) -> Path:
+    tls: dict[str, Any] = {
+        "certFile": "/etc/kubernetes/scheduler-extender/tls.crt",
+        "keyFile": "/etc/kubernetes/scheduler-extender/tls.key",
+        "scheduler": scheduler,
+    }
+    if client_ca:
+        tls["clientCAFile"] = "/etc/kubernetes/scheduler-extender/client-ca.crt"
+    doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
+    doc["server"]["tls"] = tls
+    path = tmp_path / "tls.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _no_bind_cluster_config(tmp_path: Path) -> Path:
+    doc = yaml.safe_load((REPO / "examples" / "cluster.yaml").read_text())
+    profile = doc["profiles"][0]
+    profile["extender"]["verbs"] = ["filter", "prioritize"]
+    profile["plugins"].pop("bind")
+    profile["pluginConfig"] = [pc for pc in profile["pluginConfig"] if pc["name"] != "DefaultBinder"]
+    path = tmp_path / "nobind.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+CONFIGS = {
+    "default": lambda tmp: None,
+    "cluster": lambda tmp: REPO / "examples" / "cluster.yaml",
+    "two-profiles": lambda tmp: REPO / "examples" / "two-profiles.yaml",
+    "cluster-no-bind": _no_bind_cluster_config,
+    "tls": lambda tmp: _tls_config(tmp, {"caFile": "/etc/kubernetes/pki/scheduler-extender-ca.crt"}),
+    "mtls": lambda tmp: _tls_config(
+        tmp,
+        {
+            "caFile": "/etc/kubernetes/pki/scheduler-extender-ca.crt",
+            "certFile": "/etc/kubernetes/pki/scheduler-extender-client.crt",
+            "keyFile": "/etc/kubernetes/pki/scheduler-extender-client.key",
+        },
+        client_ca=True,
+    ),
+}
+
+
+@pytest.fixture(params=sorted(CONFIGS))
+def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path | None, dict[str, str]]:
+    path = CONFIGS[request.param](tmp_path)
+    return request.param, path, _render(path)
+
+
+def test_committed_manifests_match_a_fresh_render(tmp_path: Path) -> None:
+    """`python -m app render --out DIR` (the real CLI) reproduces manifests/ byte for byte."""
+    out = tmp_path / "out"
+    subprocess.run(
+        [sys.executable, "-m", "app", "render", "--out", str(out)], cwd=REPO, check=True, capture_output=True
+    )
+    fresh = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+    committed = {p.relative_to(MANIFESTS).as_posix(): p.read_text() for p in MANIFESTS.rglob("*") if p.is_file()}
+    assert sorted(fresh) == sorted(committed), "files differ: run `python -m app render --out manifests`"
+    for name in fresh:
+        assert fresh[name] == committed[name], f"manifests/{name} drifted: run `python -m app render --out manifests`"
+
+
+def test_render_is_deterministic() -> None:
+    first = _render(REPO / "examples" / "cluster.yaml")
+    assert first == _render(REPO / "examples" / "cluster.yaml")
+    assert not any(re.search(r"20\d\d-\d\d-\d\d", text) for text in first.values()), "no timestamps"
+
+
+@pytest.mark.parametrize("version", [PINNED, OLDEST])
+def test_every_rendered_object_passes_kubernetes_validate_strict(
+    rendered: tuple[str, Path | None, dict[str, str]], version: str
+) -> None:
+    _, _, files = rendered
+    objects = _objects(files)
+    kinds = {doc["kind"] for _, doc in objects}
+    assert {"Pod", "Deployment", "ConfigMap", "ServiceAccount", "ClusterRoleBinding", "Role"} <= kinds
+    for name, doc in objects:
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{name} {doc['kind']} {doc['metadata']['name']} at {version}: {exc.message}")
+
+
+def test_the_validator_is_strict_enough_to_catch_a_typo() -> None:
+    (pod,) = _docs(_render(None)["scheduler-extender.yaml"])
+    pod["spec"]["hostNetwrk"] = pod["spec"].pop("hostNetwork")
+    with pytest.raises(kubernetes_validate.ValidationError, match="hostNetwrk"):
+        kubernetes_validate.validate(pod, PINNED, strict=True)
+
+
+def test_scheduler_configurations_pass_the_strict_decoder_and_upstream_validation(
+    rendered: tuple[str, Path | None, dict[str, str]],
+) -> None:
+    _, _, files = rendered
+    texts = [files["kube-scheduler-config.yaml"]]
+    (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
+    texts.append(cm["data"]["kube-scheduler-config.yaml"])
+    for text in texts:
+        config = kubesched.decode(text)
+        assert kubesched.validate(config) == []
+        assert config.extenders
+
+
+def test_mounted_service_configs_load_and_listen_on_loopback(rendered: tuple[str, Path | None, dict[str, str]]) -> None:
+    _, source, files = rendered
+    original = load_config(source, default_registry())
+    (_, cm) = _docs(files["second-scheduler/configmaps.yaml"])
+    for text in (files["scheduler-extender-config.yaml"], cm["data"]["config.yaml"]):
+        mounted = parse_config(yaml.safe_load(text), default_registry())
+        assert mounted.server.host == "127.0.0.1" and mounted.server.port == original.server.port
+        assert [p.model_dump() for p in mounted.profiles] == [p.model_dump() for p in original.profiles]
+
+
+def test_every_extender_entry_names_exactly_the_profile_verbs(
+    rendered: tuple[str, Path | None, dict[str, str]],
+) -> None:
+    _, source, files = rendered
+    config = load_config(source, default_registry())
+    entries = yaml.safe_load(files["kube-scheduler-config.yaml"])["extenders"]
+    assert len(entries) == len(config.profiles)
+    for entry, profile in zip(entries, config.profiles, strict=True):
+        verbs = {k.removesuffix("Verb"): v for k, v in entry.items() if k.endswith("Verb")}
+        assert verbs == {v: v for v in profile.extender.verbs}
+        assert entry["urlPrefix"].endswith(f"127.0.0.1:{config.server.port}/{profile.name}")
+        assert entry["nodeCacheCapable"] is profile.extender.node_cache_capable
+        assert (
+            entry["httpTimeout"] == profile.extender.http_timeout and entry["ignorable"] is profile.extender.ignorable
+        )
+        assert ("weight" in entry) == ("prioritize" in profile.extender.verbs)
+
+
+def _pod_specs(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    specs = []
+    for name, doc in _objects(files):
+        if doc["kind"] == "Pod":
+            specs.append((name, doc["spec"]))
+        elif doc["kind"] == "Deployment":
+            specs.append((name, doc["spec"]["template"]["spec"]))
+    return specs
+
+
+def test_every_volume_mount_names_a_volume_and_every_volume_is_mounted(
+    rendered: tuple[str, Path | None, dict[str, str]],
+) -> None:
+    _, _, files = rendered
+    specs = _pod_specs(files)
+    assert len(specs) == 3
+    for name, spec in specs:
+        volumes = {v["name"] for v in spec.get("volumes", [])}
+        mounted = {m["name"] for c in spec["containers"] for m in c.get("volumeMounts", [])}
+        assert mounted <= volumes, f"{name}: mounts without a volume: {mounted - volumes}"
+        assert volumes <= mounted, f"{name}: volumes never mounted: {volumes - mounted}"
+        for c in spec["containers"]:
+            assert c["resources"]["requests"], f"{name}/{c['name']}: no requests"
+
+
+def test_config_maps_mounted_by_the_deployment_exist() -> None:
+    files = _render(None)
+    names = {d["metadata"]["name"] for d in _docs(files["second-scheduler/configmaps.yaml"])}
+    (deployment,) = _docs(files["second-scheduler/deployment.yaml"])
+    used = {v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert used == names
+
+
+def test_extender_static_pod_is_locked_down() -> None:
+    (pod,) = _docs(_render(REPO / "examples" / "cluster.yaml")["scheduler-extender.yaml"])
+    spec = pod["spec"]
+    assert spec["hostNetwork"] is True and spec["priorityClassName"] == "system-node-critical"
+    (c,) = spec["containers"]
+    sc = c["securityContext"]
+    assert sc["runAsNonRoot"] and sc["runAsUser"] != 0 and sc["readOnlyRootFilesystem"]
+    assert sc["capabilities"]["drop"] == ["ALL"] and sc["allowPrivilegeEscalation"] is False
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["livenessProbe"]["httpGet"]["host"] == "127.0.0.1"
+    assert c["resources"]["limits"]["memory"]
+    mounts = {m["mountPath"] for m in c["volumeMounts"]}
+    assert mounts == {"/etc/kubernetes/scheduler-extender/config.yaml", "/etc/kubernetes/scheduler-extender.conf"}
+    config = yaml.safe_load(_render(REPO / "examples" / "cluster.yaml")["scheduler-extender-config.yaml"])
+    assert config["cluster"]["kubeconfig"] == "/etc/kubernetes/scheduler-extender.conf"
+    assert "--config" in c["args"] and "/etc/kubernetes/scheduler-extender/config.yaml" in c["args"]
+
+
+def test_kube_scheduler_static_pod_has_the_three_edits() -> None:
+    files = _render(None, RenderOptions(kubernetes_version="v1.33.4"))
+    (pod,) = _docs(files["kube-scheduler.yaml"])
+    (c,) = pod["spec"]["containers"]
+    assert c["image"] == "registry.k8s.io/kube-scheduler:v1.33.4"
+    assert "--config=/etc/kubernetes/kube-scheduler-config.yaml" in c["command"]
+    volume = next(
+        v for v in pod["spec"]["volumes"] if v["hostPath"]["path"] == "/etc/kubernetes/kube-scheduler-config.yaml"
+    )
+    assert any(m["name"] == volume["name"] and m["readOnly"] for m in c["volumeMounts"])
+
+
+def _binding_rules(files: dict[str, str]) -> dict[str, bool]:
+    """For each file holding an extender ClusterRole: does it allow creating pods/binding?"""
+    out = {}
+    for name in ("scheduler-extender-rbac.yaml", "second-scheduler/rbac.yaml"):
+        roles = [d for d in _docs(files.get(name, "")) if d["kind"] == "ClusterRole"]
+        out[name] = any(
+            "pods/binding" in r["resources"] and "create" in r["verbs"] for role in roles for r in role["rules"]
+        )
+    return out
+
+
+def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
+    rendered: tuple[str, Path | None, dict[str, str]],
+) -> None:
+    _, source, files = rendered
+    config = load_config(source, default_registry())
+    serves_bind = any("bind" in p.extender.verbs for p in config.profiles)
+    assert set(_binding_rules(files).values()) == {serves_bind}
+    if config.cluster is None:
+        assert "scheduler-extender-rbac.yaml" not in files
+    else:
+        (role, binding) = _docs(files["scheduler-extender-rbac.yaml"])
+        rules = {(r["resources"][0], v) for r in role["rules"] for v in r["verbs"]}
+        assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= rules
+        assert binding["subjects"][0]["name"] == "system:scheduler-extender"
+
+
+def test_second_scheduler_has_its_own_name_lease_and_kustomization() -> None:
+    files = _render(REPO / "examples" / "cluster.yaml", RenderOptions(second_scheduler_name="edge-scheduler"))
+    (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
+    sched = yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])
+    assert sched["profiles"] == [{"schedulerName": "edge-scheduler"}]
+    assert sched["leaderElection"]["resourceName"] == "edge-scheduler"
+    assert "clientConnection" not in sched  # in-cluster service account
+    lease_role = next(d for d in _docs(files["second-scheduler/rbac.yaml"]) if d["kind"] == "Role")
+    assert ["edge-scheduler"] in [r.get("resourceNames") for r in lease_role["rules"]]
+    kustomization = yaml.safe_load(files["second-scheduler/kustomization.yaml"])
+    listed = set(kustomization["resources"])
+    present = {n.removeprefix("second-scheduler/") for n in files if n.startswith("second-scheduler/")}
+    assert listed == present - {"kustomization.yaml"}
+    (deployment,) = _docs(files["second-scheduler/deployment.yaml"])
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "edge-scheduler"
+    assert [c["name"] for c in spec["containers"]] == ["kube-scheduler", "scheduler-extender"]
+
+
+def test_extra_scheduler_profile_option() -> None:
+    files = _render(None, RenderOptions(scheduler_name="space-scheduler"))
+    profiles = yaml.safe_load(files["kube-scheduler-config.yaml"])["profiles"]
+    assert profiles == [{"schedulerName": "default-scheduler"}, {"schedulerName": "space-scheduler"}]
+    assert "profiles" not in yaml.safe_load(_render(None)["kube-scheduler-config.yaml"])
+
+
+def test_tls_entries_carry_the_ca_and_mount_it(tmp_path: Path) -> None:
+    files = _render(CONFIGS["mtls"](tmp_path))
+    (entry,) = yaml.safe_load(files["kube-scheduler-config.yaml"])["extenders"]
+    assert entry["urlPrefix"].startswith("https://") and entry["enableHTTPS"] is True
+    assert entry["tlsConfig"] == {
+        "caFile": "/etc/kubernetes/pki/scheduler-extender-ca.crt",
+        "certFile": "/etc/kubernetes/pki/scheduler-extender-client.crt",
+        "keyFile": "/etc/kubernetes/pki/scheduler-extender-client.key",
+    }
+    (pod,) = _docs(files["kube-scheduler.yaml"])
+    paths = {v["hostPath"]["path"] for v in pod["spec"]["volumes"]}
+    assert set(entry["tlsConfig"].values()) <= paths
+    (ext,) = _docs(files["scheduler-extender.yaml"])
+    assert "tcpSocket" in ext["spec"]["containers"][0]["livenessProbe"]  # the kubelet has no client certificate
+    # the sidecar variant talks plain HTTP inside the pod
+    (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
+    (sidecar_entry,) = yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])["extenders"]
+    assert sidecar_entry["urlPrefix"].startswith("http://") and "tlsConfig" not in sidecar_entry
+
+
+def test_render_refuses_tls_without_a_ca_for_kube_scheduler(tmp_path: Path) -> None:
+    with pytest.raises(RenderError, match=r"caFile: required"):
+        _render(_tls_config(tmp_path, {}))
+    with pytest.raises(RenderError, match=r"certFile/keyFile: required with server.tls.clientCAFile"):
+        _render(_tls_config(tmp_path, {"caFile": "/ca.crt"}, client_ca=True))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "render",
+            "--config",
+            str(_tls_config(tmp_path, {})),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1 and "caFile: required" in result.stderr and "Traceback" not in result.stderr
+
+
+def _readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index(title)
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_host_files_the_manifests_mount_are_the_ones_the_install_guide_copies() -> None:
+    guide = _readme_section("### Install on a kubeadm control plane")
+    installs = re.findall(r"sudo install (?:-\S+ )*(?:-m \d+ )?(\S+) (/etc/kubernetes/\S+)", guide)
+    assert installs, "the guide has no install commands"
+    for src, _ in installs:
+        assert (REPO / src).is_file(), f"the guide copies {src}, which is not in the repository"
+    targets = {dst for _, dst in installs}
+    static = {dst for dst in targets if dst.startswith("/etc/kubernetes/manifests/")}
+    assert static == {
+        "/etc/kubernetes/manifests/kube-scheduler.yaml",
+        "/etc/kubernetes/manifests/scheduler-extender.yaml",
+    }
+    mounted = set()
+    for name in ("kube-scheduler.yaml", "scheduler-extender.yaml"):
+        (pod,) = _docs((MANIFESTS / name).read_text())
+        mounted |= {v["hostPath"]["path"] for v in pod["spec"]["volumes"]}
+    kubeadm_own = {"/etc/kubernetes/scheduler.conf"}
+    assert mounted - kubeadm_own == targets - static
+    # and each copied file is the one whose header names that destination
+    for src, dst in installs:
+        assert dst in (REPO / src).read_text().splitlines()[0], f"{src}'s header does not name {dst}"
