@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+# The scheduler extender image: `python -m app serve` as a non-root user on a slim Python base.
+# Build: docker build -t scheduler-extender:0.1.0 .
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# Stage 1: install the package and its dependencies (all from wheels) into a virtualenv.
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: --no-binary=scheduler-extender .
+
+# Stage 2: the runtime: the virtualenv only, no compilers, no build tools, no package cache.
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="scheduler-extender" \
+      org.opencontainers.image.description="Kubernetes scheduler extender (filter, prioritize, preempt, bind) with pluggable policies" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# 65532: the conventional non-root uid (distroless "nonroot"); the rendered pods run as it too.
+USER 65532:65532
+WORKDIR /
+EXPOSE 8888
+ENTRYPOINT ["python", "-m", "app", "serve"]
+# Inside a container the service must listen beyond loopback; a pod spec's `args` replace this.
+CMD ["--host", "0.0.0.0"]
