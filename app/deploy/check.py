@@ -195,7 +195,10 @@ def _live_checks(report: Report, i: int, ext: Extender, base: str | None, timeou
     scope = f"extenders[{i}] {ext.url_prefix}" + (f" (checked at {prefix})" if base else "")
     try:
         with _client(ext, timeout) as client:
-            info = client.get(_origin(prefix) + "/profiles")
+            # tlsConfig.serverName: the name the certificate is checked against (and sent as SNI)
+            sni = ext.tls_config.server_name if ext.enable_https and ext.tls_config else ""
+            extensions = {"sni_hostname": sni} if sni else None
+            info = client.get(_origin(prefix) + "/profiles", extensions=extensions)
             if info.status_code != 200:
                 report.add(
                     "error", scope, f"GET {_origin(prefix)}/profiles answered {info.status_code}: not this service"
@@ -216,15 +219,14 @@ def _live_checks(report: Report, i: int, ext: Extender, base: str | None, timeou
             profile = profiles[name]
             report.add("ok", scope, f"urlPrefix reaches profile {name!r}")
             _compare(report, scope, ext, profile, served, urlsplit(ext.url_prefix).scheme)
-            ready = client.get(_origin(prefix) + "/readyz")
+            ready = client.get(_origin(prefix) + "/readyz", extensions=extensions)
             not_ready = ready.status_code != 200
             if not_ready:
                 report.add("warning", scope, f"the service is not ready: {ready.text.strip()}")
             for kind, verb in ext.verbs.items():
                 url = prefix + "/" + verb  # strings.TrimRight(urlPrefix, "/") + "/" + verb
-                r = client.post(
-                    url, content=_body(kind, ext.node_cache_capable), headers={"Content-Type": "application/json"}
-                )
+                body = _body(kind, ext.node_cache_capable)
+                r = client.post(url, content=body, headers={"Content-Type": "application/json"}, extensions=extensions)
                 if r.status_code == 404:
                     report.add(
                         "error", scope, f"{kind}Verb {verb!r}: POST {url} answered 404: not served by this profile"

@@ -219,3 +219,35 @@ def test_replay_url_prints_the_verdicts_of_the_running_service(rendered_server: 
     lines = result.stdout.splitlines()
     assert sum(" pass " in line for line in lines) == 1
     assert sum("UnschedulableAndUnresolvable" in line for line in lines) == 9
+
+
+def test_tls_server_name_is_checked_against_the_certificate(tmp_path: Path) -> None:
+    """A certificate for `extender.kube-system` only: the check passes with tlsConfig.serverName
+    set to it (SNI and verification use that name), and fails without it (127.0.0.1 mismatch)."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("extender.kube-system")
+    ca_file, cert_file, key_file = tmp_path / "ca.crt", tmp_path / "tls.crt", tmp_path / "tls.key"
+    ca.cert_pem.write_to_path(str(ca_file))
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    cert.private_key_pem.write_to_path(str(key_file))
+    doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
+    scheduler = {"caFile": str(ca_file), "serverName": "extender.kube-system"}
+    doc["server"]["tls"] = {"certFile": str(cert_file), "keyFile": str(key_file), "scheduler": scheduler}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    context = ssl.create_default_context(cafile=str(ca_file))
+    context.check_hostname = False
+    server = Server(config, verify=context)
+    try:
+        ksc = _render(tmp_path, config) / "kube-scheduler-config.yaml"
+        entry = yaml.safe_load(ksc.read_text())["extenders"][0]
+        assert entry["tlsConfig"]["serverName"] == "extender.kube-system"
+        result = _check(ksc, "--url", server.url)
+        assert result.returncode == 0, result.stdout
+        del entry["tlsConfig"]["serverName"]
+        result = _check(
+            _write(tmp_path, {**yaml.safe_load(ksc.read_text()), "extenders": [entry]}), "--url", server.url
+        )
+        assert result.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in result.stdout
+    finally:
+        server.stop()
