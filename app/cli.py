@@ -339,14 +339,14 @@ def _render(args: argparse.Namespace) -> int:
 
     registry = default_registry()
     config = load_config(args.config, registry)
-    defaults = RenderOptions()
-    options = RenderOptions(
-        kubernetes_version=args.kubernetes_version or defaults.kubernetes_version,
-        extender_image=args.image or defaults.extender_image,
-        scheduler_name=args.scheduler_name,
-        second_scheduler_name=args.second_scheduler_name or defaults.second_scheduler_name,
-        namespace=args.namespace or defaults.namespace,
-    )
+    given = {
+        "kubernetes_version": args.kubernetes_version,
+        "extender_image": args.image,
+        "scheduler_name": args.scheduler_name,
+        "second_scheduler_name": args.second_scheduler_name,
+        "namespace": args.namespace,
+    }
+    options = RenderOptions(**{k: v for k, v in given.items() if v is not None})
     try:
         files = render(config, registry, options, args.config or "the embedded default configuration")
     except RenderError as exc:

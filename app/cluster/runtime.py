@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from app.cluster.reflector import Reflector
 from app.cluster.state import KINDS, ClusterState
+from app.framework.registry import PolicyRule
 
 if TYPE_CHECKING:
     from app.kube.binder import Binder
@@ -21,11 +22,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: What the list+watch cache needs from the API server, as ``(apiGroups, resources, verbs)``
-#: (rendered into the extender's ClusterRole together with the enabled plugins' own rules).
-CACHE_RBAC: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
-    (("",), ("nodes",), ("list", "watch")),
-    (("",), ("pods",), ("list", "watch")),
+#: What the list+watch cache needs from the API server (rendered into the extender's ClusterRole
+#: together with the enabled plugins' own rules).
+CACHE_RBAC = (
+    PolicyRule(("",), ("nodes",), ("list", "watch")),
+    PolicyRule(("",), ("pods",), ("list", "watch")),
 )
 
 

@@ -20,6 +20,7 @@ Exit code 0 when there is no error (warnings allowed), 1 otherwise.
 
 from __future__ import annotations
 
+import base64
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ import httpx
 import orjson
 
 from app.deploy.kubesched import Extender, KubeConfigDecodeError, decode, validate
+from app.framework.profile import parse_duration
 
 _PROBE_POD = {
     "metadata": {"name": "preflight", "namespace": "default", "uid": "00000000-0000-0000-0000-000000000000"},
@@ -141,8 +143,6 @@ def _client(ext: Extender, timeout: float) -> httpx.Client:
 
 
 def _pem(data: str | None) -> str | None:
-    import base64
-
     return base64.b64decode(data).decode() if data else None
 
 
@@ -280,8 +280,6 @@ def _compare(
     have = {r.name: r.ignored_by_scheduler for r in ext.managed_resources or []}
     if want != have:
         report.add("warning", scope, f"managedResources {have} differ from the profile's {want}")
-    from app.framework.profile import parse_duration
-
     expected = parse_duration(profile["httpTimeout"])
     if abs(ext.http_timeout_seconds - expected) > 1e-9:
         report.add(

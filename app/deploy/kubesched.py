@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -26,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.config import is_extended_resource_name
+from app.framework.profile import parse_duration
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -35,18 +35,6 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-
-_GO_DURATION = re.compile(r"^[-+]?(?:0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h))+)$")
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def go_duration_seconds(text: str) -> float:
-    """``time.ParseDuration`` (signed), in seconds; raises ``ValueError`` on anything else."""
-    if not _GO_DURATION.match(text):
-        raise ValueError(f"time: invalid duration {text!r}")
-    sign = -1.0 if text.startswith("-") else 1.0
-    return sign * sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(text))
 
 
 class KubeConfigDecodeError(ValueError):
@@ -64,7 +52,7 @@ class _Strict(BaseModel):
 
 def _duration(value: str | None) -> str | None:
     if value is not None:
-        go_duration_seconds(value)
+        parse_duration(value)
     return value
 
 
@@ -219,7 +207,7 @@ class Extender(_Strict):
     @property
     def http_timeout_seconds(self) -> float:
         """``httpTimeout`` in seconds, with kube-scheduler's 5s for 0 or unset."""
-        seconds = go_duration_seconds(self.http_timeout) if self.http_timeout else 0.0
+        seconds = parse_duration(self.http_timeout) if self.http_timeout else 0.0
         return seconds or DEFAULT_HTTP_TIMEOUT_SECONDS
 
 

@@ -100,14 +100,14 @@ def _header(what: str, source: str) -> str:
     )
 
 
-def extender_entries(config: Configuration, *, tls: bool = True) -> list[dict[str, Any]]:
+def extender_entries(config: Configuration) -> list[dict[str, Any]]:
     """The ``extenders:`` list for ``config``: one entry per profile, at ``/{profile}``, naming
-    exactly the verbs the profile serves. ``tls=False`` renders plain HTTP (the sidecar case).
+    exactly the verbs the profile serves.
 
     Raises :class:`RenderError` for TLS without kube-scheduler's CA, or client-certificate TLS
     without kube-scheduler's certificate and key.
     """
-    server_tls = config.server.tls if tls else None
+    server_tls = config.server.tls
     entries = []
     for profile in config.profiles:
         ext = profile.extender
@@ -154,7 +154,6 @@ def scheduler_configuration(
     kubeconfig: str | None,
     leader_election: dict[str, Any],
     scheduler_names: list[str] | None,
-    tls: bool = True,
 ) -> dict[str, Any]:
     """A ``KubeSchedulerConfiguration`` v1 document wired to ``config``'s profiles."""
     doc: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -163,24 +162,19 @@ def scheduler_configuration(
     doc["leaderElection"] = leader_election
     if scheduler_names:
         doc["profiles"] = [{"schedulerName": name} for name in scheduler_names]
-    doc["extenders"] = extender_entries(config, tls=tls)
+    doc["extenders"] = extender_entries(config)
     return doc
 
 
-def service_config(config: Configuration, *, kubeconfig: str | None, tls: bool = True) -> dict[str, Any]:
+def service_config(config: Configuration, *, kubeconfig: str | None) -> dict[str, Any]:
     """The service configuration as mounted: listening on 127.0.0.1, ``cluster.kubeconfig`` set to
-    ``kubeconfig`` (``None``: the in-cluster service account), TLS dropped when ``tls`` is false."""
-    server = config.server.model_copy(update={"host": "127.0.0.1"} | ({} if tls else {"tls": None}))
+    ``kubeconfig`` (``None``: the in-cluster service account)."""
+    server = config.server.model_copy(update={"host": "127.0.0.1"})
     update: dict[str, Any] = {"server": server}
     if config.cluster is not None:
         update["cluster"] = config.cluster.model_copy(update={"kubeconfig": kubeconfig, "context": None})
     mounted = config.model_copy(update=update)
     return mounted.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def served_verbs(config: Configuration) -> set[str]:
-    """Every verb some profile serves."""
-    return {verb for p in config.profiles for verb in p.extender.verbs}
 
 
 def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
@@ -189,23 +183,19 @@ def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, 
     (``DefaultBinder``: ``pods/binding`` create and ``pods`` get), merged by group and resource."""
     if config.cluster is None:
         return []
-    merged: dict[tuple[str, str], set[str]] = {}
-    for groups, resources, verbs in CACHE_RBAC:
-        for g in groups:
-            for r in resources:
-                merged.setdefault((g, r), set()).update(verbs)
+    rules = list(CACHE_RBAC)
     for profile in config.profiles:
-        refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption, *profile.plugins.bind]
+        refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption]
+        if "bind" in profile.extender.verbs:
+            refs += profile.plugins.bind
         for ref in refs:
             entry = registry.get(ref.name)
-            if entry is None:
-                continue
-            if ref in profile.plugins.bind and "bind" not in profile.extender.verbs:
-                continue
-            for rule in entry.rbac:
-                for g in rule.api_groups:
-                    for r in rule.resources:
-                        merged.setdefault((g, r), set()).update(rule.verbs)
+            rules += entry.rbac if entry is not None else ()
+    merged: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        for g in rule.api_groups:
+            for r in rule.resources:
+                merged.setdefault((g, r), set()).update(rule.verbs)
     order = ("get", "list", "watch", "create", "update", "patch", "delete")
     return [
         {
@@ -215,6 +205,24 @@ def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, 
         }
         for (g, r), v in sorted(merged.items())
     ]
+
+
+def _extender_kubeconfig(config: Configuration) -> str | None:
+    """The kubeconfig the static pod mounts and its config names (``None`` without ``cluster:``)."""
+    if config.cluster is None:
+        return None
+    return config.cluster.kubeconfig or EXTENDER_KUBECONFIG_PATH
+
+
+def _kube_scheduler_container(options: RenderOptions, args: list[str], **rest: Any) -> dict[str, Any]:
+    """kube-scheduler's container: the image from ``options``, ``kube-scheduler`` plus ``args``."""
+    return {
+        "name": "kube-scheduler",
+        "image": f"{options.kube_scheduler_image}:{options.kubernetes_version}",
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["kube-scheduler", *args],
+        **rest,
+    }
 
 
 def _security_context() -> dict[str, Any]:
@@ -284,8 +292,9 @@ def extender_static_pod(config: Configuration, options: RenderOptions) -> dict[s
     read-only root filesystem, no capabilities; hostPath mounts for its config, its kubeconfig
     (with ``cluster:``) and TLS files."""
     files = [("config", EXTENDER_CONFIG_PATH)]
-    if config.cluster is not None:
-        files.append(("kubeconfig", config.cluster.kubeconfig or EXTENDER_KUBECONFIG_PATH))
+    kubeconfig = _extender_kubeconfig(config)
+    if kubeconfig is not None:
+        files.append(("kubeconfig", kubeconfig))
     files += _tls_files(config, "server")
     volumes, mounts = zip(*(_host_file(n, p) for n, p in files), strict=True)
     container = _extender_container(config, options, EXTENDER_CONFIG_PATH)
@@ -330,34 +339,31 @@ def kube_scheduler_static_pod(config: Configuration, options: RenderOptions) -> 
             "priorityClassName": "system-node-critical",
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [
-                {
-                    "name": "kube-scheduler",
-                    "image": f"{options.kube_scheduler_image}:{options.kubernetes_version}",
-                    "imagePullPolicy": "IfNotPresent",
-                    "command": [
-                        "kube-scheduler",
+                _kube_scheduler_container(
+                    options,
+                    [
                         f"--authentication-kubeconfig={SCHEDULER_KUBECONFIG_PATH}",
                         f"--authorization-kubeconfig={SCHEDULER_KUBECONFIG_PATH}",
                         "--bind-address=127.0.0.1",
                         f"--config={SCHEDULER_CONFIG_PATH}",
                     ],
-                    "livenessProbe": {
+                    livenessProbe={
                         "httpGet": probe,
                         "initialDelaySeconds": 10,
                         "periodSeconds": 10,
                         "timeoutSeconds": 15,
                         "failureThreshold": 8,
                     },
-                    "startupProbe": {
+                    startupProbe={
                         "httpGet": probe,
                         "initialDelaySeconds": 10,
                         "periodSeconds": 10,
                         "timeoutSeconds": 15,
                         "failureThreshold": 24,
                     },
-                    "resources": {"requests": {"cpu": "100m"}},
-                    "volumeMounts": list(mounts),
-                }
+                    resources={"requests": {"cpu": "100m"}},
+                    volumeMounts=list(mounts),
+                )
             ],
             "volumes": list(volumes),
         },
@@ -407,7 +413,9 @@ def static_pod_rbac(config: Configuration, registry: Registry) -> list[dict[str,
 
 
 def second_scheduler(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
-    """``second-scheduler/``: file name -> text (see the module doc)."""
+    """``second-scheduler/``: file name -> text (see the module doc). kube-scheduler reaches the
+    sidecar over the pod's loopback, so everything here is rendered from ``config`` without TLS."""
+    config = config.model_copy(update={"server": config.server.model_copy(update={"tls": None})})
     name = options.second_scheduler_name
     ns = options.namespace
     sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
@@ -416,9 +424,8 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         kubeconfig=None,
         leader_election={"leaderElect": True, "resourceName": name, "resourceNamespace": ns},
         scheduler_names=[name],
-        tls=False,
     )
-    extender_config = service_config(config, kubeconfig=None, tls=False)
+    extender_config = service_config(config, kubeconfig=None)
     configmaps = [
         {
             "apiVersion": "v1",
@@ -473,8 +480,7 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
     sched_mount = {"name": "scheduler-config", "mountPath": SECOND_SCHEDULER_CONFIG_DIR, "readOnly": True}
     ext_mount = {"name": "extender-config", "mountPath": SECOND_EXTENDER_CONFIG_DIR, "readOnly": True}
     probe = {"path": "/healthz", "port": KUBE_SCHEDULER_PORT, "scheme": "HTTPS"}
-    plain = config.model_copy(update={"server": config.server.model_copy(update={"tls": None})})
-    extender = _extender_container(plain, options, f"{SECOND_EXTENDER_CONFIG_DIR}/config.yaml")
+    extender = _extender_container(config, options, f"{SECOND_EXTENDER_CONFIG_DIR}/config.yaml")
     extender["volumeMounts"] = [ext_mount]
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
     deployment = {
@@ -491,20 +497,15 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
                     "priorityClassName": "system-cluster-critical",
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [
-                        {
-                            "name": "kube-scheduler",
-                            "image": f"{options.kube_scheduler_image}:{options.kubernetes_version}",
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": [
-                                "kube-scheduler",
-                                f"--config={SECOND_SCHEDULER_CONFIG_DIR}/kube-scheduler-config.yaml",
-                            ],
-                            "livenessProbe": {"httpGet": probe, "initialDelaySeconds": 15, "periodSeconds": 10},
-                            "readinessProbe": {"httpGet": probe, "periodSeconds": 5},
-                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
-                            "securityContext": _security_context(),
-                            "volumeMounts": [sched_mount],
-                        },
+                        _kube_scheduler_container(
+                            options,
+                            [f"--config={SECOND_SCHEDULER_CONFIG_DIR}/kube-scheduler-config.yaml"],
+                            livenessProbe={"httpGet": probe, "initialDelaySeconds": 15, "periodSeconds": 10},
+                            readinessProbe={"httpGet": probe, "periodSeconds": 5},
+                            resources={"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+                            securityContext=_security_context(),
+                            volumeMounts=[sched_mount],
+                        ),
                         extender,
                     ],
                     "volumes": [
@@ -541,9 +542,7 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
     names = ["default-scheduler", options.scheduler_name] if options.scheduler_name else None
     if options.scheduler_name == "default-scheduler":
         raise RenderError("--scheduler-name: 'default-scheduler' is the default profile already")
-    kubeconfig = None
-    if config.cluster is not None:
-        kubeconfig = config.cluster.kubeconfig or EXTENDER_KUBECONFIG_PATH
+    kubeconfig = _extender_kubeconfig(config)
     out = {
         "kube-scheduler-config.yaml": _header(
             f"KubeSchedulerConfiguration for kubeadm: copy to {SCHEDULER_CONFIG_PATH}.", source

@@ -24,24 +24,24 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m
 
 
 def parse_duration(text: str) -> float:
-    """Parse a Go ``time.Duration`` string (``"5s"``, ``"1m30s"``, ``"500ms"``) into seconds.
+    """Parse a Go ``time.Duration`` string (``"5s"``, ``"1m30s"``, ``"-1.5h"``, ``"0"``) into seconds.
 
-    Mirrors ``time.ParseDuration`` for non-negative durations; ``"0"`` is zero. Raises
-    ``ValueError`` on anything else.
+    Mirrors ``time.ParseDuration``, sign included (callers that need a positive value check it).
+    Raises ``ValueError`` on anything else, including a bare number other than ``0``.
     """
-    text = text.strip()
-    if text == "0":
+    body = text[1:] if text[:1] in "+-" else text
+    if body == "0":
         return 0.0
     pos, total = 0, 0.0
-    while pos < len(text):
-        match = _DURATION_PART.match(text, pos)
+    while pos < len(body):
+        match = _DURATION_PART.match(body, pos)
         if match is None:
-            raise ValueError(f"invalid duration {text!r}: use a Go duration such as '5s', '1m30s' or '500ms'")
+            break
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
         pos = match.end()
-    if not text:
-        raise ValueError("invalid duration '': use a Go duration such as '5s'")
-    return total
+    if not body or pos != len(body):
+        raise ValueError(f"invalid duration {text!r}: use a Go duration such as '5s', '1m30s' or '500ms'")
+    return -total if text.startswith("-") else total
 
 
 class _Model(BaseModel):

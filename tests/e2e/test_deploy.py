@@ -157,20 +157,32 @@ def test_check_scheduler_config_when_nothing_listens(tmp_path: Path) -> None:
     assert offline.returncode == 0 and "answers" not in offline.stdout
 
 
-@pytest.fixture(scope="module")
-def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, Path]]:
-    """The service over HTTPS with a certificate for 127.0.0.1 from a throwaway CA (trustme)."""
-    tmp = tmp_path_factory.mktemp("tls")
+def _tls_config(tmp: Path, name: str, scheduler: dict[str, Any]) -> tuple[Path, Path]:
+    """A default-profile config serving HTTPS with a certificate for ``name`` from a throwaway CA
+    (trustme); ``scheduler`` is merged into ``server.tls.scheduler`` after ``caFile``. Returns the
+    config file and the CA file."""
     ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
+    cert = ca.issue_cert(name)
     ca_file, cert_file, key_file = tmp / "ca.crt", tmp / "tls.crt", tmp / "tls.key"
     ca.cert_pem.write_to_path(str(ca_file))
     cert.cert_chain_pems[0].write_to_path(str(cert_file))
     cert.private_key_pem.write_to_path(str(key_file))
     doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
-    doc["server"]["tls"] = {"certFile": str(cert_file), "keyFile": str(key_file), "scheduler": {"caFile": str(ca_file)}}
+    doc["server"]["tls"] = {
+        "certFile": str(cert_file),
+        "keyFile": str(key_file),
+        "scheduler": {"caFile": str(ca_file), **scheduler},
+    }
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump(doc))
+    return config, ca_file
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, Path]]:
+    """The service over HTTPS with a certificate for 127.0.0.1 from a throwaway CA (trustme)."""
+    tmp = tmp_path_factory.mktemp("tls")
+    config, ca_file = _tls_config(tmp, "127.0.0.1", {})
     context = ssl.create_default_context(cafile=str(ca_file))
     server = Server(config, verify=context)
     yield server, config, tmp
@@ -224,17 +236,7 @@ def test_replay_url_prints_the_verdicts_of_the_running_service(rendered_server: 
 def test_tls_server_name_is_checked_against_the_certificate(tmp_path: Path) -> None:
     """A certificate for `extender.kube-system` only: the check passes with tlsConfig.serverName
     set to it (SNI and verification use that name), and fails without it (127.0.0.1 mismatch)."""
-    ca = trustme.CA()
-    cert = ca.issue_cert("extender.kube-system")
-    ca_file, cert_file, key_file = tmp_path / "ca.crt", tmp_path / "tls.crt", tmp_path / "tls.key"
-    ca.cert_pem.write_to_path(str(ca_file))
-    cert.cert_chain_pems[0].write_to_path(str(cert_file))
-    cert.private_key_pem.write_to_path(str(key_file))
-    doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
-    scheduler = {"caFile": str(ca_file), "serverName": "extender.kube-system"}
-    doc["server"]["tls"] = {"certFile": str(cert_file), "keyFile": str(key_file), "scheduler": scheduler}
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(doc))
+    config, ca_file = _tls_config(tmp_path, "extender.kube-system", {"serverName": "extender.kube-system"})
     context = ssl.create_default_context(cafile=str(ca_file))
     context.check_hostname = False
     server = Server(config, verify=context)

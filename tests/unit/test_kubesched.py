@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.deploy.kubesched import KubeConfigDecodeError, decode, go_duration_seconds, validate
+from app.deploy.kubesched import KubeConfigDecodeError, decode, validate
+from app.framework.profile import parse_duration as go_duration_seconds
 
 # upstream's validConfig, in v1 YAML form (two profiles, one extender without urlPrefix)
 VALID: dict[str, Any] = {
