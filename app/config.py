@@ -20,7 +20,6 @@ rules (``validateExtenders`` in pkg/scheduler/apis/config/validation/validation.
 
 from __future__ import annotations
 
-import re
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +33,7 @@ from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.framework.interfaces import EXTENSION_POINTS
 from app.framework.profile import PluginRef, Profile, parse_duration
 from app.framework.registry import Handle, Registry
+from app.framework.resources import is_extended_resource_name
 from app.framework.runtime import EnabledPlugin, Framework
 
 API_VERSION = "config.scheduler-extender.dev/v1alpha1"
@@ -217,29 +217,6 @@ def load_config(path: str | Path | None, registry: Registry) -> Configuration:
     return parse_config(data, registry, source)
 
 
-# kube-scheduler's IsExtendedResourceName (pkg/apis/core/v1/helper/helpers.go) with
-# validation.IsQualifiedName (k8s.io/apimachinery/pkg/util/validation/validation.go)
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def is_qualified_name(value: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, a DNS-1123 subdomain prefix and a name of
-    at most 63 alphanumerics, ``-``, ``_`` or ``.`` starting and ending alphanumeric."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix) or value.count("/") > 1):
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
-
-
-def is_extended_resource_name(value: str) -> bool:
-    """``IsExtendedResourceName``: not native (it has a ``/`` and is outside ``kubernetes.io/``),
-    not prefixed ``requests.``, and ``requests.<name>`` is a qualified name."""
-    if "/" not in value or "kubernetes.io/" in value or value.startswith("requests."):
-        return False
-    return is_qualified_name("requests." + value)
-
-
 def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
     """Checks beyond the schema; returns problems as ``field.path: message``."""
     problems: list[str] = []
@@ -374,4 +351,5 @@ def build_framework(profile: Profile, registry: Registry, cluster: ClusterRuntim
         enabled(profile.plugins.score, "score"),
         enabled(profile.plugins.preemption, "preemption"),
         enabled(profile.plugins.bind, "bind"),
+        http_timeout=profile.extender.http_timeout_seconds,
     )

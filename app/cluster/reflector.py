@@ -26,7 +26,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import msgspec
@@ -46,19 +46,19 @@ class ListerWatcher(Protocol):
     def watch(self, kind: str, resource_version: str, timeout_seconds: int) -> Any: ...
 
 
-class _ListMeta(msgspec.Struct, rename="camel"):
+class ListMeta(msgspec.Struct, rename="camel"):
     resource_version: str | None = None
     # "continue" is a Python keyword: map it explicitly
     continue_: str | None = msgspec.field(default=None, name="continue")
 
 
 class _NodeList(msgspec.Struct):
-    metadata: _ListMeta | None = None
+    metadata: ListMeta | None = None
     items: list[objects.Node] | None = None
 
 
 class _PodList(msgspec.Struct):
-    metadata: _ListMeta | None = None
+    metadata: ListMeta | None = None
     items: list[objects.Pod] | None = None
 
 
@@ -90,6 +90,81 @@ _OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
+class Sink(Protocol):
+    """Where a reflector's objects go, and where it reports its health.
+
+    :class:`ClusterState` is the sink of nodes and pods (through :func:`state_sink`); other kinds
+    (PodGroups) bring their own. ``list_decoder`` decodes a list page into an object with
+    ``metadata`` (``resourceVersion``, ``continue``) and ``items``; ``object_decoder`` one watched
+    object. ``prepare`` turns a decoded item into what ``replace``/``apply`` take. ``missing`` is
+    called when the collection does not exist (HTTP 404: a CRD that is not installed); the
+    reflector then retries at its longest backoff.
+    """
+
+    list_decoder: msgspec.json.Decoder[Any]
+    object_decoder: msgspec.json.Decoder[Any]
+
+    def prepare(self, obj: Any) -> Any: ...
+
+    def replace(self, items: list[Any]) -> None: ...
+
+    def apply(self, event: str, item: Any) -> None: ...
+
+    def missing(self, error: str) -> None: ...
+
+    def mark_synced(self, kind: str) -> None: ...
+
+    def mark_ok(self, kind: str) -> None: ...
+
+    def mark_failing(self, kind: str, error: str) -> None: ...
+
+    def count(self, kind: str, what: str) -> None: ...
+
+
+class _StateSink:
+    """Nodes or pods into :class:`ClusterState` (pods as slim records)."""
+
+    def __init__(self, kind: str, state: ClusterState) -> None:
+        self.kind = kind
+        self.state = state
+        self.list_decoder = _LISTS[kind]
+        self.object_decoder = _OBJECTS[kind]
+        self.mark_synced = state.mark_synced
+        self.mark_ok = state.mark_ok
+        self.mark_failing = state.mark_failing
+        self.count = state.count
+
+    def prepare(self, obj: Any) -> Any:
+        return self.state.record(obj) if self.kind == "pods" else obj
+
+    def replace(self, items: list[Any]) -> None:
+        if self.kind == "nodes":
+            self.state.replace_nodes(items)
+        else:
+            self.state.replace_pods(items)
+
+    def apply(self, event: str, obj: Any) -> None:
+        if self.kind == "nodes":
+            if event == "DELETED":
+                self.state.delete_node(obj)
+            else:
+                self.state.upsert_node(obj)
+            return
+        record = self.state.record(obj)
+        if event == "DELETED":
+            self.state.delete_pod(record)
+        else:
+            self.state.upsert_pod(record)
+
+    def missing(self, error: str) -> None:
+        self.state.mark_failing(self.kind, error)
+
+
+def state_sink(kind: str, state: ClusterState) -> Sink:
+    """The sink of ``kind`` (``nodes`` or ``pods``) into ``state``."""
+    return _StateSink(kind, state)
+
+
 class _RelistError(Exception):
     """The resourceVersion is gone (410): list again."""
 
@@ -107,7 +182,8 @@ def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class Reflector:
-    """Keeps ``kind`` (``nodes`` or ``pods``) of ``state`` in step with the API server.
+    """Keeps ``kind`` (``nodes`` or ``pods``) of ``state`` in step with the API server, or any other
+    kind the lister serves into ``sink``.
 
     ``watch_timeout`` and the backoff bounds are in seconds; ``request_timeout`` bounds each list
     page. ``start()`` runs the loop in a daemon thread; ``stop()`` ends it and closes an open watch.
@@ -124,12 +200,14 @@ class Reflector:
         backoff_max: float = 30.0,
         request_timeout: float = 60.0,
         rng: random.Random | None = None,
+        sink: Sink | None = None,
     ) -> None:
-        if kind not in _LISTS:
+        if sink is None and kind not in _LISTS:
             raise ValueError(f"unknown kind {kind!r}")
         self.kind = kind
         self.lister = lister
         self.state = state
+        self.sink: Sink = sink if sink is not None else _StateSink(kind, state)
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.backoff_initial = backoff_initial
@@ -172,18 +250,29 @@ class Reflector:
                     return
                 if self._watch():
                     delay = self.backoff_initial
-                    self.state.count(self.kind, "watch_restart")
+                    self.sink.count(self.kind, "watch_restart")
                     continue
                 raise APIError(0, "WatchClosed", "the watch ended at once without an event")
             except _RelistError:
                 log.info("%s: resourceVersion %s is gone (410): relisting", self.kind, self.resource_version)
                 self.resource_version = None
-                self.state.count(self.kind, "relist")
+                self.sink.count(self.kind, "relist")
             except Exception as exc:  # any failure: back off, then resume (never kill the thread)
                 if self._stop.is_set():
                     return  # stop() closed the stream under our feet
                 message = str(exc) if isinstance(exc, APIError) else f"{type(exc).__name__}: {exc}"
-                self.state.mark_failing(self.kind, message)
+                if isinstance(exc, APIError) and exc.status == 404 and self.resource_version is None:
+                    self.sink.missing(message)
+                    log.info(
+                        "%s: the collection does not exist (%s); checking again in %.0fs",
+                        self.kind,
+                        message,
+                        self.backoff_max,
+                    )
+                    if self._stop.wait(self.backoff_max):
+                        return
+                    continue
+                self.sink.mark_failing(self.kind, message)
                 wait = delay * (1 + self._rng.random())
                 log.warning("%s list/watch failed (%s); retrying in %.1fs", self.kind, message, wait)
                 if self._stop.wait(wait):
@@ -193,8 +282,8 @@ class Reflector:
     # -- list --------------------------------------------------------------------------------------
 
     def _list(self) -> None:
-        decoder = _LISTS[self.kind]
-        record = self.state.record if self.kind == "pods" else None
+        decoder = self.sink.list_decoder
+        prepare = self.sink.prepare
         items: list[Any] = []
         token: str | None = None
         resource_version = ""
@@ -208,21 +297,18 @@ class Reflector:
                     continue
                 raise
             page = decoder.decode(body)
-            meta = page.metadata or _ListMeta()
+            meta = page.metadata or ListMeta()
             # pods become slim records page by page, so the decoded views of 150,000 pods never
             # exist at once (they are several times larger than the records)
             page_items = page.items or []
-            items.extend(page_items if record is None else map(record, page_items))
+            items.extend(map(prepare, page_items))
             resource_version = meta.resource_version or resource_version
             token = meta.continue_
             if not token or self._stop.is_set():
                 break
-        if self.kind == "nodes":
-            self.state.replace_nodes(items)
-        else:
-            self.state.replace_pods(items)
+        self.sink.replace(items)
         self.resource_version = resource_version
-        self.state.mark_synced(self.kind)
+        self.sink.mark_synced(self.kind)
         log.info("%s: listed %d at resourceVersion %s", self.kind, len(items), resource_version)
 
     # -- watch -------------------------------------------------------------------------------------
@@ -241,9 +327,10 @@ class Reflector:
             raise
         with self._lock:
             self._stream = stream
-        self.state.mark_ok(self.kind)
+        self.sink.mark_ok(self.kind)
         events = 0
-        apply = self._applier()
+        apply = self.sink.apply
+        decode = self.sink.object_decoder.decode
         try:
             for line in iter_lines(stream.stream(amt=None, decode_content=False)):
                 if self._stop.is_set():
@@ -260,7 +347,7 @@ class Reflector:
                         self.resource_version = meta.resource_version
                     events += 1
                     continue
-                obj = _OBJECTS[self.kind].decode(event.object)
+                obj = decode(event.object)
                 apply(event.type, obj)
                 meta = obj.metadata
                 if meta is not None and meta.resource_version:
@@ -275,26 +362,5 @@ class Reflector:
                 stream.close()
         return events > 0 or time.monotonic() - started >= 1.0
 
-    def _applier(self) -> Callable[[str, Any], None]:
-        state = self.state
-        if self.kind == "nodes":
 
-            def apply_node(kind: str, node: objects.Node) -> None:
-                if kind == "DELETED":
-                    state.delete_node(node)
-                else:
-                    state.upsert_node(node)
-
-            return apply_node
-
-        def apply_pod(kind: str, pod: objects.Pod) -> None:
-            record = state.record(pod)
-            if kind == "DELETED":
-                state.delete_pod(record)
-            else:
-                state.upsert_pod(record)
-
-        return apply_pod
-
-
-__all__ = ["ListerWatcher", "Reflector", "iter_lines"]
+__all__ = ["ListMeta", "ListerWatcher", "Reflector", "Sink", "iter_lines", "state_sink"]

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.cluster.podgroups import KIND as PODGROUPS
+from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector
 from app.cluster.state import KINDS, ClusterState
 from app.framework.registry import PolicyRule
@@ -67,6 +69,13 @@ class ClusterRuntime:
         self.source = ""
         self.executor: ThreadPoolExecutor | None = None
         self.reflectors: list[Reflector] = []
+        self.podgroups: PodGroupStore | None = None
+
+    def watch_podgroups(self) -> PodGroupStore:
+        """Watch PodGroups too (call before :meth:`connect`); returns their store (one per runtime)."""
+        if self.podgroups is None:
+            self.podgroups = PodGroupStore()
+        return self.podgroups
 
     def connect(self, client: KubeClient | None = None) -> None:
         """Load credentials (unless ``client`` is given) and start the reflectors.
@@ -94,6 +103,19 @@ class ClusterRuntime:
             )
             for kind in KINDS
         ]
+        if self.podgroups is not None:
+            self.reflectors.append(
+                Reflector(
+                    PODGROUPS,
+                    client,
+                    self.state,
+                    page_size=s.page_size,
+                    watch_timeout=s.watch_timeout,
+                    backoff_initial=s.backoff_initial,
+                    backoff_max=s.backoff_max,
+                    sink=self.podgroups,
+                )
+            )
         for reflector in self.reflectors:
             reflector.start()
         log.info("cluster state: list+watch of nodes and pods started (%s)", self.source or "given client")

@@ -43,6 +43,16 @@ class PoolSpec:
     consumes: Callable[[PodInfo], int]
 
 
+@dataclass(frozen=True)
+class PodIndex:
+    """An index of the watched pods (bound or pending) by a key, such as the pod group a pod
+    belongs to (client-go's ``Indexer``). ``key(pod)`` returns the pod's key or ``None`` for pods
+    outside the index."""
+
+    name: str
+    key: Callable[[PodInfo], str | None]
+
+
 #: ``check(node, pod)`` at reservation time: ``None`` to admit, else the reason to refuse.
 ReserveCheck = Callable[[NodeInfo, PodInfo], "str | None"]
 
@@ -136,6 +146,7 @@ class ClusterState:
         self._clock = clock
         self._keep_annotations = frozenset(keep_annotations)
         self._pools: list[PoolSpec] = []
+        self._indexes: dict[str, tuple[PodIndex, dict[str, dict[str, PodInfo]], dict[str, str]]] = {}
         self._lock = threading.Lock()
         self._views: dict[str, objects.Node] = {}
         self._pods: dict[str, PodInfo] = {}
@@ -169,6 +180,21 @@ class ClusterState:
                 raise ValueError(f"resource pool {pool.name!r} is already registered")
             self._pools.append(pool)
             self._rebuild_usage()
+
+    def add_index(self, index: PodIndex) -> None:
+        """Index the watched pods by ``index.key``. Raises ``ValueError`` if the name is taken."""
+        with self._lock:
+            if index.name in self._indexes:
+                raise ValueError(f"pod index {index.name!r} is already registered")
+            self._indexes[index.name] = (index, {}, {})
+            for pod in self._pods.values():
+                self._index_pod(pod)
+
+    def indexed(self, name: str, key: str) -> tuple[PodInfo, ...]:
+        """The watched pods whose key in index ``name`` is ``key``. Raises ``KeyError`` for an
+        unknown index."""
+        with self._lock:
+            return tuple(self._indexes[name][1].get(key, {}).values())
 
     # -- writes from the node reflector ------------------------------------------------------------
 
@@ -211,6 +237,11 @@ class ClusterState:
         records = {p.uid: p for p in pods if p.uid and p.phase not in TERMINAL_PHASES}
         with self._lock:
             self._pods = records
+            for _, keys, by_uid in self._indexes.values():
+                keys.clear()
+                by_uid.clear()
+            for pod in records.values():
+                self._index_pod(pod)
             for uid, pod in records.items():
                 self._settle_assumption(uid, pod)
             self._rebuild_usage()
@@ -224,6 +255,7 @@ class ClusterState:
             return
         with self._lock:
             self._pods[pod.uid] = pod
+            self._index_pod(pod)
             self._settle_assumption(pod.uid, pod)
             self._recount(pod.uid)
             self._touch()
@@ -232,6 +264,7 @@ class ClusterState:
         """A DELETED pod: whatever it held (bound or assumed) is freed."""
         with self._lock:
             self._pods.pop(pod.uid, None)
+            self._unindex_pod(pod.uid)
             self._ledger.pop(pod.uid, None)
             self._recount(pod.uid)
             self._touch()
@@ -336,13 +369,23 @@ class ClusterState:
 
     # -- the assumed-pod ledger --------------------------------------------------------------------
 
-    def assume(self, namespace: str, name: str, uid: str, node: str, check: ReserveCheck | None = None) -> Reservation:
+    def assume(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        check: ReserveCheck | None = None,
+        record: PodInfo | None = None,
+    ) -> Reservation:
         """Atomically check and reserve: count pod ``uid`` on ``node`` before its binding exists.
 
         ``check(node_info, pod)`` sees the node with everything bound and assumed so far and may
         refuse (a full pool, no room); two concurrent calls never both pass a check for the last
         slot, because both run under the cache's lock. Assuming the same pod on the same node
         again renews the assumption. Refused when the pod is bound or assumed on another node.
+        ``record``: the pod as read from the API server, for a pod the watch has not shown yet
+        (else a placeholder with no labels and no requests stands in for it).
         """
         with self._lock:
             self._expire()
@@ -358,7 +401,7 @@ class ClusterState:
                 existing.deadline = self._clock() + self.assumed_ttl
                 self._next_deadline = min(self._next_deadline, existing.deadline)
                 return Reservation(True)
-            candidate = pod if pod is not None else PodInfo.placeholder(namespace, name, uid)
+            candidate = pod if pod is not None else record or PodInfo.placeholder(namespace, name, uid)
             if check is not None:
                 self._flush()
                 info = self._infos.get(node) or NodeInfo(node, self._views.get(node), EMPTY_USAGE)
@@ -382,6 +425,32 @@ class ClusterState:
                 self._touch()
 
     # -- internals (hold the lock) -----------------------------------------------------------------
+
+    def _index_pod(self, pod: PodInfo) -> None:
+        for index, keys, by_uid in self._indexes.values():
+            key = index.key(pod)
+            old = by_uid.get(pod.uid)
+            if old is not None and old != key:
+                members = keys.get(old)
+                if members is not None:
+                    members.pop(pod.uid, None)
+                    if not members:
+                        del keys[old]
+            if key is None:
+                by_uid.pop(pod.uid, None)
+            else:
+                keys.setdefault(key, {})[pod.uid] = pod
+                by_uid[pod.uid] = key
+
+    def _unindex_pod(self, uid: str) -> None:
+        for _, keys, by_uid in self._indexes.values():
+            old = by_uid.pop(uid, None)
+            if old is not None:
+                members = keys.get(old)
+                if members is not None:
+                    members.pop(uid, None)
+                    if not members:
+                        del keys[old]
 
     def _touch(self) -> None:
         self._snapshot = None
@@ -508,4 +577,13 @@ def _add_counts(into: dict[str, int], amounts: Mapping[str, int], sign: int) -> 
                 into.pop(name, None)
 
 
-__all__ = ["KINDS", "TERMINAL_PHASES", "ClusterState", "PoolSpec", "Reservation", "ReserveCheck", "Snapshot"]
+__all__ = [
+    "KINDS",
+    "TERMINAL_PHASES",
+    "ClusterState",
+    "PodIndex",
+    "PoolSpec",
+    "Reservation",
+    "ReserveCheck",
+    "Snapshot",
+]

@@ -24,8 +24,8 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.config import is_extended_resource_name
 from app.framework.profile import parse_duration
+from app.framework.resources import is_extended_resource_name
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"

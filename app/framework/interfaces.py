@@ -94,6 +94,31 @@ class BindPlugin(Plugin, Protocol):
     async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status: ...
 
 
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    """Checked at bind, atomically with the pod's reservation in the assumed-pod ledger
+    (kube-scheduler's Reserve, made a check-and-reserve: :meth:`ClusterState.assume`).
+
+    ``reserve(pod, node)`` sees ``node`` with every pod bound or assumed on it so far and returns
+    ``None`` to admit the pod or the reason to refuse. It runs under the cache's lock: keep it
+    short and never block. Every plugin of a profile that implements it takes part, whatever
+    points it is enabled at (upstream enables Reserve with the plugin's other points).
+    """
+
+    def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    """Runs at bind before any bind plugin (kube-scheduler's Permit): ``SUCCESS`` lets the bind go
+    on, any other status fails it with that message. A plugin may hold the pod (``await``) until
+    ``deadline`` (``time.monotonic()`` seconds) at most; the event loop is never blocked. Every
+    plugin of a profile that implements it takes part, whatever points it is enabled at.
+    """
+
+    async def permit(self, state: CycleState, pod: PodRef, node_name: str, deadline: float) -> Status: ...
+
+
 #: Profile extension-point names and the protocol a plugin must implement to be enabled there.
 EXTENSION_POINTS: dict[str, Any] = {
     "filter": FilterPlugin,

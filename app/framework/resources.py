@@ -216,3 +216,33 @@ def pod_requests(
     if overhead:
         _add(total, overhead)
     return total
+
+
+# kube-scheduler's IsExtendedResourceName (pkg/apis/core/v1/helper/helpers.go) with
+# validation.IsQualifiedName (k8s.io/apimachinery/pkg/util/validation/validation.go)
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_qualified_name(value: str) -> bool:
+    """``validation.IsQualifiedName``: ``[prefix/]name``, a DNS-1123 subdomain prefix and a name of
+    at most 63 alphanumerics, ``-``, ``_`` or ``.`` starting and ending alphanumeric."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix) or value.count("/") > 1):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+
+
+def is_extended_resource_name(value: str) -> bool:
+    """``IsExtendedResourceName``: not native (it has a ``/`` and is outside ``kubernetes.io/``),
+    not prefixed ``requests.``, and ``requests.<name>`` is a qualified name."""
+    if "/" not in value or "kubernetes.io/" in value or value.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + value)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """``schedutil.IsScalarResourceName``: an extended resource, a ``hugepages-*`` size, or another
+    resource kube-scheduler counts outside cpu, memory, ephemeral-storage and pods (what
+    ``NodeInfo.Allocatable.ScalarResources`` holds)."""
+    return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)

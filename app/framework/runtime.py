@@ -8,7 +8,10 @@ Verb -> extension points (DESIGN.md section 3):
   0..100 scores, scaled to the extender range 0..``MaxExtenderPriority`` (10) and rounded half up.
   kube-scheduler multiplies that by the extender ``weight`` x 10 (PROTOCOL.md 3.4).
 - ``preempt``: each preemption plugin in turn narrows the candidates (nodes and victims).
-- ``bind``: the first bind plugin that does not return ``SKIP`` decides.
+- ``bind``: Permit (every plugin of the profile implementing :class:`PermitPlugin`), then the
+  first bind plugin that does not return ``SKIP`` decides. The plugins implementing
+  :class:`ReservePlugin` give the bind's atomic check-and-reserve (:data:`RESERVE_CHECK`), and the
+  whole bind must end by :data:`BIND_DEADLINE` (90 % of the profile's ``httpTimeout``).
 
 An ``ERROR`` status (or an exception) from a plugin follows that plugin's ``failurePolicy``.
 """
@@ -16,6 +19,7 @@ An ``ERROR`` status (or an exception) from a plugin follows that plugin's ``fail
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,10 +30,12 @@ from app.framework.interfaces import (
     BindPlugin,
     FilterPlugin,
     NormalizeScorePlugin,
+    PermitPlugin,
     Plugin,
     PreemptionPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from app.framework.status import SUCCESS, Code, Status
@@ -41,6 +47,14 @@ log = logging.getLogger(__name__)
 MAX_NODE_SCORE = 100
 #: ``extenderv1.MaxExtenderPriority``: the top of the score range on the wire.
 MAX_EXTENDER_PRIORITY = 10
+#: CycleState key of a bind: ``ReserveCheck`` (``(node, pod) -> reason | None``) combining the
+#: profile's :class:`ReservePlugin` s, or absent when there are none.
+RESERVE_CHECK = "framework/reserve-check"
+#: CycleState key of a bind: the ``time.monotonic()`` by which the bind must have answered.
+BIND_DEADLINE = "framework/bind-deadline"
+#: The share of ``httpTimeout`` a bind (Permit included) may use; the rest is for the answer to
+#: reach kube-scheduler, which fails a binding cycle whose extender answers late.
+BIND_BUDGET = 0.9
 
 
 class FrameworkError(Exception):
@@ -115,8 +129,10 @@ class Framework:
         score_plugins: Sequence[EnabledPlugin] = (),
         preemption_plugins: Sequence[EnabledPlugin] = (),
         bind_plugins: Sequence[EnabledPlugin] = (),
+        http_timeout: float = 5.0,
     ) -> None:
         self.profile = profile
+        self.http_timeout = http_timeout
         self.filter_plugins = tuple(filter_plugins)
         self.score_plugins = tuple(score_plugins)
         self.preemption_plugins = tuple(preemption_plugins)
@@ -131,6 +147,12 @@ class Framework:
             _require(ep, PreemptionPlugin, "preemption")
         for ep in self.bind_plugins:
             _require(ep, BindPlugin, "bind")
+        unique: dict[int, Plugin] = {}
+        for ep in (*self.filter_plugins, *self.score_plugins, *self.preemption_plugins, *self.bind_plugins):
+            unique.setdefault(id(ep.plugin), ep.plugin)
+        #: every plugin of the profile implementing Reserve / Permit, in profile order
+        self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
+        self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
 
     # -- filter ---------------------------------------------------------------------------------
 
@@ -280,6 +302,18 @@ class Framework:
         error passes the pod to the next bind plugin.
         """
         state = CycleState()
+        deadline = time.monotonic() + BIND_BUDGET * self.http_timeout
+        state.write(BIND_DEADLINE, deadline)
+        if self.reserve_plugins:
+            state.write(RESERVE_CHECK, self._reserve_check)
+        for permit in self.permit_plugins:
+            try:
+                verdict: Status = await permit.permit(state, pod, node_name, deadline)
+            except Exception as exc:
+                verdict = Status.error(_describe(exc))
+            if not verdict.is_success():
+                message = f"{permit.name}: Permit: {verdict.message or verdict.code.name}"
+                return Status(Code.ERROR, (message,), permit.name)
         errors: list[str] = []
         for ep in self.bind_plugins:
             try:
@@ -298,6 +332,14 @@ class Framework:
         if not self.bind_plugins:
             return Status.error(f"no binder is configured in profile {self.profile!r}")
         return Status.error(f"no bind plugin bound pod {pod.namespace}/{pod.name}{detail}")
+
+    def _reserve_check(self, node: NodeInfo, pod: PodInfo) -> str | None:
+        """The profile's Reserve checks in order; the first refusal, prefixed by its plugin."""
+        for plugin in self.reserve_plugins:
+            reason = plugin.reserve(pod, node)
+            if reason:
+                return f"{plugin.name}: {reason}"
+        return None
 
 
 def _require(ep: EnabledPlugin, protocol: Any, point: str) -> None:

@@ -21,7 +21,7 @@ import msgspec
 from app.cluster.state import ClusterState, ReserveCheck
 from app.framework import objects
 from app.framework.status import SUCCESS, Status
-from app.framework.types import PodRef
+from app.framework.types import PodInfo, PodRef
 from app.kube.errors import APIError
 
 log = logging.getLogger(__name__)
@@ -61,15 +61,41 @@ class Binder:
         call = functools.partial(fn, *args, left)
         return await asyncio.wait_for(loop.run_in_executor(self.executor, call), left)
 
-    async def bind(self, pod: PodRef, node: str, check: ReserveCheck | None = None) -> Status:
+    async def pod_record(self, pod: PodRef, timeout: float) -> PodInfo | None:
+        """The cache's record of ``pod`` (by UID) or, when the watch has not shown it yet, the pod
+        read from the API server (``None`` when that fails or it is another pod of that name)."""
+        cached = self.state.pod(pod.uid)
+        if cached is not None:
+            return cached
+        loop = asyncio.get_running_loop()
+        try:
+            raw = await self._call(loop.time() + timeout, self.client.get_pod, pod.namespace, pod.name)
+            decoded = _POD.decode(raw)
+        except (TimeoutError, APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            log.warning("reading pod %s/%s failed: %s", pod.namespace, pod.name, exc)
+            return None
+        record = self.state.record(decoded)
+        return record if record.uid == pod.uid else None
+
+    async def bind(
+        self, pod: PodRef, node: str, check: ReserveCheck | None = None, timeout: float | None = None
+    ) -> Status:
         """Bind ``pod`` to ``node``. Returns ``SUCCESS`` (bound now, or already bound to ``node``)
         or an ``ERROR`` status whose message kube-scheduler logs and records in the pod's events.
 
-        ``check`` runs atomically with the reservation (see :meth:`ClusterState.assume`).
+        ``check`` runs atomically with the reservation (see :meth:`ClusterState.assume`); a pod the
+        watch has not shown yet is read from the API server first, so the check sees its labels
+        and requests. ``timeout`` (seconds) shortens this bind's deadline below :attr:`timeout`.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
-        reservation = self.state.assume(pod.namespace, pod.name, pod.uid, node, check)
+        budget = self.timeout if timeout is None else min(self.timeout, timeout)
+        deadline = loop.time() + budget
+        record = None
+        if check is not None and self.state.pod(pod.uid) is None:
+            record = await self.pod_record(pod, max(budget / 2, 0.001))
+            if record is None:
+                return Status.error(f"cannot bind to {node}: pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")
+        reservation = self.state.assume(pod.namespace, pod.name, pod.uid, node, check, record)
         if not reservation.ok:
             return Status.error(f"cannot bind to {node}: {reservation.reason}")
         if reservation.already_bound:
@@ -80,11 +106,11 @@ class Binder:
         except TimeoutError:
             # The Binding may still be created: keep the reservation; the watch confirms it or
             # the ledger's TTL releases it.
-            return Status.error(f"binding did not finish within {self.timeout:g}s")
+            return Status.error(f"binding did not finish within {budget:g}s")
         except APIError as exc:
             if exc.timed_out:
                 # sent, but no answer in time: as uncertain as the deadline above
-                return Status.error(f"binding did not finish within {self.timeout:g}s")
+                return Status.error(f"binding did not finish within {budget:g}s")
             if exc.status == 409:
                 return await self._conflict(pod, node, exc, deadline)
             self.state.forget(pod.uid, node)

@@ -113,13 +113,19 @@ class KubeClient:
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
         self.core = k8s.CoreV1Api(api_client)
+        self.custom = k8s.CustomObjectsApi(api_client)
 
     def _list_or_watch(self, kind: str, **kwargs: Any) -> Any:
-        """``GET`` the ``nodes`` or (non-terminal) ``pods`` collection with ``kwargs``; the urllib3
-        response (``_preload_content=False``). Raises :class:`APIError`."""
+        """``GET`` the ``nodes``, (non-terminal) ``pods`` or ``podgroups``
+        (``scheduling.x-k8s.io/v1alpha1``) collection with ``kwargs``; the urllib3 response
+        (``_preload_content=False``). Raises :class:`APIError`."""
         try:
             if kind == "nodes":
                 return self.core.list_node(_preload_content=False, **kwargs)
+            if kind == "podgroups":
+                return self.custom.list_cluster_custom_object(
+                    "scheduling.x-k8s.io", "v1alpha1", "podgroups", _preload_content=False, **kwargs
+                )
             return self.core.list_pod_for_all_namespaces(
                 field_selector=POD_FIELD_SELECTOR, _preload_content=False, **kwargs
             )

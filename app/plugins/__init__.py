@@ -2,8 +2,16 @@
 ``PLUGIN`` :class:`~app.framework.PluginEntry`."""
 
 from app.framework.registry import PluginEntry, Registry, build_registry
-from app.plugins import annotation_node_affinity, default_binder, node_resources_allocatable
+from app.plugins import (
+    annotation_node_affinity,
+    coscheduling,
+    default_binder,
+    node_resource_pool,
+    node_resources_allocatable,
+    preemption_rules,
+)
 from app.plugins.chaos import coin_flip, dice_roll
+from app.plugins.noderesources import balanced_allocation, fit
 
 IN_TREE: tuple[PluginEntry, ...] = (
     coin_flip.PLUGIN,
@@ -11,6 +19,11 @@ IN_TREE: tuple[PluginEntry, ...] = (
     annotation_node_affinity.PLUGIN,
     node_resources_allocatable.PLUGIN,
     default_binder.PLUGIN,
+    fit.PLUGIN,
+    balanced_allocation.PLUGIN,
+    node_resource_pool.PLUGIN,
+    coscheduling.PLUGIN,
+    preemption_rules.PLUGIN,
 )
 
 

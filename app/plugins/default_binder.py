@@ -19,11 +19,16 @@ Args:
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from pydantic import Field
 
+from app.cluster.state import ReserveCheck
 from app.framework.args import PluginArgs
 from app.framework.fit import insufficient_resources
 from app.framework.registry import Handle, PluginEntry, PolicyRule
+from app.framework.runtime import BIND_DEADLINE, RESERVE_CHECK
 from app.framework.status import Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.kube.binder import Binder
@@ -66,13 +71,36 @@ class DefaultBinder:
         return ", ".join(reasons) or None
 
     async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status:
-        """Reserve, then create the Binding; ``ERROR`` with the reason when either fails."""
+        """Reserve (``verifyFit`` and the profile's Reserve plugins, atomically), then create the
+        Binding, within what is left of the bind's deadline; ``ERROR`` with the reason when either
+        fails."""
         if self._binder is None:
             try:
                 self._binder = self.cluster.binder(self.timeout)
             except RuntimeError as exc:
                 return Status.error(str(exc))
-        return await self._binder.bind(pod, node_name, self._check if self.verify_fit else None)
+        checks = [c for c in (self._check if self.verify_fit else None, _read(state, RESERVE_CHECK)) if c is not None]
+        left = _read(state, BIND_DEADLINE)
+        timeout = None if left is None else left - time.monotonic()
+        if timeout is not None and timeout <= 0:
+            return Status.error("no time left to bind within the profile's httpTimeout")
+        check = None if not checks else checks[0] if len(checks) == 1 else _all(checks)
+        return await self._binder.bind(pod, node_name, check, timeout)
+
+
+def _read(state: CycleState, key: str) -> Any:
+    return state.read(key) if key in state else None
+
+
+def _all(checks: list[ReserveCheck]) -> ReserveCheck:
+    def check(node: NodeInfo, pod: PodInfo) -> str | None:
+        for one in checks:
+            reason = one(node, pod)
+            if reason:
+                return reason
+        return None
+
+    return check
 
 
 def _factory(args: DefaultBinderArgs | None, handle: Handle) -> DefaultBinder:

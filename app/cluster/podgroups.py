@@ -1,0 +1,107 @@
+"""PodGroups (``scheduling.x-k8s.io/v1alpha1``, the CRD of kubernetes-sigs/scheduler-plugins'
+Coscheduling), watched like nodes and pods.
+
+Only what gang scheduling reads is kept: each group's ``spec.minMember`` by ``namespace/name``.
+The store is the reflector's :class:`~app.cluster.reflector.Sink`. When the CRD is not installed
+(the list answers 404) the store says so (:attr:`PodGroupStore.absent`), and plugins fall back to
+their annotation; the reflector keeps checking, so installing the CRD later is picked up.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import msgspec
+
+from app.cluster.reflector import ListMeta
+from app.framework import objects
+
+GROUP = "scheduling.x-k8s.io"
+VERSION = "v1alpha1"
+PLURAL = "podgroups"
+KIND = "podgroups"
+
+
+class PodGroupSpec(msgspec.Struct, rename="camel"):
+    """``PodGroupSpec``: ``minMember`` (pods that must be scheduled together)."""
+
+    min_member: int | None = None
+
+
+class PodGroup(msgspec.Struct):
+    """A PodGroup, cut to metadata and ``spec.minMember``."""
+
+    metadata: objects.ObjectMeta | None = None
+    spec: PodGroupSpec | None = None
+
+
+class _PodGroupList(msgspec.Struct):
+    metadata: ListMeta | None = None
+    items: list[PodGroup] | None = None
+
+
+def _key(group: PodGroup) -> str:
+    meta = group.metadata or objects.EMPTY_META
+    return f"{meta.namespace or ''}/{meta.name or ''}"
+
+
+class PodGroupStore:
+    """``namespace/name`` -> ``minMember`` of the watched PodGroups; thread-safe.
+
+    States: *pending* (before the first list), *synced*, or *absent* (the CRD is not installed).
+    """
+
+    list_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_PodGroupList)
+    object_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(PodGroup)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._min_member: dict[str, int] = {}
+        self.synced = False
+        self.absent = False
+        self.last_error = ""
+
+    def min_member(self, namespace: str, name: str) -> int | None:
+        """The group's ``minMember`` (0 when the PodGroup sets none), or ``None`` when there is no
+        such PodGroup."""
+        with self._lock:
+            return self._min_member.get(f"{namespace}/{name}")
+
+    # -- the reflector's sink ------------------------------------------------------------------------
+
+    def prepare(self, obj: Any) -> Any:
+        return obj
+
+    def replace(self, items: list[Any]) -> None:
+        with self._lock:
+            self._min_member = {_key(g): (g.spec.min_member or 0) if g.spec else 0 for g in items}
+
+    def apply(self, event: str, item: Any) -> None:
+        with self._lock:
+            if event == "DELETED":
+                self._min_member.pop(_key(item), None)
+            else:
+                self._min_member[_key(item)] = (item.spec.min_member or 0) if item.spec else 0
+
+    def missing(self, error: str) -> None:
+        with self._lock:
+            self.absent, self.synced, self.last_error = True, False, error
+            self._min_member = {}
+
+    def mark_synced(self, kind: str) -> None:
+        with self._lock:
+            self.synced, self.absent = True, False
+
+    def mark_ok(self, kind: str) -> None:
+        pass
+
+    def mark_failing(self, kind: str, error: str) -> None:
+        with self._lock:
+            self.last_error = error
+
+    def count(self, kind: str, what: str) -> None:
+        pass
+
+
+__all__ = ["GROUP", "KIND", "PLURAL", "VERSION", "PodGroup", "PodGroupStore"]

@@ -1,0 +1,265 @@
+"""Coscheduling: gang scheduling through an extender (a pod group is placed together or not at all).
+
+Follows the Coscheduling plugin of kubernetes-sigs/scheduler-plugins (``pkg/coscheduling``):
+
+- Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>`` (``podGroupLabel``);
+  the group is ``<pod namespace>/<name>``. Its ``minMember`` comes from the ``PodGroup`` of that
+  name (``scheduling.x-k8s.io/v1alpha1``, watched like nodes and pods) or, while that CRD is not
+  installed, from the pod's annotation ``minMemberAnnotation``
+  (default ``scheduling.x-k8s.io/min-member``).
+- **PreFilter** rejects a member on every node as ``UnschedulableAndUnresolvable`` while fewer
+  than ``minMember`` pods of its group exist (upstream: "cannot find enough sibling pods"), while
+  the group is denied (below), or when its PodGroup does not exist.
+- **Permit** (at bind, before the binder): the member's bind request is held, without blocking
+  the server, until ``minMember`` members have reached bind or are already bound; then every held
+  member is released to its binder. When a member has waited ``permitWaitingTimeSeconds``, every
+  held member of its group is answered ``Error`` (kube-scheduler then forgets and requeues them,
+  nothing is bound) and the group is **denied** in PreFilter for
+  ``deniedPGExpirationTimeSeconds`` (upstream's ``deniedPG`` cache), so its pods do not keep
+  taking nodes from other work. A bind request for a member already held replaces it.
+- **Preemption**: a candidate node is dropped when its victims include some, but not all, of a
+  group's pods (evicting half a gang breaks the whole gang).
+
+``permitWaitingTimeSeconds`` must leave kube-scheduler's ``httpTimeout`` room for the bind itself:
+it is refused unless ``permitWaitingTimeSeconds + 1 s <= 90 % of httpTimeout`` (default: 60 % of
+``httpTimeout``). Raise the profile's ``httpTimeout`` for longer waits. Needs cluster state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import Field
+
+from app.cluster.podgroups import GROUP, PLURAL, PodGroupStore
+from app.cluster.state import PodIndex
+from app.framework.args import PluginArgs
+from app.framework.registry import Handle, PluginEntry, PolicyRule
+from app.framework.runtime import BIND_BUDGET
+from app.framework.status import SKIP, SUCCESS, Status
+from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef, Victims
+
+log = logging.getLogger(__name__)
+
+NAME = "Coscheduling"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+MIN_MEMBER_ANNOTATION = "scheduling.x-k8s.io/min-member"
+_INDEX = f"{NAME}/pod-group"
+#: seconds a bind needs after Permit (validation margin)
+BIND_ALLOWANCE = 1.0
+
+
+class CoschedulingArgs(PluginArgs):
+    """See the module doc; seconds for both times."""
+
+    permit_waiting_time_seconds: float | None = Field(default=None, gt=0)
+    denied_pg_expiration_time_seconds: float = Field(default=20.0, ge=0)
+    pod_group_label: str = Field(default=POD_GROUP_LABEL, min_length=1)
+    min_member_annotation: str = Field(default=MIN_MEMBER_ANNOTATION, min_length=1)
+    use_pod_group_crd: bool = True
+
+
+@dataclass
+class _Gate:
+    """The held bind requests of one group: pod UID -> the future its request awaits."""
+
+    waiting: dict[str, asyncio.Future[Status]] = field(default_factory=dict)
+
+
+class Coscheduling:
+    """PreFilter + Filter + Permit + preemption (see the module doc)."""
+
+    name = NAME
+
+    def __init__(self, args: CoschedulingArgs, handle: Handle, clock: Callable[[], float] = time.monotonic) -> None:
+        if handle.cluster is None:
+            raise ValueError(f"{NAME} needs cluster state: add a `cluster:` section")
+        limit = BIND_BUDGET * handle.http_timeout - BIND_ALLOWANCE
+        wait = args.permit_waiting_time_seconds
+        if wait is None:
+            wait = 0.6 * handle.http_timeout
+        elif wait > limit:
+            raise ValueError(
+                f"{NAME}: permitWaitingTimeSeconds {wait:g} is not safely below the profile's httpTimeout "
+                f"({handle.http_timeout:g}s): a held bind must answer within {BIND_BUDGET:.0%} of httpTimeout "
+                f"and leave {BIND_ALLOWANCE:g}s to bind, so at most {max(limit, 0):g}s; raise httpTimeout"
+            )
+        self.wait = wait
+        self.denied_for = args.denied_pg_expiration_time_seconds
+        self.label = args.pod_group_label
+        self.annotation = args.min_member_annotation
+        self.cluster = handle.cluster
+        self._clock = clock
+        state = handle.cluster.state
+        state.want_pod_annotations([self.annotation])
+        label = self.label
+        state.add_index(PodIndex(_INDEX, lambda p: f"{p.namespace}/{p.labels[label]}" if label in p.labels else None))
+        self.podgroups: PodGroupStore | None = handle.cluster.watch_podgroups() if args.use_pod_group_crd else None
+        self._gates: dict[str, _Gate] = {}
+        self._denied: dict[str, float] = {}
+
+    # -- groups --------------------------------------------------------------------------------------
+
+    def group_of(self, pod: PodInfo) -> str | None:
+        """``namespace/name`` of the pod's group, or ``None``."""
+        name = pod.labels.get(self.label)
+        return f"{pod.namespace}/{name}" if name else None
+
+    def min_member(self, pod: PodInfo, group: str) -> int | Status:
+        """The group's ``minMember``, or the status explaining why it is unknown."""
+        store = self.podgroups
+        if store is not None and not store.absent:
+            if not store.synced:
+                return Status.error("PodGroups have not synced with the API server yet")
+            namespace, _, name = group.partition("/")
+            found = store.min_member(namespace, name)
+            if found is None:
+                return Status.unresolvable(f"PodGroup {group} not found")
+            return found
+        raw = pod.annotations.get(self.annotation)
+        if raw is None:
+            return Status.unresolvable(f"pod group {group}: no PodGroup CRD and no {self.annotation} annotation")
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value < 0:
+            return Status.unresolvable(f"pod group {group}: annotation {self.annotation}={raw!r} is not a count")
+        return value
+
+    def members(self, group: str) -> tuple[PodInfo, ...]:
+        """The watched pods of ``group`` (pending and bound)."""
+        return self.cluster.state.indexed(_INDEX, group)
+
+    def denied_until(self, group: str) -> float | None:
+        """The clock time until which ``group`` is denied, or ``None``."""
+        until = self._denied.get(group)
+        if until is not None and until <= self._clock():
+            del self._denied[group]
+            return None
+        return until
+
+    # -- PreFilter / Filter -----------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """``Skip`` for a pod outside any group; a rejection on every node while the group is
+        denied, unknown or short of ``minMember`` pods."""
+        group = self.group_of(pod)
+        if group is None:
+            return SKIP
+        until = self.denied_until(group)
+        if until is not None:
+            return Status.unresolvable(
+                f"pod group {group} was denied: Permit timed out; retried in {until - self._clock():.0f}s"
+            )
+        need = self.min_member(pod, group)
+        if isinstance(need, Status):
+            return need
+        members = self.members(group)
+        total = len(members) + (0 if any(m.uid == pod.uid for m in members) else 1)
+        if total < need:
+            return Status.unresolvable(f"pod group {group} has {total} of minMember {need} pods")
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Nothing per node: PreFilter decided."""
+        return SUCCESS
+
+    # -- Permit ----------------------------------------------------------------------------------------
+
+    async def permit(self, state: CycleState, pod: PodRef, node_name: str, deadline: float) -> Status:
+        """Hold the bind until the group reaches ``minMember`` (see the module doc)."""
+        record = self.cluster.state.pod(pod.uid)
+        if record is None:
+            try:
+                record = await self.cluster.binder(self.wait).pod_record(pod, max(deadline - time.monotonic(), 0.1) / 2)
+            except RuntimeError as exc:
+                return Status.error(str(exc))
+        if record is None:
+            return Status.error(f"pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")
+        group = self.group_of(record)
+        if group is None:
+            return SUCCESS
+        if self.denied_until(group) is not None:
+            return Status.error(f"pod group {group} is denied: Permit timed out recently")
+        need = self.min_member(record, group)
+        if isinstance(need, Status):
+            return Status.error(need.message)
+        gate = self._gates.setdefault(group, _Gate())
+        previous = gate.waiting.pop(pod.uid, None)
+        if previous is not None and not previous.done():
+            previous.set_result(Status.error("superseded by a newer bind request for the same pod"))
+        assumed = self.cluster.state.assumed()
+        bound = sum(
+            1
+            for m in self.members(group)
+            if m.uid != pod.uid and m.uid not in gate.waiting and (m.node_name or m.uid in assumed)
+        )
+        if len(gate.waiting) + 1 + bound >= need:
+            released = list(gate.waiting.values())
+            gate.waiting.clear()
+            self._gates.pop(group, None)
+            for held in released:
+                if not held.done():
+                    held.set_result(SUCCESS)
+            log.info("pod group %s: %d member(s) permitted (%d already bound)", group, len(released) + 1, bound)
+            return SUCCESS
+        future: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
+        gate.waiting[pod.uid] = future
+        timeout = min(self.wait, deadline - time.monotonic())
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), max(timeout, 0))
+        except TimeoutError:
+            if future.done():
+                return future.result()
+            return self._reject(group, gate, need, bound)
+
+    def _reject(self, group: str, gate: _Gate, need: int, bound: int) -> Status:
+        waiting = len(gate.waiting)
+        message = (
+            f"pod group {group} did not reach minMember {need} within {self.wait:g}s "
+            f"({waiting} waiting at bind, {bound} bound); denied for {self.denied_for:g}s"
+        )
+        rejected = Status.error(message)
+        for held in gate.waiting.values():
+            if not held.done():
+                held.set_result(rejected)
+        gate.waiting.clear()
+        self._gates.pop(group, None)
+        if self.denied_for > 0:
+            self._denied[group] = self._clock() + self.denied_for
+        log.warning("%s", message)
+        return rejected
+
+    # -- preemption --------------------------------------------------------------------------------
+
+    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+        """Drop the candidates whose victims are part, but not all, of a group's pods."""
+        kept: dict[str, Victims] = {}
+        for node, victims in candidates.items():
+            by_group: dict[str, set[str]] = {}
+            for victim in victims.pods:
+                group = self.group_of(victim)
+                if group is not None:
+                    by_group.setdefault(group, set()).add(victim.uid)
+            if all({m.uid for m in self.members(group)} <= uids for group, uids in by_group.items()):
+                kept[node] = victims
+        return kept
+
+
+def _factory(args: CoschedulingArgs | None, handle: Handle) -> Coscheduling:
+    return Coscheduling(args or CoschedulingArgs(), handle)
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=_factory,
+    args=CoschedulingArgs,
+    needs_cluster=True,
+    rbac=(PolicyRule((GROUP,), (PLURAL,), ("get", "list", "watch")),),
+    summary="filter/bind: gang scheduling (PodGroup minMember; binds held at Permit until the group is complete)",
+)

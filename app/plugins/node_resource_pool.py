@@ -1,0 +1,247 @@
+"""NodeResourcePool: a named, countable per-node pool (such as underlay IPs), never over-committed.
+
+The case of IP-aware schedulers that cap the pods needing an underlay IP per node (10 in the
+classic setup). For each node:
+
+- **capacity** comes from a node annotation (``capacityAnnotation``) or label (``capacityLabel``),
+  else ``defaultCapacity``; nodes carrying one of ``excludedNodeLabels`` (``key`` or
+  ``key=value``; default the control-plane role) are not in the pool;
+- **usage** is the number of slots taken by the pods bound or assumed on the node, counted by
+  the cluster-state cache (:class:`~app.cluster.state.PoolSpec`), so a pod counts from the moment
+  its bind starts and is freed when it is deleted or finishes.
+
+Which pods consume: a pod matching any of ``consumers`` (an annotation, a label - ``key`` or
+``key=value`` - or one of ``schedulerNames``) takes one slot; with ``consumers.resource`` (an
+extended resource such as ``ipam.example.com/ip``) a pod takes as many slots as it requests.
+
+- **Filter**: a node outside the pool or with no capacity is ``UnschedulableAndUnresolvable``;
+  a node whose free slots do not cover the pod is ``Unschedulable`` with
+  ``pool <name> exhausted: <used>/<capacity> in use`` (evicting consumers frees slots).
+- **Score**: the node's free slots, normalized so the freest node scores 100.
+- **Reserve**: at bind the check runs again atomically with the reservation in the ledger, so
+  concurrent binds never take more slots than a node has.
+- **Preemption**: for a consuming preemptor, a candidate node is dropped unless evicting its
+  victims frees enough slots.
+
+Pods that do not consume are never rejected (PreFilter/PreScore ``Skip``). Needs cluster state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field, model_validator
+
+from app.cluster.state import PoolSpec
+from app.framework.args import PluginArgs
+from app.framework.registry import Handle, PluginEntry
+from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.status import SKIP, SUCCESS, Status
+from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo, Victims
+
+NAME = "NodeResourcePool"
+_SLOTS = f"{NAME}/slots"
+
+
+class PoolConsumers(PluginArgs):
+    """Which pods take slots: any match counts. ``annotation``/``label``: ``key`` (present) or
+    ``key=value``; ``schedulerNames``: pods with one of these ``spec.schedulerName``;
+    ``resource``: an extended resource, one slot per unit requested."""
+
+    annotation: str | None = None
+    label: str | None = None
+    scheduler_names: list[str] = Field(default_factory=list)
+    resource: str | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> PoolConsumers:
+        if not (self.annotation or self.label or self.scheduler_names or self.resource):
+            raise ValueError("name at least one of annotation, label, schedulerNames, resource")
+        return self
+
+
+class NodeResourcePoolArgs(PluginArgs):
+    """See the module doc. ``pool`` names the pool in reasons and metrics; capacities are slot
+    counts (non-negative integers)."""
+
+    pool: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    capacity_annotation: str | None = None
+    capacity_label: str | None = None
+    default_capacity: int = Field(default=10, ge=0)
+    excluded_node_labels: list[str] = Field(default_factory=lambda: ["node-role.kubernetes.io/control-plane"])
+    consumers: PoolConsumers
+
+
+def _matcher(spec: str | None) -> tuple[str, str | None] | None:
+    if not spec:
+        return None
+    key, eq, value = spec.partition("=")
+    return key, (value if eq else None)
+
+
+def _matches(found: object, want: str | None) -> bool:
+    return found is not None and (want is None or found == want)
+
+
+class NodeResourcePool:
+    """PreFilter + Filter + PreScore + Score + NormalizeScore + Reserve + preemption (see the
+    module doc)."""
+
+    name = NAME
+
+    def __init__(self, args: NodeResourcePoolArgs, handle: Handle) -> None:
+        if handle.cluster is None:
+            raise ValueError(f"{NAME} needs cluster state: add a `cluster:` section")
+        self.args = args
+        self.pool = args.pool
+        self.cluster = handle.cluster
+        consumers = args.consumers
+        self._annotation = _matcher(consumers.annotation)
+        self._label = _matcher(consumers.label)
+        self._scheduler_names = frozenset(consumers.scheduler_names)
+        self._resource = consumers.resource
+        self._excluded = [m for m in map(_matcher, args.excluded_node_labels) if m is not None]
+        if self._annotation is not None:
+            handle.cluster.state.want_pod_annotations([self._annotation[0]])
+        try:
+            handle.cluster.state.add_pool(PoolSpec(args.pool, self.slots))
+        except ValueError as exc:
+            raise ValueError(f"{NAME}: {exc}: give each NodeResourcePool its own pool name") from exc
+
+    # -- who consumes, what a node holds -----------------------------------------------------------
+
+    def slots(self, pod: PodInfo) -> int:
+        """How many slots ``pod`` takes (0 when it is not a consumer)."""
+        if self._resource is not None:
+            wanted = pod.requests.get(self._resource, 0)
+            if wanted:
+                return wanted
+        if self._annotation is not None and _matches(pod.annotations.get(self._annotation[0]), self._annotation[1]):
+            return 1
+        if self._label is not None and _matches(pod.labels.get(self._label[0]), self._label[1]):
+            return 1
+        return 1 if pod.scheduler_name in self._scheduler_names else 0
+
+    def capacity(self, node: NodeInfo) -> int | str:
+        """The node's capacity in slots, or the reason it has none (outside the pool, malformed)."""
+        result: int | str = node.memo((NAME, self.pool), self._capacity)
+        return result
+
+    def _capacity(self, node: NodeInfo) -> int | str:
+        labels = node.labels
+        for key, value in self._excluded:
+            if _matches(labels.get(key), value):
+                return f"node is excluded from pool {self.pool} (label {key})"
+        a = self.args
+        raw, where = None, ""
+        if a.capacity_annotation and a.capacity_annotation in node.annotations:
+            raw, where = node.annotations[a.capacity_annotation], f"annotation {a.capacity_annotation}"
+        elif a.capacity_label and a.capacity_label in labels:
+            raw, where = labels[a.capacity_label], f"label {a.capacity_label}"
+        if raw is None:
+            return a.default_capacity
+        try:
+            count = int(raw)
+        except ValueError:
+            count = -1
+        if count < 0:
+            return f"pool {self.pool} capacity {where}={raw!r} is not a non-negative integer"
+        return count
+
+    def used(self, node: NodeInfo) -> int:
+        """Slots taken on ``node`` by pods bound or assumed there."""
+        return node.usage.pool_usage.get(self.pool, 0)
+
+    def _refusal(self, node: NodeInfo, slots: int) -> Status | None:
+        if node.node is None:
+            return Status.error("node object unavailable: the node is not in the extender's cluster state")
+        capacity = self.capacity(node)
+        if isinstance(capacity, str):
+            return Status.unresolvable(capacity)
+        if capacity == 0:
+            return Status.unresolvable(f"pool {self.pool} has no capacity on this node")
+        used = self.used(node)
+        if used + slots > capacity:
+            return Status.unschedulable(f"pool {self.pool} exhausted: {used}/{capacity} in use")
+        return None
+
+    # -- Filter --------------------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """``Skip`` for a pod that takes no slot."""
+        slots = self.slots(pod)
+        if not slots:
+            return SKIP
+        state.write(_SLOTS, slots)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Reject a node outside the pool or without enough free slots."""
+        return self._refusal(node, state.read(_SLOTS)) or SUCCESS
+
+    # -- Score ---------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """``Skip`` for a pod that takes no slot."""
+        return self.pre_filter(state, pod, nodes)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """Free slots on the node (0 outside the pool); raw, see :meth:`normalize_score`."""
+        if node.node is None:
+            raise LookupError("node object unavailable: the node is not in the extender's cluster state")
+        capacity = self.capacity(node)
+        return 0 if isinstance(capacity, str) else max(capacity - self.used(node), 0)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """``free * 100 / max(free)`` (kube-scheduler's ``DefaultNormalizeScore``); all 0 stay 0."""
+        highest = max((s.score for s in scores), default=0)
+        for s in scores:
+            s.score = s.score * MAX_NODE_SCORE // highest if highest else 0
+        return SUCCESS
+
+    # -- Reserve -------------------------------------------------------------------------------------
+
+    def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None:
+        """At bind, under the cache's lock: refuse when the node's free slots no longer cover the pod."""
+        slots = self.slots(pod)
+        if not slots:
+            return None
+        refusal = self._refusal(node, slots)
+        return refusal.message if refusal is not None else None
+
+    # -- preemption ----------------------------------------------------------------------------------
+
+    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+        """For a consuming preemptor, keep only the candidates where evicting the victims frees
+        enough slots (victims the cache cannot resolve free none)."""
+        slots = self.slots(pod)
+        if not slots:
+            return candidates
+        snapshot = self.cluster.state.snapshot()
+        kept: dict[str, Victims] = {}
+        for name, victims in candidates.items():
+            node = snapshot.get(name)
+            if node is None:
+                continue
+            capacity = self.capacity(node)
+            if isinstance(capacity, str):
+                continue
+            freed = sum(self.slots(v) for v in victims.pods)
+            if self.used(node) - freed + slots <= capacity:
+                kept[name] = victims
+        return kept
+
+
+def _factory(args: NodeResourcePoolArgs | None, handle: Handle) -> NodeResourcePool:
+    if args is None:
+        raise ValueError(f"{NAME} needs args: pool and consumers (pluginConfig)")
+    return NodeResourcePool(args, handle)
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=_factory,
+    args=NodeResourcePoolArgs,
+    needs_cluster=True,
+    summary="filter/score/bind: a countable per-node pool (e.g. 10 underlay IPs), reserved atomically at bind",
+)

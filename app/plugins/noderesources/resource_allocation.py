@@ -1,0 +1,201 @@
+"""The scoring core shared by NodeResourcesFit and NodeResourcesBalancedAllocation.
+
+Mirrors ``resourceAllocationScorer`` in
+pkg/scheduler/framework/plugins/noderesources/resource_allocation.go and the scorers of
+``least_allocated.go``, ``most_allocated.go``, ``requested_to_capacity_ratio.go``
+(with ``helper.BuildBrokenLinearFunction`` of pkg/scheduler/framework/plugins/helper/shape_score.go)
+and ``balanced_allocation.go``. Units: cpu in millicores, memory and ephemeral-storage in bytes,
+other resources as counts; scores on 0..100 (``MaxNodeScore``). Integer arithmetic truncates as
+Go's int64 division does (all operands are non-negative).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from pydantic import Field, field_validator
+
+from app.framework.args import PluginArgs
+from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource_name
+from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.types import NodeInfo, PodInfo
+
+#: ``config.MaxCustomPriorityScore``: the top of a RequestedToCapacityRatio shape's score.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+#: ``maxUtilization`` of requested_to_capacity_ratio.go.
+MAX_UTILIZATION = 100
+
+
+class ResourceSpec(PluginArgs):
+    """A resource and its weight, 1..100 (``config.ResourceSpec``; upstream's validation refuses
+    weights outside 1..``MaxNodeScore``)."""
+
+    name: str = Field(min_length=1)
+    weight: int = Field(default=1, ge=1, le=MAX_NODE_SCORE)
+
+
+def default_resources() -> list[ResourceSpec]:
+    """cpu and memory, weight 1 each (upstream's ``defaultResourceSpec``)."""
+    return [ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1)]
+
+
+def unique_names(resources: list[ResourceSpec]) -> list[ResourceSpec]:
+    """Raise ``ValueError`` when a resource name repeats."""
+    names = [r.name for r in resources]
+    if len(set(names)) != len(names):
+        raise ValueError("resource names must not repeat")
+    return resources
+
+
+class ResourcesArgs(PluginArgs):
+    """Args naming the resources a scorer considers (``NodeResourcesBalancedAllocationArgs``)."""
+
+    resources: list[ResourceSpec] = Field(default_factory=default_resources, min_length=1)
+
+    _unique = field_validator("resources")(unique_names)
+
+
+def pod_request_list(pod: PodInfo, names: Sequence[str], use_requested: bool) -> list[int]:
+    """The pod's request of each resource in ``names``. Without ``use_requested`` cpu and memory
+    are the non-zero requests (100m / 200 MiB per container that requests none:
+    ``NonMissingContainerRequests``), as NodeResourcesFit's scoring uses; BalancedAllocation uses
+    the requests as they are."""
+    requests = pod.requests
+    if use_requested:
+        return [requests.get(n, 0) for n in names]
+    cpu, memory = pod.non_zero_requests
+    return [cpu if n == CPU else memory if n == MEMORY else requests.get(n, 0) for n in names]
+
+
+def allocatable_requested(node: NodeInfo, name: str, pod_request: int, use_requested: bool) -> tuple[int, int]:
+    """``calculateResourceAllocatableRequest``: ``(allocatable, requested on the node + the pod's
+    request)`` for one resource; ``(0, 0)`` (not scored) for an extended or other scalar resource
+    the pod does not request or the node does not offer, and for ``pods``."""
+    if pod_request == 0 and is_scalar_resource_name(name):
+        return 0, 0
+    allocatable = node.allocatable
+    if name in (CPU, MEMORY):
+        if use_requested:
+            used = node.requested.get(name, 0)
+        else:
+            cpu, memory = node.non_zero_requested
+            used = cpu if name == CPU else memory
+        return allocatable.get(name, 0), used + pod_request
+    if name == EPHEMERAL_STORAGE:
+        return allocatable.get(name, 0), node.requested.get(name, 0) + pod_request
+    if name == PODS or name not in allocatable:
+        return 0, 0
+    return allocatable[name], node.requested.get(name, 0) + pod_request
+
+
+Scorer = Callable[[Sequence[int], Sequence[int]], int]
+
+
+def least_allocated(weights: Sequence[int]) -> Scorer:
+    """``leastResourceScorer``: ``sum((alloc - req) * 100 / alloc * w) / sum(w)`` over resources
+    the node offers; a resource requested beyond allocatable scores 0."""
+
+    def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+        total = weight_sum = 0
+        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+            if alloc == 0:
+                continue
+            total += (0 if req > alloc else (alloc - req) * MAX_NODE_SCORE // alloc) * weight
+            weight_sum += weight
+        return total // weight_sum if weight_sum else 0
+
+    return score
+
+
+def most_allocated(weights: Sequence[int]) -> Scorer:
+    """``mostResourceScorer``: ``sum(min(req, alloc) * 100 / alloc * w) / sum(w)``."""
+
+    def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+        total = weight_sum = 0
+        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+            if alloc == 0:
+                continue
+            total += min(req, alloc) * MAX_NODE_SCORE // alloc * weight
+            weight_sum += weight
+        return total // weight_sum if weight_sum else 0
+
+    return score
+
+
+def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
+    """``helper.BuildBrokenLinearFunction``: the piecewise-linear function through ``shape``'s
+    ``(utilization, score)`` points, flat before the first and after the last (Go's truncating
+    division between points)."""
+
+    def f(p: int) -> int:
+        for i, (x, y) in enumerate(shape):
+            if p <= x:
+                if i == 0:
+                    return y
+                x0, y0 = shape[i - 1]
+                return y0 + _go_div((y - y0) * (p - x0), x - x0)
+        return shape[-1][1]
+
+    return f
+
+
+def _go_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def requested_to_capacity_ratio(weights: Sequence[int], shape: Sequence[tuple[int, int]]) -> Scorer:
+    """``buildRequestedToCapacityRatioScorerFunction``: each resource's utilization
+    (``requested * 100 / allocatable``, 100 when over) mapped through the shape, whose scores
+    (0..10) are scaled by 10 to 0..100; the weighted mean over resources scoring above 0, rounded
+    half away from zero (``math.Round``)."""
+    raw = broken_linear([(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape])
+
+    def resource_score(req: int, alloc: int) -> int:
+        if req >= alloc:
+            return raw(MAX_UTILIZATION)
+        return raw(req * MAX_UTILIZATION // alloc if req > 0 else 0)
+
+    def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+        total = weight_sum = 0
+        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+            if alloc == 0:
+                continue
+            value = resource_score(req, alloc)
+            if value > 0:
+                total += value * weight
+                weight_sum += weight
+        if weight_sum == 0:
+            return 0
+        return math.floor(total / weight_sum + 0.5)
+
+    return score
+
+
+def balanced(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``balancedResourceScorer``: ``(1 - std) * 100`` truncated, where std is the standard
+    deviation of the resources' requested fractions (each capped at 1); with two resources it is
+    ``|f1 - f2| / 2``, with one or none it is 0."""
+    fractions = [min(req / alloc, 1.0) for req, alloc in zip(requested, allocatable, strict=True) if alloc != 0]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def node_vectors(
+    node: NodeInfo, names: Sequence[str], pod_requests: Sequence[int], use_requested: bool
+) -> tuple[list[int], list[int]]:
+    """``(requested, allocatable)`` per resource for a scorer; both 0 where the resource is not
+    scored (``resourceAllocationScorer.score``)."""
+    requested = [0] * len(names)
+    allocatable = [0] * len(names)
+    for i, name in enumerate(names):
+        alloc, req = allocatable_requested(node, name, pod_requests[i], use_requested)
+        if alloc:
+            allocatable[i], requested[i] = alloc, req
+    return requested, allocatable
