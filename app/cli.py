@@ -26,16 +26,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
+import yaml
 
 from app import codec
+from app.cluster.podgroups import PodGroup
 from app.cluster.runtime import ClusterRuntime
 from app.config import ConfigError, Configuration, build_framework, load_config
+from app.framework import objects
 from app.framework.registry import Registry
 from app.framework.runtime import Framework, FrameworkError
 from app.framework.status import Code
+from app.framework.types import NodeInfo
 from app.plugins import default_registry
-from app.service import ExtenderService
+from app.service import UNKNOWN_NODE, ExtenderService, resolve_victims
 
 
 def build_service(config_path: str | None, registry: Registry | None = None) -> ExtenderService:
@@ -145,10 +150,63 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+def load_cluster_state(service: ExtenderService, paths: Sequence[str]) -> None:
+    """Seed the service's cluster state from files instead of an API server (``replay``).
+
+    Each file is JSON or YAML: a ``List`` (``kubectl get nodes,pods -A -o json``), a
+    ``NodeList``/``PodList``, or a single object; items of kind ``Node``, ``Pod`` and ``PodGroup``
+    (``scheduling.x-k8s.io``) are loaded, others ignored. Raises ``SystemExit`` with a message when
+    the configuration has no ``cluster:`` section or a file cannot be read.
+    """
+    cluster = service.cluster
+    if cluster is None:
+        raise SystemExit("error: --cluster-state needs a configuration with a `cluster:` section")
+    nodes: list[objects.Node] = []
+    pods: list[Any] = []
+    groups: list[Any] = []
+    for path in paths:
+        try:
+            doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise SystemExit(f"error: cannot read {path}: {exc}") from exc
+        items = doc.get("items", [doc]) if isinstance(doc, dict) else []
+        kind_of_list = str(doc.get("kind", "")) if isinstance(doc, dict) else ""
+        for item in items or []:
+            kind = item.get("kind") or kind_of_list.removesuffix("List")
+            try:
+                if kind == "Node":
+                    nodes.append(msgspec.convert(item, objects.Node))
+                elif kind == "Pod":
+                    pods.append(cluster.state.record(msgspec.convert(item, objects.Pod)))
+                elif kind == "PodGroup":
+                    groups.append(msgspec.convert(item, PodGroup))
+            except (msgspec.ValidationError, ValueError) as exc:
+                raise SystemExit(f"error: {path}: a {kind} is malformed: {exc}") from exc
+    cluster.state.replace_nodes(nodes)
+    cluster.state.replace_pods(pods)
+    for kind in ("nodes", "pods"):
+        cluster.state.mark_synced(kind)
+    if cluster.podgroups is not None:
+        if groups:
+            cluster.podgroups.replace(groups)
+            cluster.podgroups.mark_synced("podgroups")
+        else:
+            cluster.podgroups.missing("no PodGroups in --cluster-state")
+
+
 def _replay(args: argparse.Namespace) -> int:
     if args.url:
         return _replay_remote(args.url, args.profile, Path(args.body).read_bytes(), args.body)
     service = build_service(args.config)
+    if args.cluster_state:
+        load_cluster_state(service, args.cluster_state)
+    elif service.cluster is not None:
+        print(
+            "note: the configuration has cluster state but --cluster-state was not given: "
+            "replaying against an empty cluster",
+            file=sys.stderr,
+        )
+        load_cluster_state(service, [])
     framework = _framework(service, args.profile)
     body = Path(args.body).read_bytes()
     try:
@@ -158,34 +216,42 @@ def _replay(args: argparse.Namespace) -> int:
         return 1
     keys = {k.casefold() for k in doc} if isinstance(doc, dict) else set()
     if keys & {"nodenametovictims", "nodenametometavictims"}:
-        return _replay_preempt(framework, body)
+        return _replay_preempt(service, framework, body)
     if "podname" in keys:
         print("error: bind bodies are not replayed offline (binding needs a cluster)", file=sys.stderr)
         return 1
-    return _replay_args(framework, body, args.verb)
+    return _replay_args(service, framework, body, args.verb)
 
 
-def _replay_args(framework: Framework, body: bytes, verb: str) -> int:
+def _replay_args(service: ExtenderService, framework: Framework, body: bytes, verb: str) -> int:
     try:
         view = codec.decode_extender_args(body, keep_raw=False)
     except codec.DecodeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    pod, nodes = view.pod, view.nodes
+    pod = view.pod
+    snapshot = service.cluster.state.snapshot() if service.cluster is not None else None
+    resolved, unknown = service.resolve_nodes(framework, view, snapshot)
+    nodes = list(resolved)
+    for i in unknown:  # kept in the table, in the request's order, with the service's verdict
+        nodes.insert(i, NodeInfo(view.node_name_list()[i]))
+    known = [i for i in range(len(nodes)) if i not in set(unknown)]
     print(
         f"pod {pod.key()}  profile {framework.profile}  nodes {len(nodes)}  mode "
         f"{'NodeNames (nodeCacheCapable: true)' if view.node_names else 'Nodes (nodeCacheCapable: false)'}"
     )
     verdicts = ["-"] * len(nodes)
     reasons = [""] * len(nodes)
-    feasible = list(range(len(nodes)))
+    for i in unknown:
+        verdicts[i], reasons[i] = "UnschedulableAndUnresolvable", UNKNOWN_NODE
+    feasible = known
     if verb in ("filter", "all"):
-        outcome = framework.run_filter(pod, nodes)
+        outcome = framework.run_filter(pod, [nodes[i] for i in known])
         if outcome.error:
             print(f"filter answers Error: {outcome.error}")
             return 0
         feasible = []
-        for i, status in enumerate(outcome.statuses):
+        for i, status in zip(known, outcome.statuses, strict=True):
             if status.code is Code.SUCCESS:
                 verdicts[i] = "pass"
                 feasible.append(i)
@@ -276,10 +342,13 @@ def _replay_remote(url: str, profile: str | None, body: bytes, name: str) -> int
     return 0
 
 
-def _replay_preempt(framework: Framework, body: bytes) -> int:
+def _replay_preempt(service: ExtenderService, framework: Framework, body: bytes) -> int:
+    dropped: dict[str, str] = {}
     try:
         view = codec.decode_preemption_args(body)
-        result = framework.run_preemption(view.pod, view.candidates)
+        if service.cluster is not None:
+            resolve_victims(view.candidates, service.cluster.state.snapshot())
+        result = framework.run_preemption(view.pod, view.candidates, dropped)
     except codec.DecodeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -296,7 +365,7 @@ def _replay_preempt(framework: Framework, body: bytes) -> int:
                 str(len(victims.pods)),
                 str(len(kept.pods)) if kept else "-",
                 str(kept.num_pdb_violations) if kept else "-",
-                "kept" if kept else "dropped",
+                "kept" if kept else f"dropped by {dropped.get(node, '?')}",
             ]
         )
     print(_table(rows, ["NODE", "VICTIMS IN", "VICTIMS OUT", "PDB VIOLATIONS", "CANDIDATE"]))
@@ -380,6 +449,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("--profile", help="profile name (default: the default profile)")
     replay.add_argument("--verb", choices=["filter", "prioritize", "all"], default="all")
     replay.add_argument("--url", help="send the body to the service running here instead (filter, then prioritize)")
+    replay.add_argument(
+        "--cluster-state",
+        action="append",
+        metavar="FILE",
+        help="nodes, pods and PodGroups (a List as `kubectl get -o json` writes it) for the cluster "
+        "state of stateful policies, instead of an API server; repeatable",
+    )
     replay.set_defaults(func=_replay)
     validate = sub.add_parser("validate", help="validate a configuration file")
     validate.add_argument("config")

@@ -79,10 +79,11 @@ class ExtenderService:
     def _snapshot(self) -> Snapshot | None:
         return self.cluster.state.snapshot() if self.cluster is not None else None
 
-    def _resolve_nodes(
+    def resolve_nodes(
         self, framework: Framework, view: codec.ExtenderArgsView, snapshot: Snapshot | None
     ) -> tuple[list[NodeInfo], list[int]]:
-        """The NodeInfos plugins see, and the indexes of ``view.nodes`` the cache does not know."""
+        """The NodeInfos plugins see, and the indexes of ``view.nodes`` the cache does not know
+        (``snapshot``: the cluster state's, or ``None`` without one)."""
         if snapshot is None:
             return view.nodes, []
         if view.names is None or not self.cache_capable.get(framework.profile, False):
@@ -129,7 +130,7 @@ class ExtenderService:
             snapshot = self._snapshot()
             if snapshot is not None and not snapshot.synced:
                 return Answer(200, codec.encode_filter_error(NOT_SYNCED)), None
-            nodes, unknown = self._resolve_nodes(framework, args, snapshot)
+            nodes, unknown = self.resolve_nodes(framework, args, snapshot)
             outcome = framework.run_filter(args.pod, nodes)
             if outcome.error:
                 log.warning("filter %s: %s", args.pod.key(), outcome.error)
@@ -149,7 +150,7 @@ class ExtenderService:
             snapshot = self._snapshot()
             if snapshot is not None and not snapshot.synced:
                 return error_answer("prioritize", 503, NOT_SYNCED), None
-            nodes, unknown = self._resolve_nodes(framework, args, snapshot)
+            nodes, unknown = self.resolve_nodes(framework, args, snapshot)
             outcome = framework.run_score(args.pod, nodes)
         except codec.DecodeError as exc:
             return error_answer("prioritize", 400, str(exc)), None
@@ -168,7 +169,7 @@ class ExtenderService:
             if snapshot is not None:
                 if not snapshot.synced:
                     return error_answer("preempt", 503, NOT_SYNCED)
-                _resolve_victims(args.candidates, snapshot)
+                resolve_victims(args.candidates, snapshot)
             candidates = framework.run_preemption(args.pod, args.candidates)
         except codec.DecodeError as exc:
             return error_answer("preempt", 400, str(exc))
@@ -203,10 +204,10 @@ def _merge_unknown(known: list[Any], unknown: list[int], total: int, fill: Any) 
     return out
 
 
-def _resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:
+def resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:
     """Replace UID-only victims (cache mode) by the cached pod records where the cache has them."""
     for node, victims in candidates.items():
         victims.pods = [(snapshot.pod(node, p.uid) or p) if p.pod is None and not p.name else p for p in victims.pods]
 
 
-__all__ = ["NOT_SYNCED", "UNKNOWN_NODE", "Answer", "ExtenderService", "error_answer", "error_body"]
+__all__ = ["NOT_SYNCED", "UNKNOWN_NODE", "Answer", "ExtenderService", "error_answer", "error_body", "resolve_victims"]

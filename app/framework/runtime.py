@@ -274,17 +274,23 @@ class Framework:
 
     # -- preempt --------------------------------------------------------------------------------
 
-    def run_preemption(self, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+    def run_preemption(
+        self, pod: PodInfo, candidates: dict[str, Victims], dropped: dict[str, str] | None = None
+    ) -> dict[str, Victims]:
         """Let each preemption plugin narrow ``candidates`` (node -> victims); see
         :class:`~app.framework.interfaces.PreemptionPlugin`. A node whose non-empty victim list
         a plugin emptied is dropped; a node or victim UID that was not proposed is an error.
+        ``dropped``, when given, receives node -> the plugin that dropped it.
         Raises :class:`FrameworkError` for a fail-closed plugin's error."""
         current = candidates
         for ep in self.preemption_plugins:
             state = CycleState()
             try:
                 proposed = ep.plugin.process_preemption(state, pod, dict(current))  # type: ignore[attr-defined]
-                current = _checked_victims(current, proposed)
+                checked = _checked_victims(current, proposed)
+                if dropped is not None:
+                    dropped.update((node, ep.name) for node in current.keys() - checked.keys())
+                current = checked
             except Exception as exc:
                 message = str(exc) if isinstance(exc, ValueError) else _describe(exc)
                 if ep.fail_open:

@@ -167,6 +167,9 @@ class KubeClient:
             resp = self.core.create_namespaced_pod_binding(
                 name, namespace, body, _preload_content=False, _request_timeout=timeout
             )
+            # read the body before the connection goes back to the pool: an unread body would be
+            # taken for the start of the next response on that connection (BadStatusLine)
+            resp.drain_conn()
             resp.release_conn()
         except Exception as exc:
             raise api_error(exc) from exc

@@ -57,7 +57,7 @@ class CoschedulingArgs(PluginArgs):
     """See the module doc; seconds for both times."""
 
     permit_waiting_time_seconds: float | None = Field(default=None, gt=0)
-    denied_pg_expiration_time_seconds: float = Field(default=20.0, ge=0)
+    denied_pg_expiration_time_seconds: float = Field(default=20.0, ge=0, alias="deniedPGExpirationTimeSeconds")
     pod_group_label: str = Field(default=POD_GROUP_LABEL, min_length=1)
     min_member_annotation: str = Field(default=MIN_MEMBER_ANNOTATION, min_length=1)
     use_pod_group_crd: bool = True

@@ -10,7 +10,7 @@ evict (``victims``, most important first) and calls the ``preempt`` verb
   make room the in-tree dry run counted on, and an emptied list is an error upstream;
 - drops a node when a victim cannot be identified (a cache-mode UID the cluster state does not
   know) unless ``allowUnknownVictims``;
-- with ``fewestPDBViolations`` (default), keeps only the candidates with the fewest
+- with ``fewestPDBViolations`` (default true), keeps only the candidates with the fewest
   ``NumPDBViolations``, which is also what kube-scheduler prefers first when it picks one
   (``pickOneNodeForPreemption``);
 - never reorders victims, so upstream's priority order (and its choice of the node whose highest
@@ -45,7 +45,7 @@ class PreemptionRulesArgs(PluginArgs):
     """See the module doc."""
 
     protect: ProtectedPods = Field(default_factory=ProtectedPods)
-    fewest_pdb_violations: bool = True
+    fewest_pdb_violations: bool = Field(default=True, alias="fewestPDBViolations")
     allow_unknown_victims: bool = False
 
 

@@ -104,7 +104,9 @@ class FakeAPIServer:
     def __init__(self, bookmark_interval: float = 0.5) -> None:
         self.bookmark_interval = bookmark_interval
         self.lock = threading.RLock()
-        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}}
+        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}}
+        #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
+        self.podgroup_crd = True
         self.rv = 100
         self.compacted_rv = 0
         self.history: list[tuple[int, str, str, Obj]] = []
@@ -236,7 +238,7 @@ class FakeAPIServer:
                 meta["remainingItemCount"] = len(rest)
             else:
                 page = items
-        list_kind = "NodeList" if kind == "nodes" else "PodList"
+        list_kind = {"nodes": "NodeList", "pods": "PodList", "podgroups": "PodGroupList"}[kind]
         return 200, {"kind": list_kind, "apiVersion": "v1", "metadata": meta, "items": page}
 
     def open_watch(self, kind: str, query: dict[str, str]) -> tuple[_Watcher, list[tuple[str, Obj]], bool]:
@@ -321,7 +323,14 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             path, segs, query = self._route()
-            kind = {"/api/v1/nodes": "nodes", "/api/v1/pods": "pods"}.get(path)
+            kind = {
+                "/api/v1/nodes": "nodes",
+                "/api/v1/pods": "pods",
+                "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "podgroups",
+            }.get(path)
+            if kind == "podgroups" and not api.podgroup_crd:
+                self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+                return
             if kind is not None:
                 if query.get("watch") in ("true", "1", "True"):
                     self._watch(kind, query)
@@ -379,7 +388,7 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                         if bookmarks and time.monotonic() >= next_bookmark:
                             with api.lock:
                                 rv = str(api.rv)
-                            list_kind = "Node" if kind == "nodes" else "Pod"
+                            list_kind = {"nodes": "Node", "pods": "Pod", "podgroups": "PodGroup"}[kind]
                             self._chunk(
                                 {
                                     "type": "BOOKMARK",
@@ -435,6 +444,16 @@ def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110", **l
         "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"kubernetes.io/hostname": name, **labels}},
         "spec": {},
         "status": {"allocatable": dict(res), "capacity": dict(res)},
+    }
+
+
+def pod_group(name: str, namespace: str = "default", min_member: int = 2) -> Obj:
+    """A ``scheduling.x-k8s.io/v1alpha1`` PodGroup."""
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-pg-{namespace}-{name}"},
+        "spec": {"minMember": min_member},
     }
 
 

@@ -1,0 +1,203 @@
+"""End to end, one test per stateful policy: the real server process on examples/stateful.yaml,
+its cluster state from the test API server (through the official client), driven by request
+bodies in the shared fixtures' format and by concurrent binds as kube-scheduler's binding
+goroutines send them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.cluster.conftest import wait_for
+from tests.conftest import REPO, Server
+from tests.support.apiserver import FakeAPIServer, node, pod, pod_group
+from tests.support.bodies import fixture, fixture_bytes, go_marshal
+
+STATE = json.loads((REPO / "examples" / "cluster-state-n10.json").read_text())
+NAMES = [i["metadata"]["name"] for i in STATE["items"] if i["kind"] == "Node"]
+PERMIT_WAIT = 2.0
+IP = "ipam.example.com/ip"
+
+
+def populate(api: FakeAPIServer) -> None:
+    """examples/cluster-state-n10.json, plus the preemption fixture's victims and small pool nodes."""
+    kinds = {"Node": "nodes", "Pod": "pods", "PodGroup": "podgroups"}
+    for item in STATE["items"]:
+        api.put(kinds[item["kind"]], item)
+    for node_name, victims in fixture("preemptionargs_cache.json")["NodeNameToMetaVictims"].items():
+        for i, victim in enumerate(victims["Pods"]):
+            doc = pod(f"batch-{node_name[:14]}-{i}", "batch", node_name, uid=victim["UID"], priority=-10)
+            if node_name == NAMES[3]:
+                doc["metadata"]["labels"] = {"scheduling.example.com/protected": "true"}
+            api.put("pods", doc)
+    api.put("nodes", node("pool-node", cpu="32", memory="64Gi", pods="110"))
+    api.put("nodes", node("gang-node", cpu="64", memory="256Gi", pods="110"))
+
+
+def write_config(tmp: Path, api: FakeAPIServer) -> Path:
+    kubeconfig = tmp / "kubeconfig"
+    kubeconfig.write_text(api.kubeconfig())
+    doc = yaml.safe_load((REPO / "examples" / "stateful.yaml").read_text())
+    doc["cluster"]["kubeconfig"] = str(kubeconfig)
+    profile = doc["profiles"][0]
+    profile["extender"]["httpTimeout"] = "5s"
+    for pc in profile["pluginConfig"]:
+        if pc["name"] == "Coscheduling":
+            pc["args"] = {"permitWaitingTimeSeconds": PERMIT_WAIT, "deniedPGExpirationTimeSeconds": 60}
+        if pc["name"] == "PreemptionRules":
+            pc["args"]["fewestPDBViolations"] = False
+        if pc["name"] == "DefaultBinder":
+            pc["args"] = {"timeoutSeconds": 2}
+    path = tmp / "stateful.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[FakeAPIServer]:
+    server = FakeAPIServer().start()
+    populate(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = Server(write_config(tmp_path_factory.mktemp("stateful"), api))
+    yield s
+    s.stop()
+
+
+def _post(server: Server, verb: str, body: bytes) -> httpx.Response:
+    return httpx.post(f"{server.url}/{verb}", content=body, timeout=30)
+
+
+def _args(pod_doc: dict[str, Any], names: list[str]) -> bytes:
+    """An ExtenderArgs body as kube-scheduler sends it in cache mode."""
+    return go_marshal({"Pod": pod_doc, "Nodes": None, "NodeNames": names})
+
+
+def _binding(p: dict[str, Any], node_name: str) -> bytes:
+    meta = p["metadata"]
+    return go_marshal(
+        {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta["uid"], "Node": node_name}
+    )
+
+
+async def _bind_all(server: Server, bodies: list[bytes]) -> list[str]:
+    """POST every bind at once (kube-scheduler binds in goroutines); the ``Error`` of each."""
+    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=100)) as client:
+        answers = await asyncio.gather(*(client.post(f"{server.url}/bind", content=b) for b in bodies))
+    assert all(a.status_code == 200 for a in answers)
+    return [a.json()["Error"] for a in answers]
+
+
+def test_fit_and_pool_verdicts_on_the_fixture(server: Server) -> None:
+    r = _post(server, "filter", fixture_bytes("extenderargs_cache_n10_extres.json"))
+    assert r.status_code == 200
+    result = r.json()
+    assert result["Error"] == ""
+    failed, unresolvable = result["FailedNodes"], result["FailedAndUnresolvableNodes"]
+    assert failed == {
+        NAMES[3]: "Insufficient cpu",  # big-batch takes 7800m of 7910m
+        NAMES[4]: "pool underlay-ip exhausted: 16/16 in use",
+    }
+    for control_plane in NAMES[:3]:
+        assert unresolvable[control_plane] == (
+            "node is excluded from pool underlay-ip (label node-role.kubernetes.io/control-plane)"
+        )
+    assert unresolvable[NAMES[5]] == "pool underlay-ip has no capacity on this node"
+    assert result["NodeNames"] == [NAMES[6], NAMES[7], NAMES[8], NAMES[9]]
+    # prioritize: the pool prefers free slots (node -18 has 32 free, -16 only 1)
+    body = fixture("extenderargs_cache_n10_extres.json")
+    body["NodeNames"] = result["NodeNames"]
+    scores = {h["Host"]: h["Score"] for h in _post(server, "prioritize", go_marshal(body)).json()}
+    assert scores[NAMES[8]] == max(scores.values()) and scores[NAMES[6]] == min(scores.values())
+
+
+def test_pool_never_overcommits_under_concurrent_binds(server: Server, api: FakeAPIServer) -> None:
+    pods = []
+    for i in range(25):
+        p = pod(f"ip-{i}", "net", cpu="10m", memory="16Mi")
+        p["spec"]["containers"][0]["resources"]["requests"][IP] = "1"
+        pods.append(api.put("pods", p))
+    wait_for(lambda: _post(server, "filter", _args(pods[-1], ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    errors = asyncio.run(_bind_all(server, [_binding(p, "pool-node") for p in pods]))
+    assert errors.count("") == 10, errors
+    refused = [e for e in errors if e]
+    assert all("NodeResourcePool: pool underlay-ip exhausted: 10/10 in use" in e for e in refused), refused
+    bound = [p for p in api.objects["pods"].values() if p["spec"].get("nodeName") == "pool-node"]
+    assert len(bound) == 10
+    # the node is full for the next consumer, in filter too
+    late = pods[next(i for i, e in enumerate(errors) if e)]
+    verdict = _post(server, "filter", _args(late, ["pool-node"])).json()
+    assert verdict["FailedNodes"] == {"pool-node": "pool underlay-ip exhausted: 10/10 in use"}
+    # deleting a bound consumer frees its slot
+    gone = bound[0]["metadata"]
+    api.delete("pods", f"{gone['namespace']}/{gone['name']}")
+    wait_for(lambda: _post(server, "filter", _args(late, ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    assert asyncio.run(_bind_all(server, [_binding(late, "pool-node")])) == [""]
+
+
+def _gang(api: FakeAPIServer, group: str, size: int, min_member: int) -> list[dict[str, Any]]:
+    api.put("podgroups", pod_group(group, "ml", min_member))
+    members = []
+    for i in range(size):
+        p = pod(f"{group}-{i}", "ml", cpu="100m", memory="64Mi")
+        p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+        members.append(api.put("pods", p))
+    return members
+
+
+def test_gang_of_eight_binds_all_when_complete(server: Server, api: FakeAPIServer) -> None:
+    members = _gang(api, "g8", 8, 8)
+    wait_for(lambda: _post(server, "filter", _args(members[0], ["gang-node"])).json()["NodeNames"] == ["gang-node"])
+    errors = asyncio.run(_bind_all(server, [_binding(p, "gang-node") for p in members]))
+    assert errors == [""] * 8
+    bound = [p for p in api.objects["pods"].values() if p["metadata"]["name"].startswith("g8-")]
+    assert {p["spec"].get("nodeName") for p in bound} == {"gang-node"}
+
+
+def test_gang_short_of_min_member_is_rejected_in_filter(server: Server, api: FakeAPIServer) -> None:
+    members = _gang(api, "g5", 3, 5)
+    expected = "pod group ml/g5 has 3 of minMember 5 pods"
+    wait_for(
+        lambda: (
+            _post(server, "filter", _args(members[0], ["gang-node"])).json()["FailedAndUnresolvableNodes"]
+            == {"gang-node": expected}
+        )
+    )
+
+
+def test_gang_that_never_completes_times_out_with_nothing_bound(server: Server, api: FakeAPIServer) -> None:
+    members = _gang(api, "g4", 4, 4)
+    wait_for(lambda: _post(server, "filter", _args(members[0], ["gang-node"])).json()["NodeNames"] == ["gang-node"])
+    errors = asyncio.run(_bind_all(server, [_binding(p, "gang-node") for p in members[:3]]))
+    assert len(errors) == 3
+    for e in errors:
+        assert e.startswith("Coscheduling: Permit: pod group ml/g4 did not reach minMember 4 within 2s"), e
+    assert not [
+        p for p in api.objects["pods"].values() if p["metadata"]["name"].startswith("g4-") and p["spec"].get("nodeName")
+    ]
+    assert not any(b["metadata"]["name"].startswith("g4-") for b in api.bindings)
+    # the group is denied for deniedPGExpirationTimeSeconds: even its 4th pod is rejected in filter
+    verdict = _post(server, "filter", _args(members[3], ["gang-node"])).json()
+    assert verdict["FailedAndUnresolvableNodes"]["gang-node"].startswith("pod group ml/g4 was denied")
+
+
+def test_preemption_drops_nodes_with_protected_victims(server: Server) -> None:
+    r = _post(server, "preempt", fixture_bytes("preemptionargs_cache.json"))
+    assert r.status_code == 200
+    candidates = fixture("preemptionargs_cache.json")["NodeNameToMetaVictims"]
+    kept = r.json()["NodeNameToMetaVictims"]
+    # node -13's victims include a pod labelled scheduling.example.com/protected: dropped whole
+    assert set(kept) == set(candidates) - {NAMES[3]}
+    for name, victims in kept.items():
+        assert victims == candidates[name]  # untouched: same UIDs, same order, same PDB count

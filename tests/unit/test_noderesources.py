@@ -1,0 +1,500 @@
+"""NodeResourcesFit and NodeResourcesBalancedAllocation against the numbers of upstream's own tests.
+
+Cases are taken from kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources:
+``least_allocated_test.go`` (TestLeastAllocatedScoringStrategy), ``most_allocated_test.go``
+(TestMostAllocatedScoringStrategy), ``requested_to_capacity_ratio_test.go``
+(TestRequestedToCapacityRatioScoringStrategy, TestBrokenLinearFunction,
+TestResourceBinPackingSingleExtended) and ``balanced_allocation_test.go``
+(TestNodeResourcesBalancedAllocation). Nodes and pods go through the real cluster-state cache, as
+kube-scheduler's ``cache.NewSnapshot(existingPods, nodes)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.config import parse_config
+from app.framework import Code, CycleState, NodeInfo, PodInfo, objects
+from app.framework.registry import Handle
+from app.plugins import default_registry
+from app.plugins.noderesources.balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+    NodeResourcesBalancedAllocationArgs,
+)
+from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
+from app.plugins.noderesources.resource_allocation import broken_linear
+
+EXT = "abc.com/xyz"  # upstream's extendedRes
+
+
+def make_node(name: str, cpu: str | None = None, memory: str | None = None, ext: str | None = None) -> dict[str, Any]:
+    """``st.MakeNode().Name(name).Capacity(...)``: capacity and allocatable alike; ``ext`` is the
+    amount of :data:`EXT`."""
+    res = {k: v for k, v in (("cpu", cpu), ("memory", memory), (EXT, ext)) if v is not None}
+    return {"metadata": {"name": name}, "status": {"capacity": res, "allocatable": res}}
+
+
+def make_pod(*containers: dict[str, str] | None, node: str = "", name: str = "p", **resources: Any) -> dict[str, Any]:
+    """``st.MakePod().Req(c1).Req(c2)...``: one container per request map (``None``: a container
+    without requests, ``st.MakePod().Container(...)``)."""
+    spec: dict[str, Any] = {
+        "containers": [{"name": f"c{i}", "resources": {"requests": c} if c else {}} for i, c in enumerate(containers)]
+    }
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec, "status": {}}
+
+
+def snapshot(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[NodeInfo]:
+    """The NodeInfos of ``nodes`` with ``pods`` accounted, through ClusterState."""
+    runtime = ClusterRuntime(ClusterSettings())
+    state = runtime.state
+    state.replace_nodes([msgspec.convert(n, objects.Node) for n in nodes])
+    records = [
+        state.record(
+            msgspec.convert({**p, "metadata": {**p["metadata"], "name": f"e{i}", "uid": f"e{i}"}}, objects.Pod)
+        )
+        for i, p in enumerate(pods)
+    ]
+    state.replace_pods(records)
+    state.mark_synced("nodes")
+    state.mark_synced("pods")
+    snap = state.snapshot()
+    return [snap.get(n["metadata"]["name"]) for n in nodes]  # type: ignore[misc]
+
+
+def pod_info(doc: dict[str, Any]) -> PodInfo:
+    return PodInfo(msgspec.convert(doc, objects.Pod))
+
+
+def fit(strategy: dict[str, Any] | None = None, **args: Any) -> NodeResourcesFit:
+    raw = dict(args)
+    if strategy is not None:
+        raw["scoringStrategy"] = strategy
+    return NodeResourcesFit(NodeResourcesFitArgs.model_validate(raw), Handle("p"))
+
+
+def scores(plugin: Any, pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]] = ()) -> list[int]:  # type: ignore[assignment]
+    infos = snapshot(nodes, list(pods))
+    state = CycleState()
+    p = pod_info(pod)
+    status = plugin.pre_score(state, p, infos)
+    assert status.code in (Code.SUCCESS, Code.SKIP)
+    return [plugin.score(state, p, n) for n in infos]
+
+
+CPU_MEM = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+EXT_SET = [*CPU_MEM, {"name": EXT, "weight": 1}]
+REQ_2 = ({"cpu": "1000", "memory": "2000"}, {"cpu": "2000", "memory": "3000"})
+
+# (name, pod, nodes, existing pods, resources, expected) from TestLeastAllocatedScoringStrategy
+LEAST = [
+    (
+        "nothing scheduled, nothing requested",
+        make_pod(),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
+        [],
+        CPU_MEM,
+        [100, 100],
+    ),
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        [],
+        CPU_MEM,
+        [37, 50],
+    ),
+    (
+        "no resources requested, pods scheduled with resources",
+        make_pod(),
+        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")],
+        [
+            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
+            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
+            make_pod({"cpu": "3000", "memory": "0"}, node="n2"),
+            make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
+        ],
+        CPU_MEM,
+        [70, 57],
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")],
+        [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")],
+        CPU_MEM,
+        [57, 45],
+    ),
+    (
+        "resources requested, differently sized nodes",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="50000")],
+        [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")],
+        CPU_MEM,
+        [57, 60],
+    ),
+    (
+        "requested resources exceed node capacity",
+        make_pod({"cpu": "3000", "memory": "0"}),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
+        [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")],
+        CPU_MEM,
+        [50, 25],
+    ),
+    (
+        "zero node resources",
+        make_pod(),
+        [make_node("n1"), make_node("n2")],
+        [make_pod({"cpu": "3000", "memory": "0"}, node="n1")],
+        CPU_MEM,
+        [0, 0],
+    ),
+    (
+        "different weight on CPU and memory",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        [],
+        [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}],
+        [41, 50],
+    ),
+    (
+        "bypass extended resource if the pod does not request",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="6000", memory="10000"), make_node("n2", cpu="6000", memory="10000", ext="4")],
+        [],
+        EXT_SET,
+        [50, 50],
+    ),
+    (
+        "honor extended resource if the pod requests",
+        make_pod({"cpu": "3000", "memory": "5000", EXT: "2"}),
+        [make_node("n1", cpu="6000", memory="10000", ext="4"), make_node("n2", cpu="6000", memory="10000", ext="10")],
+        [],
+        EXT_SET,
+        [50, 60],
+    ),
+    (
+        "if the node doesn't have a resource",
+        make_pod({"cpu": "3000", "memory": "4000"}),
+        [make_node("n1", cpu="6000", memory="10000"), make_node("n2", cpu="6000", memory="10000", ext="4")],
+        [],
+        [{"name": EXT, "weight": 2}, *CPU_MEM],
+        [55, 55],
+    ),
+]
+
+MOST = [
+    (
+        "nothing scheduled, nothing requested",
+        make_pod(),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
+        [],
+        CPU_MEM,
+        [0, 0],
+    ),
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        [],
+        CPU_MEM,
+        [62, 50],
+    ),
+    (
+        "no resources requested, pods scheduled with resources",
+        make_pod(),
+        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")],
+        [
+            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
+            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
+            make_pod({"cpu": "3000", "memory": "0"}, node="n2"),
+            make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
+        ],
+        CPU_MEM,
+        [30, 42],
+    ),
+    (
+        "resources requested equal node capacity",
+        make_pod({"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
+        [make_node("n1", cpu="5000", memory="10000"), make_node("n2", cpu="10000", memory="9000")],
+        [],
+        CPU_MEM,
+        [95, 75],
+    ),
+    (
+        "different weight",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        [],
+        [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}],
+        [58, 50],
+    ),
+    (
+        "nonzero request for resource",
+        make_pod(None),
+        [make_node("n1", cpu="250m", memory="1000Mi"), make_node("n2", cpu="250m", memory="1000Mi")],
+        [make_pod(None, node="n1"), make_pod(None, node="n1")],
+        CPU_MEM,
+        [80, 30],
+    ),
+    (
+        "honor extended resource if the pod requests",
+        make_pod({"cpu": "3000", "memory": "5000", EXT: "2"}),
+        [make_node("n1", cpu="6000", memory="10000", ext="4"), make_node("n2", cpu="6000", memory="10000", ext="10")],
+        [],
+        EXT_SET,
+        [50, 40],
+    ),
+]
+
+SHAPE = {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}
+RTCR = [
+    (
+        "nothing scheduled, nothing requested",
+        make_pod(),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
+        [make_pod(node="n1"), make_pod(node="n1")],
+        CPU_MEM,
+        [100, 100],
+    ),
+    (
+        "resources requested, differently sized nodes",
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        [make_pod(node="n1"), make_pod(node="n1")],
+        CPU_MEM,
+        [38, 50],
+    ),
+    (
+        "no resources requested, pods scheduled with resources",
+        make_pod(),
+        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        [
+            make_pod({"cpu": "3000", "memory": "5000"}, node="n1"),
+            make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
+        ],
+        CPU_MEM,
+        [38, 50],
+    ),
+]
+
+
+def _ids(cases: list[tuple[Any, ...]]) -> list[str]:
+    return [c[0] for c in cases]
+
+
+@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "resources", "want"), LEAST, ids=_ids(LEAST))
+def test_least_allocated_upstream_cases(
+    name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
+) -> None:
+    assert scores(fit({"type": "LeastAllocated", "resources": resources}), pod, nodes, pods) == want
+
+
+@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "resources", "want"), MOST, ids=_ids(MOST))
+def test_most_allocated_upstream_cases(
+    name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
+) -> None:
+    assert scores(fit({"type": "MostAllocated", "resources": resources}), pod, nodes, pods) == want
+
+
+@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "resources", "want"), RTCR, ids=_ids(RTCR))
+def test_requested_to_capacity_ratio_upstream_cases(
+    name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
+) -> None:
+    strategy = {"type": "RequestedToCapacityRatio", "resources": resources, "requestedToCapacityRatio": SHAPE}
+    assert scores(fit(strategy), pod, nodes, pods) == want
+
+
+def test_bin_packing_single_extended_upstream_cases() -> None:
+    # TestResourceBinPackingSingleExtended: shape 0->0, 100->1 on intel.com/foo
+    strategy = {
+        "type": "RequestedToCapacityRatio",
+        "resources": [{"name": "intel.com/foo", "weight": 1}],
+        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 1}]},
+    }
+
+    def n(name: str, foo: str) -> dict[str, Any]:
+        res = {"cpu": "4", "memory": str(10000 * 1024 * 1024), "intel.com/foo": foo}
+        return {"metadata": {"name": name}, "status": {"capacity": res, "allocatable": res}}
+
+    nodes = [n("n1", "8"), n("n2", "4")]
+    assert scores(fit(strategy), make_pod(), nodes) == [0, 0]
+    assert scores(fit(strategy), make_pod({"intel.com/foo": "2"}), nodes, [make_pod()]) == [2, 5]
+    assert scores(
+        fit(strategy), make_pod({"intel.com/foo": "2"}), nodes, [make_pod({"intel.com/foo": "2"}, node="n2")]
+    ) == [2, 10]
+    assert scores(fit(strategy), make_pod({"intel.com/foo": "4"}), nodes, [make_pod()]) == [5, 10]
+
+
+@pytest.mark.parametrize(
+    ("points", "checks"),
+    [  # TestBrokenLinearFunction
+        (
+            [(10, 1), (90, 9)],
+            [
+                (-10, 1),
+                (0, 1),
+                (9, 1),
+                (10, 1),
+                (15, 1),
+                (19, 1),
+                (20, 2),
+                (89, 8),
+                (90, 9),
+                (99, 9),
+                (100, 9),
+                (110, 9),
+            ],
+        ),
+        ([(0, 2), (40, 10), (100, 0)], [(-10, 2), (0, 2), (20, 6), (30, 8), (40, 10), (70, 5), (100, 0), (110, 0)]),
+        ([(0, 2), (40, 2), (100, 2)], [(-10, 2), (0, 2), (20, 2), (30, 2), (40, 2), (70, 2), (100, 2), (110, 2)]),
+    ],
+)
+def test_broken_linear_function_upstream_cases(points: list[tuple[int, int]], checks: list[tuple[int, int]]) -> None:
+    f = broken_linear(points)
+    assert [f(p) for p, _ in checks] == [want for _, want in checks]
+
+
+# balanced_allocation_test.go: makeNode(name, milliCPU, memory); cpuOnly = 1000m+2000m cpu, memory 0;
+# cpuAndMemory = (1000m, 2000) + (2000m, 3000)
+CPU_ONLY = ({"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"})
+CPU_AND_MEMORY = ({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000"})
+
+
+def bnode(name: str, milli: int, memory: int) -> dict[str, Any]:
+    return make_node(name, cpu=f"{milli}m", memory=str(memory))
+
+
+BALANCED = [
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        make_pod(*CPU_AND_MEMORY),
+        [bnode("n1", 4000, 10000), bnode("n2", 6000, 10000)],
+        [],
+        [87, 100],
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        make_pod(*CPU_AND_MEMORY),
+        [bnode("n1", 10000, 20000), bnode("n2", 10000, 20000)],
+        [make_pod(*CPU_ONLY, node="n1"), make_pod(*CPU_AND_MEMORY, node="n2")],
+        [82, 95],
+    ),
+    (
+        "differently sized nodes",
+        make_pod(*CPU_AND_MEMORY),
+        [bnode("n1", 10000, 20000), bnode("n2", 10000, 50000)],
+        [make_pod(*CPU_ONLY, node="n1"), make_pod(*CPU_AND_MEMORY, node="n2")],
+        [82, 80],
+    ),
+    (
+        "requested resources at node capacity",
+        make_pod(*CPU_ONLY),
+        [bnode("n1", 6000, 10000), bnode("n2", 6000, 10000)],
+        [make_pod(*CPU_ONLY, node="n1"), make_pod(*CPU_AND_MEMORY, node="n2")],
+        [50, 75],
+    ),
+    (
+        "node without the scalar resource skips it",
+        make_pod(*CPU_AND_MEMORY),
+        [bnode("n1", 3500, 40000), bnode("n2", 3500, 40000)],
+        [],
+        [63, 63],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "want"), BALANCED, ids=_ids(BALANCED))
+def test_balanced_allocation_upstream_cases(name: str, pod: Any, nodes: Any, pods: Any, want: list[int]) -> None:
+    args = NodeResourcesBalancedAllocationArgs.model_validate(
+        {"resources": [*CPU_MEM, {"name": "nvidia.com/gpu", "weight": 1}]}
+    )
+    assert scores(NodeResourcesBalancedAllocation(args, Handle("p")), pod, nodes, pods) == want
+
+
+def test_balanced_allocation_skips_best_effort_pods() -> None:
+    plugin = NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs(), Handle("p"))
+    infos = snapshot([bnode("n1", 4000, 10000)], [])
+    assert plugin.pre_score(CycleState(), pod_info(make_pod()), infos).code is Code.SKIP
+
+
+def test_fit_filter_reasons_and_codes() -> None:
+    nodes = [make_node("n1", cpu="2", memory="4Gi", ext="2"), make_node("n2", cpu="8", memory="4Gi")]
+    for n in nodes:
+        n["status"]["allocatable"]["pods"] = "2"
+    infos = snapshot(nodes, [make_pod({"cpu": "1500m", "memory": "1Gi"}, node="n1"), make_pod(None, node="n1")])
+    plugin = fit()
+    state = CycleState()
+    small = pod_info(make_pod({"cpu": "1", "memory": "1Gi"}))
+    first = plugin.filter(state, small, infos[0])
+    # upstream's reasons, in upstream's order; room could be made by evicting: Unschedulable
+    assert first.code is Code.UNSCHEDULABLE and first.reasons == ("Too many pods", "Insufficient cpu")
+    assert plugin.filter(state, small, infos[1]).code is Code.SUCCESS
+    # more than the node's whole allocatable: preemption cannot help
+    huge = pod_info(make_pod({"cpu": "4", EXT: "3"}))
+    status = plugin.filter(state, huge, infos[0])
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.reasons == ("Too many pods", "Insufficient cpu", f"Insufficient {EXT}")
+    # ignored extended resources (by name or by group) are not checked; cpu still is
+    for args in ({"ignoredResources": [EXT]}, {"ignoredResourceGroups": ["abc.com"]}):
+        assert fit(**args).filter(state, huge, infos[0]).reasons == ("Too many pods", "Insufficient cpu")
+    # Reserve repeats the check at bind
+    assert plugin.reserve(small, infos[0]) == "Too many pods, Insufficient cpu"
+    assert plugin.reserve(small, infos[1]) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}}, "less than or equal to 100"),
+        ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}, "greater than or equal to 1"),
+        ({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}, "requestedToCapacityRatio.shape is required"),
+        (
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]
+                    },
+                }
+            },
+            "increasing",
+        ),
+        (
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {"shape": [{"utilization": 50, "score": 11}]},
+                }
+            },
+            "less than or equal to 10",
+        ),
+        ({"ignoredResourceGroups": ["example.com/foo"]}, "can't contain '/'"),
+        ({"scoringStrategy": {"type": "Balanced"}}, "LeastAllocated"),
+    ],
+)
+def test_fit_args_are_validated_in_the_config(args: dict[str, Any], message: str) -> None:
+    from app.config import ConfigError
+
+    doc = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [
+            {
+                "name": "p",
+                "extender": {"verbs": ["filter", "prioritize"]},
+                "plugins": {"filter": [{"name": "NodeResourcesFit"}], "score": [{"name": "NodeResourcesFit"}]},
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": args}],
+            }
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, default_registry(load_entry_points=False))
+    assert message in str(err.value)
+    assert "profiles[0].pluginConfig[0].args" in str(err.value)
