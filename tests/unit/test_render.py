@@ -77,6 +77,7 @@ CONFIGS = {
     "default": lambda tmp: None,
     "cluster": lambda tmp: REPO / "examples" / "cluster.yaml",
     "two-profiles": lambda tmp: REPO / "examples" / "two-profiles.yaml",
+    "stateful": lambda tmp: REPO / "examples" / "stateful.yaml",
     "cluster-no-bind": _no_bind_cluster_config,
     "tls": lambda tmp: _tls_config(tmp, {"caFile": "/etc/kubernetes/pki/scheduler-extender-ca.crt"}),
     "mtls": lambda tmp: _tls_config(
@@ -267,6 +268,12 @@ def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
         rules = {(r["resources"][0], v) for r in role["rules"] for v in r["verbs"]}
         assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= rules
         assert binding["subjects"][0]["name"] == "system:scheduler-extender"
+        # Coscheduling's PodGroup read is rendered exactly when a profile enables it
+        podgroups = {
+            (tuple(r["apiGroups"]), v) for r in role["rules"] if r["resources"] == ["podgroups"] for v in r["verbs"]
+        }
+        enabled = any(ref.name == "Coscheduling" for p in config.profiles for ref in p.plugins.filter)
+        assert podgroups == ({(("scheduling.x-k8s.io",), v) for v in ("get", "list", "watch")} if enabled else set())
 
 
 def test_second_scheduler_has_its_own_name_lease_and_kustomization() -> None:

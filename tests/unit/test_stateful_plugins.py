@@ -1,0 +1,362 @@
+"""NodeResourcePool, Coscheduling and PreemptionRules on a real ClusterState, table-driven."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+import pytest
+
+from app.cluster.podgroups import PodGroup
+from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.framework import Code, CycleState, NodeInfo, PodInfo, PodRef, Victims, objects
+from app.framework.registry import Handle
+from app.plugins.coscheduling import Coscheduling, CoschedulingArgs
+from app.plugins.node_resource_pool import NodeResourcePool, NodeResourcePoolArgs
+from app.plugins.preemption_rules import PreemptionRules, PreemptionRulesArgs
+from tests.support.apiserver import node as node_doc
+from tests.support.apiserver import pod as pod_doc
+
+IP = "ipam.example.com/ip"
+
+
+def runtime() -> ClusterRuntime:
+    return ClusterRuntime(ClusterSettings())
+
+
+def load(rt: ClusterRuntime, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    state = rt.state
+    state.replace_nodes([msgspec.convert(n, objects.Node) for n in nodes])
+    state.replace_pods([state.record(msgspec.convert(p, objects.Pod)) for p in pods])
+    state.mark_synced("nodes")
+    state.mark_synced("pods")
+
+
+def info(rt: ClusterRuntime, name: str) -> NodeInfo:
+    found = rt.state.snapshot().get(name)
+    assert found is not None
+    return found
+
+
+def as_pod(doc: dict[str, Any]) -> PodInfo:
+    return PodInfo(msgspec.convert(doc, objects.Pod))
+
+
+def annotated(doc: dict[str, Any], **annotations: str) -> dict[str, Any]:
+    doc["metadata"]["annotations"] = {k.replace("__", "/").replace("_", "."): v for k, v in annotations.items()}
+    return doc
+
+
+def consumer(name: str, node_name: str = "", ips: int = 1) -> dict[str, Any]:
+    doc = pod_doc(name, "net", node_name, cpu="10m", memory="16Mi")
+    doc["spec"]["containers"][0]["resources"]["requests"][IP] = str(ips)
+    return doc
+
+
+def pool(rt: ClusterRuntime, **args: Any) -> NodeResourcePool:
+    raw = {"pool": "underlay-ip", "capacityAnnotation": "ipam.example.com/pool-size", "consumers": {"resource": IP}}
+    raw.update(args)
+    return NodeResourcePool(NodeResourcePoolArgs.model_validate(raw), Handle("p", cluster=rt))
+
+
+def pool_node(name: str, size: str | None = None, **labels: str) -> dict[str, Any]:
+    doc = node_doc(name, **labels)
+    if size is not None:
+        doc["metadata"]["annotations"] = {"ipam.example.com/pool-size": size}
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("node", "used", "code", "reason"),
+    [
+        (pool_node("n"), 9, Code.SUCCESS, ""),
+        (pool_node("n"), 10, Code.UNSCHEDULABLE, "pool underlay-ip exhausted: 10/10 in use"),
+        (pool_node("n", "16"), 15, Code.SUCCESS, ""),
+        (pool_node("n", "16"), 16, Code.UNSCHEDULABLE, "pool underlay-ip exhausted: 16/16 in use"),
+        (pool_node("n", "0"), 0, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "pool underlay-ip has no capacity on this node"),
+        (
+            pool_node("n", "lots"),
+            0,
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "pool underlay-ip capacity annotation ipam.example.com/pool-size='lots' is not a non-negative integer",
+        ),
+        (
+            pool_node("n", **{"node-role.kubernetes.io/control-plane": ""}),
+            0,
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "node is excluded from pool underlay-ip (label node-role.kubernetes.io/control-plane)",
+        ),
+    ],
+)
+def test_pool_filter(node: dict[str, Any], used: int, code: Code, reason: str) -> None:
+    rt = runtime()
+    plugin = pool(rt)
+    load(rt, [node], [consumer(f"c{i}", "n") for i in range(used)])
+    state = CycleState()
+    incoming = as_pod(consumer("new"))
+    assert plugin.pre_filter(state, incoming, []).code is Code.SUCCESS
+    status = plugin.filter(state, incoming, info(rt, "n"))
+    assert (status.code, status.message) == (code, reason)
+    assert plugin.reserve(incoming, info(rt, "n")) == (reason or None)
+
+
+@pytest.mark.parametrize(
+    ("consumers", "doc", "slots"),
+    [
+        ({"resource": IP}, consumer("a", ips=3), 3),
+        ({"resource": IP}, pod_doc("a"), 0),
+        ({"annotation": "net.example.com/underlay=true"}, annotated(pod_doc("a"), net_example_com__underlay="true"), 1),
+        ({"annotation": "net.example.com/underlay=true"}, annotated(pod_doc("a"), net_example_com__underlay="no"), 0),
+        ({"annotation": "net.example.com/underlay"}, annotated(pod_doc("a"), net_example_com__underlay="no"), 1),
+        ({"label": "tier"}, {**pod_doc("a"), "metadata": {**pod_doc("a")["metadata"], "labels": {"tier": "x"}}}, 1),
+        ({"schedulerNames": ["ip-scheduler"]}, pod_doc("a", schedulerName="ip-scheduler"), 1),
+        ({"schedulerNames": ["ip-scheduler"]}, pod_doc("a"), 0),
+    ],
+)
+def test_pool_consumers(consumers: dict[str, Any], doc: dict[str, Any], slots: int) -> None:
+    rt = runtime()
+    plugin = pool(rt, consumers=consumers)
+    assert plugin.slots(as_pod(doc)) == slots
+    # the cache counts the same slots per node (annotations the plugin reads are kept in records)
+    doc["spec"]["nodeName"] = "n"
+    load(rt, [pool_node("n")], [doc])
+    assert info(rt, "n").usage.pool_usage.get("underlay-ip", 0) == slots
+
+
+def test_pool_skips_non_consumers_and_scores_free_slots() -> None:
+    rt = runtime()
+    plugin = pool(rt)
+    nodes = [pool_node("a", "16"), pool_node("b", "10"), pool_node("c", "4")]
+    load(rt, nodes, [consumer(f"x{i}", "a") for i in range(6)] + [consumer("y", "c", ips=4)])
+    assert plugin.pre_filter(CycleState(), as_pod(pod_doc("plain")), []).code is Code.SKIP
+    state = CycleState()
+    incoming = as_pod(consumer("new"))
+    plugin.pre_score(state, incoming, [])
+    raw = [plugin.score(state, incoming, info(rt, n)) for n in "abc"]
+    assert raw == [10, 10, 0]
+    from app.framework.types import NodeScore
+
+    scores = [NodeScore(n, s) for n, s in zip("abc", raw, strict=True)]
+    assert plugin.normalize_score(state, incoming, scores).is_success()
+    assert [s.score for s in scores] == [100, 100, 0]
+
+
+def test_pool_preemption_keeps_only_nodes_where_victims_free_a_slot() -> None:
+    rt = runtime()
+    plugin = pool(rt)
+    load(
+        rt,
+        [pool_node("full"), pool_node("also-full")],
+        [consumer(f"f{i}", "full") for i in range(10)]
+        + [consumer(f"g{i}", "also-full") for i in range(10)]
+        + [pod_doc("plain", "net", "also-full")],
+    )
+    snap = rt.state.snapshot()
+    candidates = {
+        "full": Victims([snap.pod("full", "uid-net-f0")]),  # type: ignore[list-item]
+        "also-full": Victims([snap.pod("also-full", "uid-net-plain")]),  # type: ignore[list-item]
+    }
+    assert set(plugin.process_preemption(CycleState(), as_pod(consumer("new")), candidates)) == {"full"}
+    # a preemptor outside the pool leaves the candidates alone
+    assert plugin.process_preemption(CycleState(), as_pod(pod_doc("other")), candidates) == candidates
+
+
+def test_two_pool_plugins_need_distinct_pools() -> None:
+    rt = runtime()
+    pool(rt)
+    with pytest.raises(ValueError, match="its own pool name"):
+        pool(rt)
+
+
+# -- Coscheduling -----------------------------------------------------------------------------------
+
+
+def member(name: str, group: str, node_name: str = "", min_member: str | None = None) -> dict[str, Any]:
+    doc = pod_doc(name, "ml", node_name)
+    doc["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+    if min_member is not None:
+        doc["metadata"]["annotations"] = {"scheduling.x-k8s.io/min-member": min_member}
+    return doc
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def gang(rt: ClusterRuntime, http_timeout: float = 5.0, clock: Clock | None = None, **args: Any) -> Coscheduling:
+    return Coscheduling(CoschedulingArgs.model_validate(args), Handle("p", http_timeout, rt), clock or Clock())
+
+
+def test_permit_wait_must_be_safely_below_http_timeout() -> None:
+    with pytest.raises(ValueError, match=r"permitWaitingTimeSeconds 4 is not safely below .* at most 3.5s"):
+        gang(runtime(), 5.0, permitWaitingTimeSeconds=4)
+    assert gang(runtime(), 5.0, permitWaitingTimeSeconds=3.5).wait == 3.5
+    assert gang(runtime(), 30.0).wait == 18.0  # default: 60 % of httpTimeout
+
+
+@pytest.mark.parametrize(
+    ("crd", "pods", "code", "reason"),
+    [
+        ({"g": 3}, [member(f"m{i}", "g") for i in range(3)], Code.SUCCESS, ""),
+        (
+            {"g": 3},
+            [member(f"m{i}", "g") for i in range(2)],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "pod group ml/g has 2 of minMember 3 pods",
+        ),
+        ({}, [member(f"m{i}", "g") for i in range(3)], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "PodGroup ml/g not found"),
+        (None, [member(f"m{i}", "g", min_member="2") for i in range(2)], Code.SUCCESS, ""),
+        (
+            None,
+            [member("m0", "g", min_member="3")],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "pod group ml/g has 1 of minMember 3 pods",
+        ),
+        (
+            None,
+            [member("m0", "g")],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "pod group ml/g: no PodGroup CRD and no scheduling.x-k8s.io/min-member annotation",
+        ),
+    ],
+)
+def test_coscheduling_pre_filter(
+    crd: dict[str, int] | None, pods: list[dict[str, Any]], code: Code, reason: str
+) -> None:
+    rt = runtime()
+    plugin = gang(rt)
+    load(rt, [node_doc("n")], pods)
+    store = rt.podgroups
+    assert store is not None
+    if crd is None:
+        store.missing("404")
+    else:
+        store.replace(
+            [
+                msgspec.convert({"metadata": {"namespace": "ml", "name": g}, "spec": {"minMember": m}}, PodGroup)
+                for g, m in crd.items()
+            ]
+        )
+        store.mark_synced("podgroups")
+    status = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
+    assert (status.code, status.message) == (code, reason)
+
+
+def test_coscheduling_before_podgroups_sync_is_an_error_and_plain_pods_skip() -> None:
+    rt = runtime()
+    plugin = gang(rt)
+    load(rt, [node_doc("n")], [member("m0", "g")])
+    assert plugin.pre_filter(CycleState(), as_pod(member("m0", "g")), []).code is Code.ERROR
+    assert plugin.pre_filter(CycleState(), as_pod(pod_doc("plain")), []).code is Code.SKIP
+
+
+def _ref(doc: dict[str, Any]) -> PodRef:
+    m = doc["metadata"]
+    return PodRef(m["namespace"], m["name"], m["uid"])
+
+
+def test_permit_holds_until_min_member_then_releases_all() -> None:
+    rt = runtime()
+    plugin = gang(rt, permitWaitingTimeSeconds=3)
+    pods = [member(f"m{i}", "g", min_member="3") for i in range(3)] + [member("done", "g", "n", min_member="3")]
+    load(rt, [node_doc("n")], pods)
+    assert rt.podgroups is not None
+    rt.podgroups.missing("404")
+
+    async def run() -> list[Any]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 4.5
+        first = asyncio.ensure_future(plugin.permit(CycleState(), _ref(pods[0]), "n", deadline))
+        await asyncio.sleep(0.05)
+        assert not first.done()  # 1 held + 1 bound < 3
+        second = await plugin.permit(CycleState(), _ref(pods[1]), "n", deadline)  # 2 held + 1 bound: go
+        return [await first, second]
+
+    assert [s.code for s in asyncio.run(run())] == [Code.SUCCESS, Code.SUCCESS]
+
+
+def test_permit_timeout_rejects_every_held_member_and_denies_the_group() -> None:
+    rt = runtime()
+    clock = Clock()
+    plugin = gang(rt, clock=clock, permitWaitingTimeSeconds=0.2, deniedPGExpirationTimeSeconds=20)
+    pods = [member(f"m{i}", "g", min_member="4") for i in range(4)]
+    load(rt, [node_doc("n")], pods)
+    assert rt.podgroups is not None
+    rt.podgroups.missing("404")
+
+    async def run() -> list[Any]:
+        deadline = asyncio.get_running_loop().time() + 4.5
+        return list(await asyncio.gather(*(plugin.permit(CycleState(), _ref(p), "n", deadline) for p in pods[:3])))
+
+    results = asyncio.run(run())
+    assert all(s.code is Code.ERROR and "did not reach minMember 4 within 0.2s" in s.message for s in results)
+    denied = plugin.pre_filter(CycleState(), as_pod(pods[3]), [])
+    assert denied.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and denied.message.startswith("pod group ml/g was denied")
+    clock.now += 21  # deniedPGExpirationTimeSeconds later the group may try again
+    assert plugin.pre_filter(CycleState(), as_pod(pods[3]), []).code is Code.SUCCESS
+
+
+def test_gang_preemption_never_evicts_half_a_gang() -> None:
+    rt = runtime()
+    plugin = gang(rt)
+    load(
+        rt, [node_doc("a"), node_doc("b")], [member("x0", "g", "a"), member("x1", "g", "b"), pod_doc("solo", "ml", "a")]
+    )
+    snap = rt.state.snapshot()
+    half = Victims([snap.pod("a", "uid-ml-x0")])  # type: ignore[list-item]
+    alone = Victims([snap.pod("a", "uid-ml-solo")])  # type: ignore[list-item]
+    kept = plugin.process_preemption(CycleState(), as_pod(pod_doc("p")), {"a": half, "b": alone})
+    assert set(kept) == {"b"}
+
+
+# -- PreemptionRules ----------------------------------------------------------------------------------
+
+
+def victim(name: str, namespace: str = "batch", **meta: Any) -> PodInfo:
+    doc = pod_doc(name, namespace, "n", priorityClassName=meta.pop("priority_class", None) or "")
+    doc["metadata"].update(meta)
+    return as_pod(doc)
+
+
+@pytest.mark.parametrize(
+    ("victims", "kept"),
+    [
+        ([victim("a")], True),
+        ([victim("a"), victim("b", labels={"scheduling.example.com/protected": "true"})], False),
+        ([victim("a", annotations={"example.com/keep": "yes"})], False),
+        ([victim("a", annotations={"example.com/keep": "no"})], True),
+        ([victim("a", "kube-system")], False),
+        ([victim("a", priority_class="system-node-critical")], False),
+        ([PodInfo(None, "uid-unknown")], False),
+    ],
+)
+def test_preemption_rules_drop_nodes_with_protected_victims(victims: list[PodInfo], kept: bool) -> None:
+    args = PreemptionRulesArgs.model_validate(
+        {
+            "protect": {
+                "labels": ["scheduling.example.com/protected"],
+                "annotations": ["example.com/keep=yes"],
+                "namespaces": ["kube-system"],
+                "priorityClassNames": ["system-node-critical"],
+            }
+        }
+    )
+    plugin = PreemptionRules(args, Handle("p"))
+    candidates = {"n": Victims(victims)}
+    result = plugin.process_preemption(CycleState(), victim("preemptor"), candidates)
+    assert (result == candidates) is kept
+    if kept:
+        assert result["n"].pods == victims  # never reordered or trimmed
+
+
+def test_preemption_rules_keep_the_fewest_pdb_violations() -> None:
+    plugin = PreemptionRules(PreemptionRulesArgs(), Handle("p"))
+    candidates = {"a": Victims([victim("a")], 1), "b": Victims([victim("b")], 0), "c": Victims([victim("c")], 0)}
+    assert set(plugin.process_preemption(CycleState(), victim("p"), candidates)) == {"b", "c"}
+    keep_all = PreemptionRules(PreemptionRulesArgs.model_validate({"fewestPDBViolations": False}), Handle("p"))
+    assert set(keep_all.process_preemption(CycleState(), victim("p"), candidates)) == {"a", "b", "c"}
