@@ -6,7 +6,12 @@ nodes (default 5000, named as in the shared 5000-name fixture) and ``BENCH_PODS`
 annotations), then the real server process on examples/cluster.yaml (the default profile's
 plugins, ``nodeCacheCapable: true``) pointed at it. Prints the time to sync, the server's resident
 memory (VmRSS, VmHWM) after the sync, and filter/prioritize p50/p99 for 500 and 5000 node names.
-Run: ``make bench`` (or ``python bench/bench_cluster.py``).
+Then the same cluster through examples/stateful.yaml (all four stateful policies: NodeResourcesFit,
+NodeResourcesBalancedAllocation, NodeResourcePool, Coscheduling; plus PreemptionRules) with the
+fixture pod that requests an underlay IP (so the pool filters and scores), and the
+filter-then-prioritize round kube-scheduler makes per pod (prioritize with filter's survivors).
+``BENCH_CONFIGS`` picks ``default``, ``stateful`` or both (default). Run: ``make bench`` (or
+``python bench/bench_cluster.py``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ sys.path.insert(0, str(REPO))
 from bench.bench_http import measure, row  # noqa: E402
 from tests.conftest import Server  # noqa: E402
 from tests.e2e.test_cluster_server import write_config  # noqa: E402
+from tests.e2e.test_stateful_server import write_config as write_stateful_config  # noqa: E402
 from tests.support.apiserver import FakeAPIServer, pod  # noqa: E402
-from tests.support.bodies import cluster_nodes, fixture, fixture_bytes  # noqa: E402
+from tests.support.bodies import cluster_nodes, fixture, fixture_bytes, go_marshal  # noqa: E402
 
 
 def populate(api: FakeAPIServer, nodes: int, pods: int) -> None:
@@ -49,6 +55,37 @@ def populate(api: FakeAPIServer, nodes: int, pods: int) -> None:
         api.objects["pods"][f"{namespace}/{doc['metadata']['name']}"] = doc
 
 
+def extres_body(names: int) -> bytes:
+    """The cache-mode body of the pod requesting ``ipam.example.com/ip`` with ``names`` node names."""
+    doc = fixture("extenderargs_cache_n100_extres.json")
+    doc["NodeNames"] = fixture("extenderargs_cache_n5000.json")["NodeNames"][:names]
+    return go_marshal(doc)
+
+
+def measure_round(port: int, body: bytes, n: int) -> tuple[list[float], int]:
+    """filter, then prioritize with the names that passed, as one scheduling round; seconds."""
+    import http.client
+    import json
+
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    headers = {"Content-Type": "application/json"}
+    doc = json.loads(body)
+    times: list[float] = []
+    passed = 0
+    for i in range(n + 3):
+        started = time.perf_counter()
+        conn.request("POST", "/filter", body=body, headers=headers)
+        result = json.loads(conn.getresponse().read())
+        doc["NodeNames"] = result["NodeNames"]
+        conn.request("POST", "/prioritize", body=json.dumps(doc).encode(), headers=headers)
+        conn.getresponse().read()
+        if i >= 3:
+            times.append(time.perf_counter() - started)
+        passed = len(result["NodeNames"] or [])
+    conn.close()
+    return times, passed
+
+
 def rss(pid: int) -> tuple[int, int]:
     fields = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -61,12 +98,23 @@ def main() -> None:
     nodes = int(os.environ.get("BENCH_NODES", "5000"))
     pods = int(os.environ.get("BENCH_PODS", "150000"))
     n = int(os.environ.get("BENCH_N", "100"))
+    configs = os.environ.get("BENCH_CONFIGS", "default,stateful").split(",")
     api = FakeAPIServer(bookmark_interval=30)
     populate(api, nodes, pods)
     api.start()
+    try:
+        for config in configs:
+            print(f"--- {config} ({'examples/cluster.yaml' if config == 'default' else 'examples/stateful.yaml'})")
+            run(api, config, nodes, pods, n)
+    finally:
+        api.stop()
+
+
+def run(api: FakeAPIServer, config: str, nodes: int, pods: int, n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
-        server = Server(write_config(Path(tmp), api), wait_ready=False)
+        writer = write_config if config == "default" else write_stateful_config
+        server = Server(writer(Path(tmp), api), wait_ready=False)
         try:
             while httpx.get(f"{server.url}/readyz").status_code != 200:
                 time.sleep(0.2)
@@ -75,16 +123,17 @@ def main() -> None:
             now, peak = rss(server.proc.pid)
             print(f"cluster state: {nodes} nodes, {pods} pods; start + sync {synced:.1f} s")
             print(f"server resident memory after sync: {now} MB (peak {peak} MB)")
-            for name in ("extenderargs_cache_n500.json", "extenderargs_cache_n5000.json"):
-                body = fixture_bytes(name)
+            for count in (500, 5000):
+                body = fixture_bytes(f"extenderargs_cache_n{count}.json") if config == "default" else extres_body(count)
                 for verb in ("filter", "prioritize"):
                     times, status, size = measure(server.port, f"/{verb}", body, n)
-                    row(f"{verb} {name.split('_')[-1][:-5]} names (cache)", times, f"HTTP {status}, {size} B")
+                    row(f"{verb} {count} names (cache)", times, f"HTTP {status}, {size} B")
+                times, passed = measure_round(server.port, body, n)
+                row(f"filter+prioritize {count} names", times, f"{passed} passed filter")
             now, peak = rss(server.proc.pid)
             print(f"server resident memory after the requests: {now} MB (peak {peak} MB)")
         finally:
             server.stop()
-            api.stop()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource_name
 from app.framework.types import NodeInfo
 
+_NATIVE = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE, PODS))
+
 
 @dataclass(frozen=True, slots=True)
 class InsufficientResource:
@@ -62,15 +64,24 @@ def insufficient(
         have, used = allocatable.get(name, 0), requested.get(name, 0)
         if want > 0 and want > have - used:
             out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have, want > have))
+    skip_some = bool(ignored or ignored_groups)
     for name, want in requests.items():
-        if want == 0 or name in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS):
+        if want == 0 or name in _NATIVE:
             continue
-        if is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in ignored_groups):
+        if (
+            skip_some
+            and is_extended_resource_name(name)
+            and (name in ignored or name.split("/", 1)[0] in ignored_groups)
+        ):
             continue
         have, used = allocatable.get(name, 0), requested.get(name, 0)
         if want > have - used:
             out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have, want > have))
     return out
+
+
+def _ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+    return is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in groups)
 
 
 def insufficient_resources(

@@ -233,6 +233,7 @@ def is_qualified_name(value: str) -> bool:
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
 
 
+@lru_cache(maxsize=4096)
 def is_extended_resource_name(value: str) -> bool:
     """``IsExtendedResourceName``: not native (it has a ``/`` and is outside ``kubernetes.io/``),
     not prefixed ``requests.``, and ``requests.<name>`` is a qualified name."""

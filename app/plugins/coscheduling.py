@@ -60,7 +60,7 @@ class CoschedulingArgs(PluginArgs):
     denied_pg_expiration_time_seconds: float = Field(default=20.0, ge=0, alias="deniedPGExpirationTimeSeconds")
     pod_group_label: str = Field(default=POD_GROUP_LABEL, min_length=1)
     min_member_annotation: str = Field(default=MIN_MEMBER_ANNOTATION, min_length=1)
-    use_pod_group_crd: bool = True
+    use_pod_group_crd: bool = Field(default=True, alias="usePodGroupCRD")
 
 
 @dataclass

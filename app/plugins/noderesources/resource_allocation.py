@@ -191,11 +191,28 @@ def node_vectors(
     node: NodeInfo, names: Sequence[str], pod_requests: Sequence[int], use_requested: bool
 ) -> tuple[list[int], list[int]]:
     """``(requested, allocatable)`` per resource for a scorer; both 0 where the resource is not
-    scored (``resourceAllocationScorer.score``)."""
+    scored (``resourceAllocationScorer.score``). The node's side of it is remembered on the
+    NodeInfo (:meth:`NodeInfo.memo`: once per node version in cache mode)."""
+    sides: tuple[tuple[int, int, bool], ...] = node.memo(
+        (_NODE_SIDE, tuple(names), use_requested), lambda n: _node_side(n, names, use_requested)
+    )
     requested = [0] * len(names)
     allocatable = [0] * len(names)
-    for i, name in enumerate(names):
-        alloc, req = allocatable_requested(node, name, pod_requests[i], use_requested)
-        if alloc:
-            allocatable[i], requested[i] = alloc, req
+    for i, (alloc, used, scalar) in enumerate(sides):
+        want = pod_requests[i]
+        if alloc and (want or not scalar):
+            allocatable[i], requested[i] = alloc, used + want
     return requested, allocatable
+
+
+_NODE_SIDE = "noderesources/node-side"
+
+
+def _node_side(node: NodeInfo, names: Sequence[str], use_requested: bool) -> tuple[tuple[int, int, bool], ...]:
+    """Per resource: the node's allocatable and what is requested on it (0, 0 when not scored),
+    and whether the resource is scalar (scored only when the pod requests it)."""
+    out = []
+    for name in names:
+        alloc, used = allocatable_requested(node, name, 1, use_requested)
+        out.append((alloc, used - 1 if alloc else 0, is_scalar_resource_name(name)))
+    return tuple(out)
