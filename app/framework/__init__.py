@@ -5,10 +5,12 @@ from app.framework.interfaces import (
     BindPlugin,
     FilterPlugin,
     NormalizeScorePlugin,
+    PermitPlugin,
     Plugin,
     PreemptionPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from app.framework.registry import ENTRY_POINT_GROUP, Handle, PluginEntry, PolicyRule, Registry, build_registry
@@ -42,6 +44,7 @@ __all__ = [
     "NodeInfo",
     "NodeScore",
     "NormalizeScorePlugin",
+    "PermitPlugin",
     "Plugin",
     "PluginArgs",
     "PluginEntry",
@@ -52,6 +55,7 @@ __all__ = [
     "PreScorePlugin",
     "PreemptionPlugin",
     "Registry",
+    "ReservePlugin",
     "ScoreOutcome",
     "ScorePlugin",
     "Status",
