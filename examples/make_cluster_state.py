@@ -1,6 +1,6 @@
 """Write examples/cluster-state-n10.json: a cluster for `replay --cluster-state`.
 
-The 10 nodes of the shared fixture extenderargs_nocache_n10.json (managedFields dropped) and pods
+The 10 nodes of the fixture tests/fixtures/extenderargs_nocache_n10.json (the shared recording) (managedFields dropped) and pods
 that make every stateful policy say something: node -13 nearly full of cpu, node -14's underlay-IP
 pool (16 slots) full, node -16 with 15 of 16 taken, node -19 a half-used pool, and a pod group
 `train` of 4 with minMember 4 of which 2 exist. Deterministic: run it again and the file is the
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "extenderargs_nocache_n10.json"
+FIXTURE = HERE.parent / "tests" / "fixtures" / "extenderargs_nocache_n10.json"
 OUT = HERE / "cluster-state-n10.json"
 IP = "ipam.example.com/ip"
 

@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
-from tests.support.bodies import SHARED_FIXTURES
+from tests.support.bodies import FIXTURES
 
 STATE = REPO / "examples" / "cluster-state-n10.json"
 
 
 def _replay(body: str, *extra: str) -> str:
-    cmd = [sys.executable, "-m", "app", "replay", str(SHARED_FIXTURES / body), "--config", "examples/stateful.yaml"]
+    cmd = [sys.executable, "-m", "app", "replay", str(FIXTURES / body), "--config", "examples/stateful.yaml"]
     done = subprocess.run([*cmd, *extra], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
