@@ -1,7 +1,7 @@
 """Write examples/cluster-state-n10.json: a cluster for `replay --cluster-state`.
 
-The 10 nodes of the fixture tests/fixtures/extenderargs_nocache_n10.json (the shared recording) (managedFields dropped) and pods
-that make every stateful policy say something: node -13 nearly full of cpu, node -14's underlay-IP
+The 10 nodes of tests/fixtures/extenderargs_nocache_n10.json (the shared recording; managedFields
+dropped) and pods that make every stateful policy say something: node -13 nearly full of cpu, node -14's underlay-IP
 pool (16 slots) full, node -16 with 15 of 16 taken, node -19 a half-used pool, and a pod group
 `train` of 4 with minMember 4 of which 2 exist. Deterministic: run it again and the file is the
 same (a test checks). Usage: python examples/make_cluster_state.py
@@ -19,11 +19,21 @@ OUT = HERE / "cluster-state-n10.json"
 IP = "ipam.example.com/ip"
 
 
-def _pod(name: str, node: str, cpu: str, memory: str, ips: int = 0, namespace: str = "apps", **meta: Any) -> dict[str, Any]:
+def _pod(
+    name: str, node: str, cpu: str, memory: str, ips: int = 0, namespace: str = "apps", **meta: Any
+) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": cpu, "memory": memory}
     if ips:
         requests[IP] = str(ips)
-    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.example.com/app:1", "resources": {"requests": requests, "limits": dict(requests)}}]}
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.example.com/app:1",
+                "resources": {"requests": requests, "limits": dict(requests)},
+            }
+        ]
+    }
     if node:
         spec["nodeName"] = node
     return {
