@@ -162,7 +162,7 @@ def load_cluster_state(service: ExtenderService, paths: Sequence[str]) -> None:
     if cluster is None:
         raise SystemExit("error: --cluster-state needs a configuration with a `cluster:` section")
     nodes: list[objects.Node] = []
-    pods: list[Any] = []
+    pods: list[objects.Pod] = []
     groups: list[Any] = []
     for path in paths:
         try:
@@ -177,15 +177,15 @@ def load_cluster_state(service: ExtenderService, paths: Sequence[str]) -> None:
                 if kind == "Node":
                     nodes.append(msgspec.convert(item, objects.Node))
                 elif kind == "Pod":
-                    pods.append(cluster.state.record(msgspec.convert(item, objects.Pod)))
+                    pods.append(msgspec.convert(item, objects.Pod))
                 elif kind == "PodGroup":
                     groups.append(msgspec.convert(item, PodGroup))
-            except (msgspec.ValidationError, ValueError) as exc:
+            except msgspec.ValidationError as exc:
                 raise SystemExit(f"error: {path}: a {kind} is malformed: {exc}") from exc
-    cluster.state.replace_nodes(nodes)
-    cluster.state.replace_pods(pods)
-    for kind in ("nodes", "pods"):
-        cluster.state.mark_synced(kind)
+    try:
+        cluster.state.seed(nodes, pods)
+    except ValueError as exc:  # a malformed quantity in a pod's requests
+        raise SystemExit(f"error: --cluster-state: {exc}") from exc
     if cluster.podgroups is not None:
         if groups:
             cluster.podgroups.replace(groups)

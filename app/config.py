@@ -310,6 +310,16 @@ def _validate_profile(
             entry.args.model_validate(pc.args)
         except pydantic.ValidationError as exc:
             problems += _pydantic_problems(exc, f"{where}.args")
+    for name in sorted(enabled - configs):  # enabled without pluginConfig: the args' defaults must do
+        entry = registry.get(name)
+        if entry is not None and entry.args is not None:
+            try:
+                entry.args.model_validate({})
+            except pydantic.ValidationError as exc:
+                problems += [
+                    f"{p} (no pluginConfig for {name}: add one with these args)"
+                    for p in _pydantic_problems(exc, f"{at}.pluginConfig[{name}].args")
+                ]
     if not problems:
         try:
             build_framework(profile, registry, cluster)

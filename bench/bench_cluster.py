@@ -16,6 +16,8 @@ filter-then-prioritize round kube-scheduler makes per pod (prioritize with filte
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import sys
 import tempfile
@@ -28,9 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.bench_http import measure, row  # noqa: E402
-from tests.conftest import Server  # noqa: E402
-from tests.e2e.test_cluster_server import write_config  # noqa: E402
-from tests.e2e.test_stateful_server import write_config as write_stateful_config  # noqa: E402
+from tests.conftest import Server, cluster_config  # noqa: E402
 from tests.support.apiserver import FakeAPIServer, pod  # noqa: E402
 from tests.support.bodies import cluster_nodes, fixture, fixture_bytes, go_marshal  # noqa: E402
 
@@ -64,9 +64,6 @@ def extres_body(names: int) -> bytes:
 
 def measure_round(port: int, body: bytes, n: int) -> tuple[list[float], int]:
     """filter, then prioritize with the names that passed, as one scheduling round; seconds."""
-    import http.client
-    import json
-
     conn = http.client.HTTPConnection("127.0.0.1", port)
     headers = {"Content-Type": "application/json"}
     doc = json.loads(body)
@@ -113,8 +110,8 @@ def main() -> None:
 def run(api: FakeAPIServer, config: str, nodes: int, pods: int, n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
-        writer = write_config if config == "default" else write_stateful_config
-        server = Server(writer(Path(tmp), api), wait_ready=False)
+        example = "cluster.yaml" if config == "default" else "stateful.yaml"  # as shipped
+        server = Server(cluster_config(Path(tmp), api.kubeconfig(), example), wait_ready=False)
         try:
             while httpx.get(f"{server.url}/readyz").status_code != 200:
                 time.sleep(0.2)

@@ -7,14 +7,31 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def cluster_config(
+    tmp: Path, kubeconfig: str, example: str = "cluster.yaml", edit: Callable[[Any], None] | None = None, **cluster: Any
+) -> Path:
+    """``examples/<example>`` with its ``cluster:`` pointed at ``kubeconfig`` (YAML text, written
+    next to it) and updated with ``cluster``; ``edit(doc)`` may change the document further."""
+    path = tmp / "kubeconfig"
+    path.write_text(kubeconfig)
+    doc = yaml.safe_load((REPO / "examples" / example).read_text())
+    doc["cluster"].update({"kubeconfig": str(path), **cluster})
+    if edit is not None:
+        edit(doc)
+    out = tmp / example
+    out.write_text(yaml.safe_dump(doc))
+    return out
 
 
 def free_port() -> int:
@@ -58,6 +75,10 @@ class Server:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"server did not become ready: {self.log.read_text()}")
+
+    def post(self, verb: str, body: bytes) -> httpx.Response:
+        """POST ``body`` to ``/{verb}`` (the default profile), as kube-scheduler does."""
+        return httpx.post(f"{self.url}/{verb}", content=body, timeout=30)
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -161,7 +161,10 @@ class _StateSink:
 
 
 def state_sink(kind: str, state: ClusterState) -> Sink:
-    """The sink of ``kind`` (``nodes`` or ``pods``) into ``state``."""
+    """The sink of ``kind`` (``nodes`` or ``pods``) into ``state``. Raises ``ValueError`` for
+    another kind."""
+    if kind not in _LISTS:
+        raise ValueError(f"unknown kind {kind!r}")
     return _StateSink(kind, state)
 
 
@@ -182,8 +185,8 @@ def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class Reflector:
-    """Keeps ``kind`` (``nodes`` or ``pods``) of ``state`` in step with the API server, or any other
-    kind the lister serves into ``sink``.
+    """Keeps ``sink`` in step with the ``kind`` collection the lister serves (nodes and pods into
+    the cluster state through :func:`state_sink`, PodGroups into their store).
 
     ``watch_timeout`` and the backoff bounds are in seconds; ``request_timeout`` bounds each list
     page. ``start()`` runs the loop in a daemon thread; ``stop()`` ends it and closes an open watch.
@@ -193,21 +196,17 @@ class Reflector:
         self,
         kind: str,
         lister: ListerWatcher,
-        state: ClusterState,
+        sink: Sink,
         page_size: int = 500,
         watch_timeout: int = 300,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
         request_timeout: float = 60.0,
         rng: random.Random | None = None,
-        sink: Sink | None = None,
     ) -> None:
-        if sink is None and kind not in _LISTS:
-            raise ValueError(f"unknown kind {kind!r}")
         self.kind = kind
         self.lister = lister
-        self.state = state
-        self.sink: Sink = sink if sink is not None else _StateSink(kind, state)
+        self.sink = sink
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.backoff_initial = backoff_initial

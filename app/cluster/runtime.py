@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
-from app.cluster.reflector import Reflector
+from app.cluster.reflector import Reflector, Sink, state_sink
 from app.cluster.state import KINDS, ClusterState
 from app.framework.registry import PolicyRule
 
@@ -91,31 +91,21 @@ class ClusterRuntime:
         self.client = client
         s = self.settings
         self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
+        sinks: list[tuple[str, Sink]] = [(kind, state_sink(kind, self.state)) for kind in KINDS]
+        if self.podgroups is not None:
+            sinks.append((PODGROUPS, self.podgroups))
         self.reflectors = [
             Reflector(
                 kind,
                 client,
-                self.state,
+                sink,
                 page_size=s.page_size,
                 watch_timeout=s.watch_timeout,
                 backoff_initial=s.backoff_initial,
                 backoff_max=s.backoff_max,
             )
-            for kind in KINDS
+            for kind, sink in sinks
         ]
-        if self.podgroups is not None:
-            self.reflectors.append(
-                Reflector(
-                    PODGROUPS,
-                    client,
-                    self.state,
-                    page_size=s.page_size,
-                    watch_timeout=s.watch_timeout,
-                    backoff_initial=s.backoff_initial,
-                    backoff_max=s.backoff_max,
-                    sink=self.podgroups,
-                )
-            )
         for reflector in self.reflectors:
             reflector.start()
         log.info("cluster state: list+watch of nodes and pods started (%s)", self.source or "given client")

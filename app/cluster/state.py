@@ -269,6 +269,17 @@ class ClusterState:
             self._recount(pod.uid)
             self._touch()
 
+    def seed(self, nodes: Iterable[objects.Node], pods: Iterable[objects.Pod]) -> None:
+        """Load ``nodes`` and ``pods`` as a completed list of each would, and mark both synced:
+        cluster state without an API server (``replay --cluster-state``, tests).
+
+        Raises :class:`app.framework.resources.QuantityError` for a malformed pod quantity.
+        """
+        self.replace_nodes(nodes)
+        self.replace_pods([self.record(p) for p in pods])
+        for kind in KINDS:
+            self.mark_synced(kind)
+
     # -- reflector health --------------------------------------------------------------------------
 
     def mark_synced(self, kind: str) -> None:

@@ -84,15 +84,4 @@ def _ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool
     return is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in groups)
 
 
-def insufficient_resources(
-    node: NodeInfo,
-    requests: Mapping[str, int],
-    ignored: frozenset[str] = frozenset(),
-    ignored_groups: frozenset[str] = frozenset(),
-) -> list[str]:
-    """The reasons of :func:`insufficient`, in upstream's wording: ``Too many pods``,
-    ``Insufficient cpu``, ``Insufficient <resource>``."""
-    return [r.reason for r in insufficient(node, requests, ignored, ignored_groups)]
-
-
-__all__ = ["InsufficientResource", "insufficient", "insufficient_resources"]
+__all__ = ["InsufficientResource", "insufficient"]

@@ -66,7 +66,9 @@ class PluginEntry:
 
     ``name`` is the PascalCase name used in configuration; ``args`` is the pydantic model of its
     ``pluginConfig`` args (``extra="forbid"``), or ``None`` when it takes none; ``factory`` builds
-    the plugin from validated args (an ``args`` instance, or ``None``) and a :class:`Handle`.
+    the plugin from validated args (an ``args`` instance, from the plugin's ``pluginConfig`` or
+    from ``{}`` when there is none; ``None`` only for a plugin without ``args``) and a
+    :class:`Handle`.
     ``needs_cluster`` marks stateful plugins that need the cluster-state cache. ``rbac`` lists the
     API permissions the plugin needs beyond the cache's list/watch of nodes and pods (rendered
     into the extender's ClusterRole).

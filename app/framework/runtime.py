@@ -50,6 +50,9 @@ MAX_EXTENDER_PRIORITY = 10
 #: CycleState key of a bind: ``ReserveCheck`` (``(node, pod) -> reason | None``) combining the
 #: profile's :class:`ReservePlugin` s, or absent when there are none.
 RESERVE_CHECK = "framework/reserve-check"
+#: CycleState key of a bind: the pod's :class:`PodInfo` when a plugin (Permit) had to read it from
+#: the API server because the cluster state did not know it yet, so the binder need not read it again.
+POD_RECORD = "framework/pod-record"
 #: CycleState key of a bind: the ``time.monotonic()`` by which the bind must have answered.
 BIND_DEADLINE = "framework/bind-deadline"
 #: The share of ``httpTimeout`` a bind (Permit included) may use; the rest is for the answer to

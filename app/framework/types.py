@@ -384,6 +384,10 @@ class CycleState:
         """Return the value stored under ``key``; raises ``KeyError`` if nothing was written."""
         return self._data[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value stored under ``key``, or ``default`` when nothing was written."""
+        return self._data.get(key, default)
+
     def write(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key``."""
         self._data[key] = value

@@ -78,20 +78,25 @@ class Binder:
         return record if record.uid == pod.uid else None
 
     async def bind(
-        self, pod: PodRef, node: str, check: ReserveCheck | None = None, timeout: float | None = None
+        self,
+        pod: PodRef,
+        node: str,
+        check: ReserveCheck | None = None,
+        timeout: float | None = None,
+        record: PodInfo | None = None,
     ) -> Status:
         """Bind ``pod`` to ``node``. Returns ``SUCCESS`` (bound now, or already bound to ``node``)
         or an ``ERROR`` status whose message kube-scheduler logs and records in the pod's events.
 
         ``check`` runs atomically with the reservation (see :meth:`ClusterState.assume`); a pod the
-        watch has not shown yet is read from the API server first, so the check sees its labels
-        and requests. ``timeout`` (seconds) shortens this bind's deadline below :attr:`timeout`.
+        watch has not shown yet is read from the API server first (unless ``record`` already
+        holds it), so the check sees its labels and requests. ``timeout`` (seconds) shortens this
+        bind's deadline below :attr:`timeout`.
         """
         loop = asyncio.get_running_loop()
         budget = self.timeout if timeout is None else min(self.timeout, timeout)
         deadline = loop.time() + budget
-        record = None
-        if check is not None and self.state.pod(pod.uid) is None:
+        if check is not None and record is None:
             record = await self.pod_record(pod, max(budget / 2, 0.001))
             if record is None:
                 return Status.error(f"cannot bind to {node}: pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")

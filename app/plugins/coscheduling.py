@@ -39,7 +39,7 @@ from app.cluster.podgroups import GROUP, PLURAL, PodGroupStore
 from app.cluster.state import PodIndex
 from app.framework.args import PluginArgs
 from app.framework.registry import Handle, PluginEntry, PolicyRule
-from app.framework.runtime import BIND_BUDGET
+from app.framework.runtime import BIND_BUDGET, POD_RECORD
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef, Victims
 
@@ -179,8 +179,9 @@ class Coscheduling:
                 record = await self.cluster.binder(self.wait).pod_record(pod, max(deadline - time.monotonic(), 0.1) / 2)
             except RuntimeError as exc:
                 return Status.error(str(exc))
-        if record is None:
-            return Status.error(f"pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")
+            if record is None:
+                return Status.error(f"pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")
+            state.write(POD_RECORD, record)  # the binder need not read it again
         group = self.group_of(record)
         if group is None:
             return SUCCESS
@@ -251,13 +252,9 @@ class Coscheduling:
         return kept
 
 
-def _factory(args: CoschedulingArgs | None, handle: Handle) -> Coscheduling:
-    return Coscheduling(args or CoschedulingArgs(), handle)
-
-
 PLUGIN = PluginEntry(
     name=NAME,
-    factory=_factory,
+    factory=Coscheduling,
     args=CoschedulingArgs,
     needs_cluster=True,
     rbac=(PolicyRule((GROUP,), (PLURAL,), ("get", "list", "watch")),),

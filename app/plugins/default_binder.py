@@ -20,15 +20,14 @@ Args:
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from pydantic import Field
 
 from app.cluster.state import ReserveCheck
 from app.framework.args import PluginArgs
-from app.framework.fit import insufficient_resources
+from app.framework.fit import insufficient
 from app.framework.registry import Handle, PluginEntry, PolicyRule
-from app.framework.runtime import BIND_DEADLINE, RESERVE_CHECK
+from app.framework.runtime import BIND_DEADLINE, POD_RECORD, RESERVE_CHECK
 from app.framework.status import Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.kube.binder import Binder
@@ -64,11 +63,22 @@ class DefaultBinder:
         self.ignored = frozenset(args.ignored_resources)
         self._binder: Binder | None = None
 
-    def _check(self, node: NodeInfo, pod: PodInfo) -> str | None:
+    def _fits(self, node: NodeInfo, pod: PodInfo) -> str | None:
+        """``verifyFit``: why ``pod`` no longer fits ``node`` by the cache's count, or ``None``."""
         if node.node is None:
             return "node is not in the extender's cluster state"
-        reasons = insufficient_resources(node, pod.requests, self.ignored)
-        return ", ".join(reasons) or None
+        return ", ".join(r.reason for r in insufficient(node, pod.requests, self.ignored)) or None
+
+    def _reserve_check(self, state: CycleState) -> ReserveCheck | None:
+        """``verifyFit`` followed by the profile's Reserve plugins (:data:`RESERVE_CHECK`)."""
+        profile: ReserveCheck | None = state.get(RESERVE_CHECK)
+        if not self.verify_fit:
+            return profile
+
+        def check(node: NodeInfo, pod: PodInfo) -> str | None:
+            return self._fits(node, pod) or (profile(node, pod) if profile is not None else None)
+
+        return check
 
     async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status:
         """Reserve (``verifyFit`` and the profile's Reserve plugins, atomically), then create the
@@ -79,37 +89,16 @@ class DefaultBinder:
                 self._binder = self.cluster.binder(self.timeout)
             except RuntimeError as exc:
                 return Status.error(str(exc))
-        checks = [c for c in (self._check if self.verify_fit else None, _read(state, RESERVE_CHECK)) if c is not None]
-        left = _read(state, BIND_DEADLINE)
-        timeout = None if left is None else left - time.monotonic()
+        deadline: float | None = state.get(BIND_DEADLINE)
+        timeout = None if deadline is None else deadline - time.monotonic()
         if timeout is not None and timeout <= 0:
             return Status.error("no time left to bind within the profile's httpTimeout")
-        check = None if not checks else checks[0] if len(checks) == 1 else _all(checks)
-        return await self._binder.bind(pod, node_name, check, timeout)
-
-
-def _read(state: CycleState, key: str) -> Any:
-    return state.read(key) if key in state else None
-
-
-def _all(checks: list[ReserveCheck]) -> ReserveCheck:
-    def check(node: NodeInfo, pod: PodInfo) -> str | None:
-        for one in checks:
-            reason = one(node, pod)
-            if reason:
-                return reason
-        return None
-
-    return check
-
-
-def _factory(args: DefaultBinderArgs | None, handle: Handle) -> DefaultBinder:
-    return DefaultBinder(args or DefaultBinderArgs(), handle)
+        return await self._binder.bind(pod, node_name, self._reserve_check(state), timeout, state.get(POD_RECORD))
 
 
 PLUGIN = PluginEntry(
     name=NAME,
-    factory=_factory,
+    factory=DefaultBinder,
     args=DefaultBinderArgs,
     needs_cluster=True,
     # POST pods/binding; GET pods to read a pod back after a 409 (app/kube/binder.py)

@@ -232,15 +232,9 @@ class NodeResourcePool:
         return kept
 
 
-def _factory(args: NodeResourcePoolArgs | None, handle: Handle) -> NodeResourcePool:
-    if args is None:
-        raise ValueError(f"{NAME} needs args: pool and consumers (pluginConfig)")
-    return NodeResourcePool(args, handle)
-
-
 PLUGIN = PluginEntry(
     name=NAME,
-    factory=_factory,
+    factory=NodeResourcePool,
     args=NodeResourcePoolArgs,
     needs_cluster=True,
     summary="filter/score/bind: a countable per-node pool (e.g. 10 underlay IPs), reserved atomically at bind",

@@ -104,13 +104,9 @@ class PreemptionRules:
         return kept
 
 
-def _factory(args: PreemptionRulesArgs | None, handle: Handle) -> PreemptionRules:
-    return PreemptionRules(args or PreemptionRulesArgs(), handle)
-
-
 PLUGIN = PluginEntry(
     name=NAME,
-    factory=_factory,
+    factory=PreemptionRules,
     args=PreemptionRulesArgs,
     summary="preemption: protected pods never become victims (node dropped); fewest PDB violations kept",
 )

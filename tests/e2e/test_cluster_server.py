@@ -11,9 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 
-from tests.conftest import REPO, Server, free_port
+from tests.conftest import Server, cluster_config, free_port
 from tests.support.apiserver import FakeAPIServer, pod
 from tests.support.bodies import cluster_nodes, fixture, fixture_bytes
 
@@ -27,14 +26,8 @@ PAIRS = [  # the same pod and nodes, names only vs full nodes
 
 
 def write_config(tmp: Path, api: FakeAPIServer, **cluster: Any) -> Path:
-    """examples/cluster.yaml pointed at ``api`` (a kubeconfig written next to it)."""
-    kubeconfig = tmp / "kubeconfig"
-    kubeconfig.write_text(api.kubeconfig())
-    doc = yaml.safe_load((REPO / "examples" / "cluster.yaml").read_text())
-    doc["cluster"].update({"kubeconfig": str(kubeconfig), **cluster})
-    path = tmp / "cluster.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    """examples/cluster.yaml pointed at ``api``."""
+    return cluster_config(tmp, api.kubeconfig(), **cluster)
 
 
 def populate(api: FakeAPIServer) -> None:
@@ -62,10 +55,6 @@ def server(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> Iter
     s.stop()
 
 
-def _post(server: Server, verb: str, body: bytes) -> httpx.Response:
-    return httpx.post(f"{server.url}/{verb}", content=body, timeout=30)
-
-
 def test_ready_after_sync(server: Server) -> None:
     r = httpx.get(f"{server.url}/readyz")
     assert r.status_code == 200 and r.json()["cluster"] == "synced"
@@ -76,8 +65,8 @@ def test_ready_after_sync(server: Server) -> None:
 
 @pytest.mark.parametrize(("cache", "nocache"), PAIRS)
 def test_filter_by_names_matches_full_nodes(server: Server, cache: str, nocache: str) -> None:
-    by_names = _post(server, "filter", fixture_bytes(cache))
-    full = _post(server, "filter", fixture_bytes(nocache))
+    by_names = server.post("filter", fixture_bytes(cache))
+    full = server.post("filter", fixture_bytes(nocache))
     assert by_names.status_code == full.status_code == 200
     a, b = by_names.json(), full.json()
     assert a["Error"] == b["Error"] == ""
@@ -91,8 +80,8 @@ def test_filter_by_names_matches_full_nodes(server: Server, cache: str, nocache:
 
 @pytest.mark.parametrize(("cache", "nocache"), PAIRS)
 def test_prioritize_by_names_matches_full_nodes(server: Server, cache: str, nocache: str) -> None:
-    by_names = _post(server, "prioritize", fixture_bytes(cache))
-    full = _post(server, "prioritize", fixture_bytes(nocache))
+    by_names = server.post("prioritize", fixture_bytes(cache))
+    full = server.post("prioritize", fixture_bytes(nocache))
     assert by_names.status_code == full.status_code == 200
     assert by_names.json() == full.json()
     assert len({h["Score"] for h in by_names.json()}) > 1  # the scores really come from node objects
@@ -101,7 +90,7 @@ def test_prioritize_by_names_matches_full_nodes(server: Server, cache: str, noca
 @pytest.mark.parametrize("name", ["extenderargs_cache_n500.json", "extenderargs_cache_n5000.json"])
 def test_large_name_lists(server: Server, name: str) -> None:
     doc = fixture(name)
-    r = _post(server, "filter", fixture_bytes(name))
+    r = server.post("filter", fixture_bytes(name))
     assert r.status_code == 200
     result = r.json()
     known = set(NODE_NAMES)
@@ -110,21 +99,21 @@ def test_large_name_lists(server: Server, name: str) -> None:
     assert sorted(result["FailedAndUnresolvableNodes"]) == sorted(unknown)
     reasons = set(result["FailedAndUnresolvableNodes"].values())
     assert reasons <= {"node is not in the extender's cluster state"}
-    scores = _post(server, "prioritize", fixture_bytes(name)).json()
+    scores = server.post("prioritize", fixture_bytes(name)).json()
     assert [h["Host"] for h in scores] == doc["NodeNames"]
     assert all(h["Score"] == 0 for h in scores if h["Host"] not in known)
 
 
 def test_preempt_resolves_victim_uids(server: Server) -> None:
     doc = fixture("preemptionargs_cache.json")
-    r = _post(server, "preempt", fixture_bytes("preemptionargs_cache.json"))
+    r = server.post("preempt", fixture_bytes("preemptionargs_cache.json"))
     assert r.status_code == 200
     assert r.json() == {"NodeNameToMetaVictims": doc["NodeNameToMetaVictims"]}
 
 
 def test_bind_creates_the_binding(server: Server, api: FakeAPIServer) -> None:
     args = fixture("bindingargs.json")
-    r = _post(server, "bind", fixture_bytes("bindingargs.json"))
+    r = server.post("bind", fixture_bytes("bindingargs.json"))
     assert r.status_code == 200 and r.json() == {"Error": ""}
     binding = api.bindings[-1]
     assert binding["metadata"] == {"name": args["PodName"], "namespace": args["PodNamespace"], "uid": args["PodUID"]}
@@ -132,11 +121,11 @@ def test_bind_creates_the_binding(server: Server, api: FakeAPIServer) -> None:
     stored = api.pod(args["PodNamespace"], args["PodName"])
     assert stored is not None and stored["spec"]["nodeName"] == args["Node"]
     # kube-scheduler may re-send a bind: still success, and the pod counts once on its node
-    again = _post(server, "bind", fixture_bytes("bindingargs.json"))
+    again = server.post("bind", fixture_bytes("bindingargs.json"))
     assert again.json() == {"Error": ""}
     wrong_uid = fixture_bytes("bindingargs.json").replace(args["PodUID"].encode(), b"00000000-recreated")
     # the name now belongs to a pod with another UID: the UID precondition refuses the binding
-    assert "was recreated" in _post(server, "bind", wrong_uid).json()["Error"]
+    assert "was recreated" in server.post("bind", wrong_uid).json()["Error"]
 
 
 def test_not_ready_until_the_api_server_answers(tmp_path: Path) -> None:
@@ -146,16 +135,16 @@ def test_not_ready_until_the_api_server_answers(tmp_path: Path) -> None:
     try:
         r = httpx.get(f"{server.url}/readyz")
         assert r.status_code == 503 and "have not synced" in r.json()["cluster"]
-        filtered = _post(server, "filter", fixture_bytes("extenderargs_cache_n10.json")).json()
+        filtered = server.post("filter", fixture_bytes("extenderargs_cache_n10.json")).json()
         assert filtered["Error"] == "the extender's cluster state has not synced with the API server yet"
-        assert _post(server, "prioritize", fixture_bytes("extenderargs_cache_n10.json")).status_code == 503
+        assert server.post("prioritize", fixture_bytes("extenderargs_cache_n10.json")).status_code == 503
         populate(api)
         api.start()
         deadline = time.monotonic() + 30
         while httpx.get(f"{server.url}/readyz").status_code != 200:
             assert time.monotonic() < deadline, "never became ready"
             time.sleep(0.1)
-        filtered = _post(server, "filter", fixture_bytes("extenderargs_cache_n10.json")).json()
+        filtered = server.post("filter", fixture_bytes("extenderargs_cache_n10.json")).json()
         assert filtered["Error"] == "" and filtered["NodeNames"]
     finally:
         server.stop()
@@ -165,18 +154,18 @@ def test_not_ready_until_the_api_server_answers(tmp_path: Path) -> None:
 def test_unknown_names_interleaved_keep_their_places(server: Server) -> None:
     doc = fixture("extenderargs_cache_n10.json")
     ranked = sorted(
-        _post(server, "prioritize", fixture_bytes("extenderargs_cache_n10.json")).json(), key=lambda h: h["Score"]
+        server.post("prioritize", fixture_bytes("extenderargs_cache_n10.json")).json(), key=lambda h: h["Score"]
     )
     known = [ranked[0]["Host"], ranked[-1]["Host"], ranked[len(ranked) // 2]["Host"]]  # different node shapes
     doc["NodeNames"] = ["ghost-a", known[0], "ghost-b", known[1], known[2], "ghost-c"]
     body = json.dumps(doc).encode()
-    result = _post(server, "filter", body).json()
+    result = server.post("filter", body).json()
     assert result["NodeNames"] == [n for n in known if n not in result["FailedNodes"]]
     assert sorted(result["FailedAndUnresolvableNodes"]) == ["ghost-a", "ghost-b", "ghost-c"]
-    scores = _post(server, "prioritize", body).json()
+    scores = server.post("prioritize", body).json()
     assert [h["Host"] for h in scores] == doc["NodeNames"]
     # the known nodes score as they do without the ghosts (NormalizeScore spans the same nodes)
     doc["NodeNames"] = known
-    alone = {h["Host"]: h["Score"] for h in _post(server, "prioritize", json.dumps(doc).encode()).json()}
+    alone = {h["Host"]: h["Score"] for h in server.post("prioritize", json.dumps(doc).encode()).json()}
     assert {h["Host"]: h["Score"] for h in scores} == {**alone, "ghost-a": 0, "ghost-b": 0, "ghost-c": 0}
     assert len(set(alone.values())) > 1

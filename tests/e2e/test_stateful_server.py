@@ -13,10 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from tests.cluster.conftest import wait_for
-from tests.conftest import REPO, Server
+from tests.conftest import REPO, Server, cluster_config
 from tests.support.apiserver import FakeAPIServer, node, pod, pod_group
 from tests.support.bodies import fixture, fixture_bytes, go_marshal
 
@@ -41,11 +40,8 @@ def populate(api: FakeAPIServer) -> None:
     api.put("nodes", node("gang-node", cpu="64", memory="256Gi", pods="110"))
 
 
-def write_config(tmp: Path, api: FakeAPIServer) -> Path:
-    kubeconfig = tmp / "kubeconfig"
-    kubeconfig.write_text(api.kubeconfig())
-    doc = yaml.safe_load((REPO / "examples" / "stateful.yaml").read_text())
-    doc["cluster"]["kubeconfig"] = str(kubeconfig)
+def _faster(doc: Any) -> None:
+    """Test timings: a 5 s httpTimeout, a 2 s Permit wait, and every PDB count kept."""
     profile = doc["profiles"][0]
     profile["extender"]["httpTimeout"] = "5s"
     for pc in profile["pluginConfig"]:
@@ -55,9 +51,11 @@ def write_config(tmp: Path, api: FakeAPIServer) -> Path:
             pc["args"]["fewestPDBViolations"] = False
         if pc["name"] == "DefaultBinder":
             pc["args"] = {"timeoutSeconds": 2}
-    path = tmp / "stateful.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+
+
+def write_config(tmp: Path, api: FakeAPIServer) -> Path:
+    """examples/stateful.yaml pointed at ``api``, with the test timings of :func:`_faster`."""
+    return cluster_config(tmp, api.kubeconfig(), "stateful.yaml", _faster)
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +71,6 @@ def server(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> Iter
     s = Server(write_config(tmp_path_factory.mktemp("stateful"), api))
     yield s
     s.stop()
-
-
-def _post(server: Server, verb: str, body: bytes) -> httpx.Response:
-    return httpx.post(f"{server.url}/{verb}", content=body, timeout=30)
 
 
 def _args(pod_doc: dict[str, Any], names: list[str]) -> bytes:
@@ -100,7 +94,7 @@ async def _bind_all(server: Server, bodies: list[bytes]) -> list[str]:
 
 
 def test_fit_and_pool_verdicts_on_the_fixture(server: Server) -> None:
-    r = _post(server, "filter", fixture_bytes("extenderargs_cache_n10_extres.json"))
+    r = server.post("filter", fixture_bytes("extenderargs_cache_n10_extres.json"))
     assert r.status_code == 200
     result = r.json()
     assert result["Error"] == ""
@@ -118,7 +112,7 @@ def test_fit_and_pool_verdicts_on_the_fixture(server: Server) -> None:
     # prioritize: the pool prefers free slots (node -18 has 32 free, -16 only 1)
     body = fixture("extenderargs_cache_n10_extres.json")
     body["NodeNames"] = result["NodeNames"]
-    scores = {h["Host"]: h["Score"] for h in _post(server, "prioritize", go_marshal(body)).json()}
+    scores = {h["Host"]: h["Score"] for h in server.post("prioritize", go_marshal(body)).json()}
     assert scores[NAMES[8]] == max(scores.values()) and scores[NAMES[6]] == min(scores.values())
 
 
@@ -128,7 +122,7 @@ def test_pool_never_overcommits_under_concurrent_binds(server: Server, api: Fake
         p = pod(f"ip-{i}", "net", cpu="10m", memory="16Mi")
         p["spec"]["containers"][0]["resources"]["requests"][IP] = "1"
         pods.append(api.put("pods", p))
-    wait_for(lambda: _post(server, "filter", _args(pods[-1], ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    wait_for(lambda: server.post("filter", _args(pods[-1], ["pool-node"])).json()["NodeNames"] == ["pool-node"])
     errors = asyncio.run(_bind_all(server, [_binding(p, "pool-node") for p in pods]))
     assert errors.count("") == 10, errors
     refused = [e for e in errors if e]
@@ -137,12 +131,12 @@ def test_pool_never_overcommits_under_concurrent_binds(server: Server, api: Fake
     assert len(bound) == 10
     # the node is full for the next consumer, in filter too
     late = pods[next(i for i, e in enumerate(errors) if e)]
-    verdict = _post(server, "filter", _args(late, ["pool-node"])).json()
+    verdict = server.post("filter", _args(late, ["pool-node"])).json()
     assert verdict["FailedNodes"] == {"pool-node": "pool underlay-ip exhausted: 10/10 in use"}
     # deleting a bound consumer frees its slot
     gone = bound[0]["metadata"]
     api.delete("pods", f"{gone['namespace']}/{gone['name']}")
-    wait_for(lambda: _post(server, "filter", _args(late, ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    wait_for(lambda: server.post("filter", _args(late, ["pool-node"])).json()["NodeNames"] == ["pool-node"])
     assert asyncio.run(_bind_all(server, [_binding(late, "pool-node")])) == [""]
 
 
@@ -158,7 +152,7 @@ def _gang(api: FakeAPIServer, group: str, size: int, min_member: int) -> list[di
 
 def test_gang_of_eight_binds_all_when_complete(server: Server, api: FakeAPIServer) -> None:
     members = _gang(api, "g8", 8, 8)
-    wait_for(lambda: _post(server, "filter", _args(members[0], ["gang-node"])).json()["NodeNames"] == ["gang-node"])
+    wait_for(lambda: server.post("filter", _args(members[0], ["gang-node"])).json()["NodeNames"] == ["gang-node"])
     errors = asyncio.run(_bind_all(server, [_binding(p, "gang-node") for p in members]))
     assert errors == [""] * 8
     bound = [p for p in api.objects["pods"].values() if p["metadata"]["name"].startswith("g8-")]
@@ -170,7 +164,7 @@ def test_gang_short_of_min_member_is_rejected_in_filter(server: Server, api: Fak
     expected = "pod group ml/g5 has 3 of minMember 5 pods"
     wait_for(
         lambda: (
-            _post(server, "filter", _args(members[0], ["gang-node"])).json()["FailedAndUnresolvableNodes"]
+            server.post("filter", _args(members[0], ["gang-node"])).json()["FailedAndUnresolvableNodes"]
             == {"gang-node": expected}
         )
     )
@@ -178,7 +172,7 @@ def test_gang_short_of_min_member_is_rejected_in_filter(server: Server, api: Fak
 
 def test_gang_that_never_completes_times_out_with_nothing_bound(server: Server, api: FakeAPIServer) -> None:
     members = _gang(api, "g4", 4, 4)
-    wait_for(lambda: _post(server, "filter", _args(members[0], ["gang-node"])).json()["NodeNames"] == ["gang-node"])
+    wait_for(lambda: server.post("filter", _args(members[0], ["gang-node"])).json()["NodeNames"] == ["gang-node"])
     errors = asyncio.run(_bind_all(server, [_binding(p, "gang-node") for p in members[:3]]))
     assert len(errors) == 3
     for e in errors:
@@ -188,12 +182,12 @@ def test_gang_that_never_completes_times_out_with_nothing_bound(server: Server, 
     ]
     assert not any(b["metadata"]["name"].startswith("g4-") for b in api.bindings)
     # the group is denied for deniedPGExpirationTimeSeconds: even its 4th pod is rejected in filter
-    verdict = _post(server, "filter", _args(members[3], ["gang-node"])).json()
+    verdict = server.post("filter", _args(members[3], ["gang-node"])).json()
     assert verdict["FailedAndUnresolvableNodes"]["gang-node"].startswith("pod group ml/g4 was denied")
 
 
 def test_preemption_drops_nodes_with_protected_victims(server: Server) -> None:
-    r = _post(server, "preempt", fixture_bytes("preemptionargs_cache.json"))
+    r = server.post("preempt", fixture_bytes("preemptionargs_cache.json"))
     assert r.status_code == 200
     candidates = fixture("preemptionargs_cache.json")["NodeNameToMetaVictims"]
     kept = r.json()["NodeNameToMetaVictims"]

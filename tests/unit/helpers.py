@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from app.cluster.state import ClusterState
 from app.framework import NodeInfo, PodInfo, objects
 
 
@@ -24,3 +25,8 @@ def pod(name: str = "p", annotations: dict[str, str] | None = None, uid: str = "
     doc = {"metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}", "annotations": annotations or {}}}
     doc["spec"] = spec
     return PodInfo(msgspec.convert(doc, objects.Pod))
+
+
+def seed(state: ClusterState, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Load node and pod dicts (Kubernetes JSON) into ``state`` as a completed sync would."""
+    state.seed([msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods])

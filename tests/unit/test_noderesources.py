@@ -27,6 +27,7 @@ from app.plugins.noderesources.balanced_allocation import (
 )
 from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
 from app.plugins.noderesources.resource_allocation import broken_linear
+from tests.unit.helpers import seed
 
 EXT = "abc.com/xyz"  # upstream's extendedRes
 
@@ -50,19 +51,14 @@ def make_pod(*containers: dict[str, str] | None, node: str = "", name: str = "p"
 
 
 def snapshot(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[NodeInfo]:
-    """The NodeInfos of ``nodes`` with ``pods`` accounted, through ClusterState."""
-    runtime = ClusterRuntime(ClusterSettings())
-    state = runtime.state
-    state.replace_nodes([msgspec.convert(n, objects.Node) for n in nodes])
-    records = [
-        state.record(
-            msgspec.convert({**p, "metadata": {**p["metadata"], "name": f"e{i}", "uid": f"e{i}"}}, objects.Pod)
-        )
-        for i, p in enumerate(pods)
-    ]
-    state.replace_pods(records)
-    state.mark_synced("nodes")
-    state.mark_synced("pods")
+    """The NodeInfos of ``nodes`` with ``pods`` accounted, through ClusterState (each existing pod
+    gets its own name and UID: upstream's ``st.MakePod()`` pods share theirs)."""
+    state = ClusterRuntime(ClusterSettings()).state
+    seed(
+        state,
+        nodes,
+        [{**p, "metadata": {**p["metadata"], "name": f"e{i}", "uid": f"e{i}"}} for i, p in enumerate(pods)],
+    )
     snap = state.snapshot()
     return [snap.get(n["metadata"]["name"]) for n in nodes]  # type: ignore[misc]
 
@@ -91,173 +87,103 @@ CPU_MEM = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 EXT_SET = [*CPU_MEM, {"name": EXT, "weight": 1}]
 REQ_2 = ({"cpu": "1000", "memory": "2000"}, {"cpu": "2000", "memory": "3000"})
 
-# (name, pod, nodes, existing pods, resources, expected) from TestLeastAllocatedScoringStrategy
-LEAST = [
-    (
-        "nothing scheduled, nothing requested",
-        make_pod(),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
-        [],
-        CPU_MEM,
-        [100, 100],
-    ),
-    (
-        "nothing scheduled, resources requested, differently sized nodes",
-        make_pod(*REQ_2),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
-        [],
-        CPU_MEM,
-        [37, 50],
-    ),
-    (
-        "no resources requested, pods scheduled with resources",
-        make_pod(),
-        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")],
-        [
-            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
-            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
-            make_pod({"cpu": "3000", "memory": "0"}, node="n2"),
-            make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
-        ],
-        CPU_MEM,
-        [70, 57],
-    ),
-    (
-        "resources requested, pods scheduled with resources",
-        make_pod(*REQ_2),
-        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")],
-        [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")],
-        CPU_MEM,
-        [57, 45],
-    ),
-    (
-        "resources requested, differently sized nodes",
+N_4_10 = [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")]
+N_4_6 = [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")]
+N_10_20 = [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")]
+N_EXT = [make_node("n1", cpu="6000", memory="10000", ext="4"), make_node("n2", cpu="6000", memory="10000", ext="10")]
+ON_N1_N2 = [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")]
+FOUR_PODS = [
+    make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
+    make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
+    make_pod({"cpu": "3000", "memory": "0"}, node="n2"),
+    make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
+]
+MEM_2_CPU_1 = [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}]
+
+# The inputs of TestLeastAllocatedScoringStrategy and TestMostAllocatedScoringStrategy (most are in
+# both): name -> (pod, nodes, existing pods, resources)
+SCENARIOS: dict[str, tuple[Any, ...]] = {
+    "nothing scheduled, nothing requested": (make_pod(), N_4_10, [], CPU_MEM),
+    "nothing scheduled, resources requested, differently sized nodes": (make_pod(*REQ_2), N_4_6, [], CPU_MEM),
+    "no resources requested, pods scheduled with resources": (make_pod(), N_10_20, FOUR_PODS, CPU_MEM),
+    "resources requested, pods scheduled with resources": (make_pod(*REQ_2), N_10_20, ON_N1_N2, CPU_MEM),
+    "resources requested, differently sized nodes": (
         make_pod(*REQ_2),
         [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="50000")],
-        [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")],
+        ON_N1_N2,
         CPU_MEM,
-        [57, 60],
     ),
-    (
-        "requested resources exceed node capacity",
-        make_pod({"cpu": "3000", "memory": "0"}),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
-        [make_pod({"cpu": "3000", "memory": "0"}, node="n1"), make_pod({"cpu": "3000", "memory": "5000"}, node="n2")],
-        CPU_MEM,
-        [50, 25],
-    ),
-    (
-        "zero node resources",
+    "requested resources exceed node capacity": (make_pod({"cpu": "3000", "memory": "0"}), N_4_10, ON_N1_N2, CPU_MEM),
+    "zero node resources": (
         make_pod(),
         [make_node("n1"), make_node("n2")],
         [make_pod({"cpu": "3000", "memory": "0"}, node="n1")],
         CPU_MEM,
-        [0, 0],
     ),
-    (
-        "different weight on CPU and memory",
-        make_pod(*REQ_2),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
-        [],
-        [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}],
-        [41, 50],
-    ),
-    (
-        "bypass extended resource if the pod does not request",
-        make_pod(*REQ_2),
-        [make_node("n1", cpu="6000", memory="10000"), make_node("n2", cpu="6000", memory="10000", ext="4")],
-        [],
-        EXT_SET,
-        [50, 50],
-    ),
-    (
-        "honor extended resource if the pod requests",
-        make_pod({"cpu": "3000", "memory": "5000", EXT: "2"}),
-        [make_node("n1", cpu="6000", memory="10000", ext="4"), make_node("n2", cpu="6000", memory="10000", ext="10")],
-        [],
-        EXT_SET,
-        [50, 60],
-    ),
-    (
-        "if the node doesn't have a resource",
-        make_pod({"cpu": "3000", "memory": "4000"}),
-        [make_node("n1", cpu="6000", memory="10000"), make_node("n2", cpu="6000", memory="10000", ext="4")],
-        [],
-        [{"name": EXT, "weight": 2}, *CPU_MEM],
-        [55, 55],
-    ),
-]
-
-MOST = [
-    (
-        "nothing scheduled, nothing requested",
-        make_pod(),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
-        [],
-        CPU_MEM,
-        [0, 0],
-    ),
-    (
-        "nothing scheduled, resources requested, differently sized nodes",
-        make_pod(*REQ_2),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
-        [],
-        CPU_MEM,
-        [62, 50],
-    ),
-    (
-        "no resources requested, pods scheduled with resources",
-        make_pod(),
-        [make_node("n1", cpu="10000", memory="20000"), make_node("n2", cpu="10000", memory="20000")],
-        [
-            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
-            make_pod({"cpu": "3000", "memory": "0"}, node="n1"),
-            make_pod({"cpu": "3000", "memory": "0"}, node="n2"),
-            make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
-        ],
-        CPU_MEM,
-        [30, 42],
-    ),
-    (
-        "resources requested equal node capacity",
+    "different weight on CPU and memory": (make_pod(*REQ_2), N_4_6, [], MEM_2_CPU_1),
+    "resources requested equal node capacity": (
         make_pod({"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
         [make_node("n1", cpu="5000", memory="10000"), make_node("n2", cpu="10000", memory="9000")],
         [],
         CPU_MEM,
-        [95, 75],
     ),
-    (
-        "different weight",
-        make_pod(*REQ_2),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
-        [],
-        [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}],
-        [58, 50],
-    ),
-    (
-        "nonzero request for resource",
+    "nonzero request for resource": (
         make_pod(None),
         [make_node("n1", cpu="250m", memory="1000Mi"), make_node("n2", cpu="250m", memory="1000Mi")],
         [make_pod(None, node="n1"), make_pod(None, node="n1")],
         CPU_MEM,
-        [80, 30],
     ),
-    (
-        "honor extended resource if the pod requests",
-        make_pod({"cpu": "3000", "memory": "5000", EXT: "2"}),
-        [make_node("n1", cpu="6000", memory="10000", ext="4"), make_node("n2", cpu="6000", memory="10000", ext="10")],
+    "bypass extended resource if the pod does not request": (
+        make_pod(*REQ_2),
+        [make_node("n1", cpu="6000", memory="10000"), make_node("n2", cpu="6000", memory="10000", ext="4")],
         [],
         EXT_SET,
-        [50, 40],
     ),
+    "honor extended resource if the pod requests": (
+        make_pod({"cpu": "3000", "memory": "5000", EXT: "2"}),
+        N_EXT,
+        [],
+        EXT_SET,
+    ),
+    "if the node doesn't have a resource": (
+        make_pod({"cpu": "3000", "memory": "4000"}),
+        [make_node("n1", cpu="6000", memory="10000"), make_node("n2", cpu="6000", memory="10000", ext="4")],
+        [],
+        [{"name": EXT, "weight": 2}, *CPU_MEM],
+    ),
+}
+
+# (strategy, scenario, expected scores) as upstream's tests expect them
+LEAST = [
+    ("nothing scheduled, nothing requested", [100, 100]),
+    ("nothing scheduled, resources requested, differently sized nodes", [37, 50]),
+    ("no resources requested, pods scheduled with resources", [70, 57]),
+    ("resources requested, pods scheduled with resources", [57, 45]),
+    ("resources requested, differently sized nodes", [57, 60]),
+    ("requested resources exceed node capacity", [50, 25]),
+    ("zero node resources", [0, 0]),
+    ("different weight on CPU and memory", [41, 50]),
+    ("bypass extended resource if the pod does not request", [50, 50]),
+    ("honor extended resource if the pod requests", [50, 60]),
+    ("if the node doesn't have a resource", [55, 55]),
+]
+MOST = [
+    ("nothing scheduled, nothing requested", [0, 0]),
+    ("nothing scheduled, resources requested, differently sized nodes", [62, 50]),
+    ("no resources requested, pods scheduled with resources", [30, 42]),
+    ("resources requested equal node capacity", [95, 75]),
+    ("different weight on CPU and memory", [58, 50]),
+    ("nonzero request for resource", [80, 30]),
+    ("honor extended resource if the pod requests", [50, 40]),
 ]
 
 SHAPE = {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}
+# TestRequestedToCapacityRatioScoringStrategy has its own inputs: (name, pod, nodes, pods, resources, expected)
 RTCR = [
     (
         "nothing scheduled, nothing requested",
         make_pod(),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="4000", memory="10000")],
+        N_4_10,
         [make_pod(node="n1"), make_pod(node="n1")],
         CPU_MEM,
         [100, 100],
@@ -265,7 +191,7 @@ RTCR = [
     (
         "resources requested, differently sized nodes",
         make_pod(*REQ_2),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        N_4_6,
         [make_pod(node="n1"), make_pod(node="n1")],
         CPU_MEM,
         [38, 50],
@@ -273,7 +199,7 @@ RTCR = [
     (
         "no resources requested, pods scheduled with resources",
         make_pod(),
-        [make_node("n1", cpu="4000", memory="10000"), make_node("n2", cpu="6000", memory="10000")],
+        N_4_6,
         [
             make_pod({"cpu": "3000", "memory": "5000"}, node="n1"),
             make_pod({"cpu": "3000", "memory": "5000"}, node="n2"),
@@ -288,26 +214,23 @@ def _ids(cases: list[tuple[Any, ...]]) -> list[str]:
     return [c[0] for c in cases]
 
 
-@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "resources", "want"), LEAST, ids=_ids(LEAST))
-def test_least_allocated_upstream_cases(
-    name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
+STRATEGY_CASES = [("LeastAllocated", name, *SCENARIOS[name], want) for name, want in LEAST]
+STRATEGY_CASES += [("MostAllocated", name, *SCENARIOS[name], want) for name, want in MOST]
+STRATEGY_CASES += [("RequestedToCapacityRatio", *c) for c in RTCR]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "name", "pod", "nodes", "pods", "resources", "want"),
+    STRATEGY_CASES,
+    ids=[f"{c[0]}: {c[1]}" for c in STRATEGY_CASES],
+)
+def test_scoring_strategies_upstream_cases(
+    strategy: str, name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
 ) -> None:
-    assert scores(fit({"type": "LeastAllocated", "resources": resources}), pod, nodes, pods) == want
-
-
-@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "resources", "want"), MOST, ids=_ids(MOST))
-def test_most_allocated_upstream_cases(
-    name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
-) -> None:
-    assert scores(fit({"type": "MostAllocated", "resources": resources}), pod, nodes, pods) == want
-
-
-@pytest.mark.parametrize(("name", "pod", "nodes", "pods", "resources", "want"), RTCR, ids=_ids(RTCR))
-def test_requested_to_capacity_ratio_upstream_cases(
-    name: str, pod: Any, nodes: Any, pods: Any, resources: Any, want: list[int]
-) -> None:
-    strategy = {"type": "RequestedToCapacityRatio", "resources": resources, "requestedToCapacityRatio": SHAPE}
-    assert scores(fit(strategy), pod, nodes, pods) == want
+    args: dict[str, Any] = {"type": strategy, "resources": resources}
+    if strategy == "RequestedToCapacityRatio":
+        args["requestedToCapacityRatio"] = SHAPE
+    assert scores(fit(args), pod, nodes, pods) == want
 
 
 def test_bin_packing_single_extended_upstream_cases() -> None:

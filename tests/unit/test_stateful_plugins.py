@@ -17,6 +17,7 @@ from app.plugins.node_resource_pool import NodeResourcePool, NodeResourcePoolArg
 from app.plugins.preemption_rules import PreemptionRules, PreemptionRulesArgs
 from tests.support.apiserver import node as node_doc
 from tests.support.apiserver import pod as pod_doc
+from tests.unit.helpers import seed
 
 IP = "ipam.example.com/ip"
 
@@ -26,11 +27,7 @@ def runtime() -> ClusterRuntime:
 
 
 def load(rt: ClusterRuntime, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
-    state = rt.state
-    state.replace_nodes([msgspec.convert(n, objects.Node) for n in nodes])
-    state.replace_pods([state.record(msgspec.convert(p, objects.Pod)) for p in pods])
-    state.mark_synced("nodes")
-    state.mark_synced("pods")
+    seed(rt.state, nodes, pods)
 
 
 def info(rt: ClusterRuntime, name: str) -> NodeInfo:
@@ -360,3 +357,25 @@ def test_preemption_rules_keep_the_fewest_pdb_violations() -> None:
     assert set(plugin.process_preemption(CycleState(), victim("p"), candidates)) == {"b", "c"}
     keep_all = PreemptionRules(PreemptionRulesArgs.model_validate({"fewestPDBViolations": False}), Handle("p"))
     assert set(keep_all.process_preemption(CycleState(), victim("p"), candidates)) == {"a", "b", "c"}
+
+
+def test_enabled_plugin_whose_args_have_no_defaults_needs_a_plugin_config() -> None:
+    from app.config import ConfigError, parse_config
+    from app.plugins import default_registry
+
+    doc = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [
+            {"name": "p", "extender": {"verbs": ["filter"]}, "plugins": {"filter": [{"name": "NodeResourcePool"}]}}
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, default_registry(load_entry_points=False))
+    assert err.value.problems == [
+        "profiles[0].pluginConfig[NodeResourcePool].args.pool: Field required "
+        "(no pluginConfig for NodeResourcePool: add one with these args)",
+        "profiles[0].pluginConfig[NodeResourcePool].args.consumers: Field required "
+        "(no pluginConfig for NodeResourcePool: add one with these args)",
+    ]

@@ -43,24 +43,17 @@ class NodeResourcesBalancedAllocation:
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """0..100; 0 for a best-effort pod scored without PreScore. Raises ``LookupError`` for an
-        unknown node object."""
+        """0..100 (PreScore has skipped best-effort pods). Raises ``LookupError`` for an unknown
+        node object."""
         if node.node is None:
             raise LookupError(NO_NODE)
-        requests = state.read(_PRE_SCORE) if _PRE_SCORE in state else pod_request_list(pod, self.names, True)
-        if not any(requests):
-            return 0
-        requested, allocatable = node_vectors(node, self.names, requests, use_requested=True)
+        requested, allocatable = node_vectors(node, self.names, state.read(_PRE_SCORE), use_requested=True)
         return balanced(requested, allocatable)
-
-
-def _factory(args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> NodeResourcesBalancedAllocation:
-    return NodeResourcesBalancedAllocation(args or NodeResourcesBalancedAllocationArgs(), handle)
 
 
 PLUGIN = PluginEntry(
     name=NAME,
-    factory=_factory,
+    factory=NodeResourcesBalancedAllocation,
     args=NodeResourcesBalancedAllocationArgs,
     needs_cluster=True,
     summary="score: kube-scheduler's NodeResourcesBalancedAllocation (balanced cpu/memory use) on the cluster state",

@@ -36,15 +36,13 @@ from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
-    ResourceSpec,
+    ResourcesArgs,
     Scorer,
-    default_resources,
     least_allocated,
     most_allocated,
     node_vectors,
     pod_request_list,
     requested_to_capacity_ratio,
-    unique_names,
 )
 
 NAME = "NodeResourcesFit"
@@ -74,15 +72,12 @@ class RequestedToCapacityRatioParam(PluginArgs):
         return shape
 
 
-class ScoringStrategy(PluginArgs):
-    """``config.ScoringStrategy``: the strategy, its resources and, for RequestedToCapacityRatio,
-    its shape."""
+class ScoringStrategy(ResourcesArgs):
+    """``config.ScoringStrategy``: the strategy, its ``resources`` (names unique, weights 1..100)
+    and, for RequestedToCapacityRatio, its shape."""
 
     type: Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"] = "LeastAllocated"
-    resources: list[ResourceSpec] = Field(default_factory=default_resources, min_length=1)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
-
-    _unique = field_validator("resources")(unique_names)
 
     @model_validator(mode="after")
     def _shape_given(self) -> ScoringStrategy:
@@ -148,8 +143,7 @@ class NodeResourcesFit:
         """0..100 by the strategy. Raises ``LookupError`` for an unknown node object."""
         if node.node is None:
             raise LookupError(NO_NODE)
-        requests = state.read(_PRE_SCORE) if _PRE_SCORE in state else pod_request_list(pod, self.names, False)
-        requested, allocatable = node_vectors(node, self.names, requests, use_requested=False)
+        requested, allocatable = node_vectors(node, self.names, state.read(_PRE_SCORE), use_requested=False)
         return self.scorer(requested, allocatable)
 
     def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None:
@@ -160,13 +154,9 @@ class NodeResourcesFit:
         return ", ".join(r.reason for r in short) or None
 
 
-def _factory(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
-    return NodeResourcesFit(args or NodeResourcesFitArgs(), handle)
-
-
 PLUGIN = PluginEntry(
     name=NAME,
-    factory=_factory,
+    factory=NodeResourcesFit,
     args=NodeResourcesFitArgs,
     needs_cluster=True,
     summary="filter/score: kube-scheduler's NodeResourcesFit (fit, LeastAllocated/MostAllocated/"

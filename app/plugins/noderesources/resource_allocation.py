@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pydantic import Field, field_validator
 
 from app.framework.args import PluginArgs
-from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource_name
+from app.framework.resources import CPU, MEMORY, PODS, is_scalar_resource_name
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.types import NodeInfo, PodInfo
 
@@ -66,27 +66,6 @@ def pod_request_list(pod: PodInfo, names: Sequence[str], use_requested: bool) ->
         return [requests.get(n, 0) for n in names]
     cpu, memory = pod.non_zero_requests
     return [cpu if n == CPU else memory if n == MEMORY else requests.get(n, 0) for n in names]
-
-
-def allocatable_requested(node: NodeInfo, name: str, pod_request: int, use_requested: bool) -> tuple[int, int]:
-    """``calculateResourceAllocatableRequest``: ``(allocatable, requested on the node + the pod's
-    request)`` for one resource; ``(0, 0)`` (not scored) for an extended or other scalar resource
-    the pod does not request or the node does not offer, and for ``pods``."""
-    if pod_request == 0 and is_scalar_resource_name(name):
-        return 0, 0
-    allocatable = node.allocatable
-    if name in (CPU, MEMORY):
-        if use_requested:
-            used = node.requested.get(name, 0)
-        else:
-            cpu, memory = node.non_zero_requested
-            used = cpu if name == CPU else memory
-        return allocatable.get(name, 0), used + pod_request
-    if name == EPHEMERAL_STORAGE:
-        return allocatable.get(name, 0), node.requested.get(name, 0) + pod_request
-    if name == PODS or name not in allocatable:
-        return 0, 0
-    return allocatable[name], node.requested.get(name, 0) + pod_request
 
 
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
@@ -209,10 +188,19 @@ _NODE_SIDE = "noderesources/node-side"
 
 
 def _node_side(node: NodeInfo, names: Sequence[str], use_requested: bool) -> tuple[tuple[int, int, bool], ...]:
-    """Per resource: the node's allocatable and what is requested on it (0, 0 when not scored),
-    and whether the resource is scalar (scored only when the pod requests it)."""
+    """Per resource, ``calculateResourceAllocatableRequest`` without the pod: the node's
+    allocatable, what is requested on it (non-zero requests for cpu and memory unless
+    ``use_requested``), and whether the resource is scalar (scored only when the pod requests it).
+    ``(0, 0)`` for ``pods`` and for a resource the node does not offer."""
+    allocatable, requested = node.allocatable, node.requested
+    nz_cpu, nz_memory = node.non_zero_requested
     out = []
     for name in names:
-        alloc, used = allocatable_requested(node, name, 1, use_requested)
-        out.append((alloc, used - 1 if alloc else 0, is_scalar_resource_name(name)))
+        if name == PODS or name not in allocatable:
+            alloc = used = 0
+        elif name in (CPU, MEMORY) and not use_requested:
+            alloc, used = allocatable[name], nz_cpu if name == CPU else nz_memory
+        else:
+            alloc, used = allocatable[name], requested.get(name, 0)
+        out.append((alloc, used, is_scalar_resource_name(name)))
     return tuple(out)
