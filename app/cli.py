@@ -21,6 +21,7 @@ import argparse
 import gc
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,17 +31,17 @@ import msgspec
 import orjson
 import yaml
 
-from app import codec
+from app.api.handlers import UNKNOWN_NODE, ExtenderService, resolve_victims
 from app.cluster.podgroups import PodGroup
 from app.cluster.runtime import ClusterRuntime
 from app.config import ConfigError, Configuration, build_framework, load_config
+from app.extender import codec
 from app.framework import objects
 from app.framework.registry import Registry
 from app.framework.runtime import Framework, FrameworkError
 from app.framework.status import Code
 from app.framework.types import NodeInfo
 from app.plugins import default_registry
-from app.service import UNKNOWN_NODE, ExtenderService, resolve_victims
 
 
 def build_service(config_path: str | None, registry: Registry | None = None) -> ExtenderService:
@@ -56,9 +57,8 @@ def build_service(config_path: str | None, registry: Registry | None = None) -> 
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from app.api import create_app
+    from app.api.server import run
 
     service = build_service(args.config)
     server = service.config.server
@@ -69,13 +69,13 @@ def _serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    tls: dict[str, Any] = {}
+    options: dict[str, Any] = {"log_level": server.log_level, "access_log": server.access_log}
     if server.tls is not None:
         import ssl
 
-        tls = {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
+        options |= {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
         if server.tls.client_ca_file:
-            tls |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
+            options |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
     log = logging.getLogger(__name__)
     log.info(
         "serving profiles %s on %s:%s (default profile: %s)",
@@ -107,18 +107,15 @@ def _serve(args: argparse.Namespace) -> int:
     # A 500-node request allocates tens of thousands of objects: collect the young generation
     # less often (measured: a few ms less p50 for 100- and 500-node bodies, `make bench`).
     gc.set_threshold(50_000, 50, 100)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        workers=1,  # the state (and later the cluster cache) lives in-process: scale with replicas
-        log_level=server.log_level,
-        access_log=server.access_log,
-        server_header=False,
-        **tls,
-    )
+    run(app, host, port, options)
     if service.cluster is not None:
         service.cluster.stop()
+    if app.busy:
+        # a verb is still running in the worker thread past server.timeouts.shutdown: exit
+        # without waiting for it (nobody is left to answer)
+        log.warning("exiting with a %s request still being evaluated", app.busy)
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 
@@ -231,8 +228,9 @@ def _replay_args(service: ExtenderService, framework: Framework, body: bytes, ve
         return 1
     pod = view.pod
     snapshot = service.cluster.state.snapshot() if service.cluster is not None else None
-    resolved, unknown = service.resolve_nodes(framework, view, snapshot)
-    nodes = list(resolved)
+    resolved = service.resolve_nodes(framework, view, snapshot)
+    unknown = resolved.unknown
+    nodes = list(resolved.nodes)
     for i in unknown:  # kept in the table, in the request's order, with the service's verdict
         nodes.insert(i, NodeInfo(view.node_name_list()[i]))
     known = [i for i in range(len(nodes)) if i not in set(unknown)]

@@ -4,7 +4,7 @@
 
     apiVersion: config.scheduler-extender.dev/v1alpha1
     kind: ExtenderConfiguration
-    server: {host: 127.0.0.1, port: 8888, maxRequestBytes: 268435456}
+    server: {host: 127.0.0.1, port: 8888, maxRequestBytes: 134217728}
     profiles:
     - name: default
       extender: {verbs: [filter, prioritize], weight: 1, nodeCacheCapable: false}
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.extender.codec import Limits
 from app.framework.interfaces import EXTENSION_POINTS
 from app.framework.profile import PluginRef, Profile, parse_duration
 from app.framework.registry import Handle, Registry
@@ -38,7 +39,7 @@ from app.framework.runtime import EnabledPlugin, Framework
 
 API_VERSION = "config.scheduler-extender.dev/v1alpha1"
 KIND = "ExtenderConfiguration"
-DEFAULT_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_REQUEST_BYTES = 128 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -82,11 +83,61 @@ class TLSConfig(_Model):
     scheduler: SchedulerTLSConfig = Field(default_factory=SchedulerTLSConfig)
 
 
-class ServerConfig(_Model):
-    """Listen address, request limits and logging.
+class LimitsConfig(_Model):
+    """``server.limits``: caps on what one request may make the service build; a request over a
+    cap gets HTTP 400 naming it. The defaults are orders of magnitude above what kube-scheduler
+    sends (see :class:`app.extender.codec.Limits`)."""
 
-    ``maxRequestBytes``: larger bodies get HTTP 413; the default (256 MiB) admits
-    kube-scheduler's largest real bodies (5000 full nodes are about 73 MB).
+    max_nodes: int = Field(default=100_000, gt=0)
+    max_victims_per_node: int = Field(default=10_000, gt=0)
+    max_victims: int = Field(default=200_000, gt=0)
+
+    def codec(self) -> Limits:
+        """The codec's view of these limits."""
+        return Limits(self.max_nodes, self.max_victims_per_node, self.max_victims)
+
+
+class TimeoutsConfig(_Model):
+    """``server.timeouts``, Go durations.
+
+    - ``header`` (5s): from a request's first byte to the end of its headers; then 408 and close.
+      kube-scheduler writes a request's headers at once.
+    - ``body`` (10s): from the end of the headers to the end of the body (a stalled or short
+      body); then 408 and close. A 128 MiB body takes well under a second on loopback.
+    - ``idle`` (30s): how long a connection may wait for its next request (or its first) without
+      sending a byte; then it is closed. Shorter than Go's 90 s ``IdleConnTimeout``: kube-scheduler
+      sees the close and dials again (a request on a connection closed under it is retried by
+      Go's transport, as nothing was written).
+    - ``shutdown`` (10s): on SIGTERM, how long requests in flight may take to finish before the
+      process exits anyway.
+    """
+
+    header: str = "5s"
+    body: str = "10s"
+    idle: str = "30s"
+    shutdown: str = "10s"
+
+    @pydantic.field_validator("header", "body", "idle", "shutdown")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return _positive_duration(value)
+
+    def seconds(self, name: Literal["header", "body", "idle", "shutdown"]) -> float:
+        """A timeout in seconds."""
+        return parse_duration(getattr(self, name))
+
+
+class ServerConfig(_Model):
+    """Listen address, request limits, timeouts and logging.
+
+    ``maxRequestBytes`` (128 MiB): larger bodies get HTTP 413; admits kube-scheduler's largest
+    real bodies (5000 full nodes are about 73 MB). ``maxInFlightBytes`` (default: equal to
+    ``maxRequestBytes``): the request bodies held at once, all requests together; a body that
+    would exceed it gets 503 with ``Retry-After`` (bodies under 1 MiB, such as bind's, always
+    pass). The rendered pod's memory limit is derived from it (:func:`memory_limit_bytes`).
+    ``maxConnections`` (1024): open connections; a request on a connection past the cap gets 503
+    with ``Retry-After`` and the connection is closed. ``maxRequestsInFlight`` (512): verb
+    requests being read or answered at once; excess gets 503 with ``Retry-After``.
     ``defaultProfile``: the profile that also answers at ``/{verb}`` (defaults to the only profile
     when there is one).
     """
@@ -94,10 +145,51 @@ class ServerConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(default=8888, ge=0, le=65535)
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+    max_in_flight_bytes: int | None = Field(default=None, gt=0)
+    max_connections: int = Field(default=1024, gt=0)
+    max_requests_in_flight: int = Field(default=512, gt=0)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     tls: TLSConfig | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     access_log: bool = False
     default_profile: str | None = None
+
+    @property
+    def in_flight_bytes(self) -> int:
+        """``maxInFlightBytes``, defaulted to ``maxRequestBytes``."""
+        return self.max_in_flight_bytes or self.max_request_bytes
+
+    @pydantic.model_validator(mode="after")
+    def _budget_admits_a_body(self) -> ServerConfig:
+        if self.max_in_flight_bytes is not None and self.max_in_flight_bytes < self.max_request_bytes:
+            raise ValueError(
+                f"maxInFlightBytes ({self.max_in_flight_bytes}) must be at least maxRequestBytes "
+                f"({self.max_request_bytes}): a body the service admits must fit"
+            )
+        return self
+
+
+#: Resident memory of an idle replica without cluster state (bytes): the interpreter, FastAPI and
+#: the plugins (measured 56 MiB, ``bench/bench_memory.py``), with room to spare.
+IDLE_MEMORY_BYTES = 128 * 1024 * 1024
+#: Added with a ``cluster:`` section: the watch cache of nodes and pods (measured below 600 MB at
+#: 5,000 nodes and 150,000 pods, ``bench/bench_cluster.py``); larger clusters raise it by hand.
+CLUSTER_MEMORY_BYTES = 640 * 1024 * 1024
+#: Peak memory of answering a request, per byte of body held: the bound ``make bench`` checks
+#: (measured 1.0x for the 73 MB 5,000-node filter body, 1.4x for its prioritize, 3.4x for a
+#: 64 MiB body of 100,000 long names, ``bench/bench_memory.py``).
+BODY_MEMORY_FACTOR = 4
+
+
+def memory_limit_bytes(config: Configuration) -> int:
+    """The memory a replica needs to answer any admitted request: idle baseline, plus the
+    cluster cache when configured, plus :data:`BODY_MEMORY_FACTOR` x ``maxInFlightBytes``.
+    ``render`` writes it as the pod's memory limit, so a pod that admits a body can answer it."""
+    total = IDLE_MEMORY_BYTES + BODY_MEMORY_FACTOR * config.server.in_flight_bytes
+    if config.cluster is not None:
+        total += CLUSTER_MEMORY_BYTES
+    return total
 
 
 def _positive_duration(value: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from app.framework.runtime import FilterOutcome
+from app.framework.status import Code
 
 if TYPE_CHECKING:
     from app.cluster.state import ClusterState
@@ -19,41 +22,108 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-class Metrics:
-    """The service's collectors.
+#: The ``profile`` label of requests to a path whose profile is not configured: label values come
+#: only from the configuration, so a scan of random paths cannot grow the series.
+UNKNOWN_PROFILE = "unknown"
 
-    - ``scheduler_extender_requests_total{profile,verb,code}``: answered requests by HTTP status.
-    - ``scheduler_extender_request_duration_seconds{profile,verb}``: time from the body read to
-      the answer, in seconds.
-    - ``scheduler_extender_filter_nodes_total{profile,plugin,result}``: filter verdicts per plugin:
-      ``Unschedulable``/``UnschedulableAndUnresolvable`` (nodes the plugin rejected), ``Error``
-      (fail-closed errors), ``IgnoredError`` (fail-open errors); ``plugin=""``, ``result=Passed``
-      counts nodes that passed every plugin.
+
+class Metrics:
+    """The service's collectors; label values come only from the configured profiles and plugins,
+    the four verbs and fixed words. Also the verbs' :class:`~app.api.handlers.Observer`.
+
+    - ``scheduler_extender_requests_total{profile,verb,code,outcome}``: answered verb requests by
+      HTTP status; ``outcome`` is ``error`` for a non-200 and for a 200 filter or bind answer
+      carrying ``Error``, else ``success``.
+    - ``scheduler_extender_request_duration_seconds{profile,verb}``: from the start of the request
+      (body read included) to the answer, in seconds.
+    - ``scheduler_extender_filter_nodes_total{profile,plugin,result}``: nodes each plugin rejected
+      (``Unschedulable``/``UnschedulableAndUnresolvable``), fail-closed errors (``Error``) and
+      fail-open errors (``IgnoredError``); ``scheduler_extender_filter_nodes_passed_total{profile}``:
+      nodes that passed every plugin.
+    - ``scheduler_extender_overload_total{reason}``: requests answered 503 because of
+      ``connections``, ``requests`` or ``bytes`` in flight; ``scheduler_extender_timeouts_total{phase}``:
+      connections closed for a ``header`` or ``body`` that did not arrive in time.
+    - ``scheduler_extender_requests_in_flight``: verb requests being read or answered now.
     """
 
-    def __init__(self, cluster: ClusterState | None = None) -> None:
+    def __init__(self, profiles: Iterable[str], cluster: ClusterState | None = None) -> None:
+        self.profiles = frozenset(profiles)
         self.registry = CollectorRegistry(auto_describe=True)
         if cluster is not None:
             self.registry.register(ClusterCollector(cluster))
         self.requests = Counter(
             "scheduler_extender_requests",
-            "Extender requests answered, by profile, verb and HTTP status code.",
-            ["profile", "verb", "code"],
+            "Extender requests answered, by profile, verb, HTTP status code and outcome.",
+            ["profile", "verb", "code", "outcome"],
             registry=self.registry,
         )
         self.duration = Histogram(
             "scheduler_extender_request_duration_seconds",
-            "Time to answer an extender request, in seconds (body read excluded).",
+            "Time to answer an extender request, body read included, in seconds.",
             ["profile", "verb"],
             buckets=_BUCKETS,
             registry=self.registry,
         )
         self.filter_nodes = Counter(
             "scheduler_extender_filter_nodes",
-            "Filter verdicts per plugin: nodes rejected, plugin errors, and nodes passed.",
+            "Filter verdicts per plugin: nodes rejected and plugin errors.",
             ["profile", "plugin", "result"],
             registry=self.registry,
         )
+        self.filter_passed = Counter(
+            "scheduler_extender_filter_nodes_passed",
+            "Nodes that passed every filter plugin.",
+            ["profile"],
+            registry=self.registry,
+        )
+        self.overload = Counter(
+            "scheduler_extender_overload",
+            "Requests answered 503 because too many connections, requests or body bytes were in flight.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.timeouts = Counter(
+            "scheduler_extender_timeouts",
+            "Connections closed because a request's header or body did not arrive in time.",
+            ["phase"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "scheduler_extender_requests_in_flight",
+            "Verb requests being read or answered.",
+            registry=self.registry,
+        )
+
+    def profile_label(self, profile: str | None) -> str:
+        """``profile`` when it is configured, else :data:`UNKNOWN_PROFILE`."""
+        return profile if profile in self.profiles else UNKNOWN_PROFILE
+
+    def answered(self, profile: str, verb: str, status: int, error: bool, seconds: float) -> None:
+        """A verb request was answered (``profile`` already a :meth:`profile_label`)."""
+        self.requests.labels(profile, verb, str(status), "error" if error or status != 200 else "success").inc()
+        self.duration.labels(profile, verb).observe(seconds)
+
+    def filtered(self, profile: str, outcome: FilterOutcome) -> None:
+        """Count a filter's verdicts per plugin (:class:`~app.api.handlers.Observer`)."""
+        rejected: dict[tuple[str, str], int] = {}
+        passed = 0
+        for status in outcome.statuses:
+            if status.code is Code.SUCCESS:
+                passed += 1
+            else:
+                key = (
+                    status.plugin,
+                    "Unschedulable" if status.code is Code.UNSCHEDULABLE else "UnschedulableAndUnresolvable",
+                )
+                rejected[key] = rejected.get(key, 0) + 1
+        if passed:
+            self.filter_passed.labels(profile).inc(passed)
+        for (plugin, result), n in rejected.items():
+            self.filter_nodes.labels(profile, plugin, result).inc(n)
+        for plugin, n in outcome.ignored_errors.items():
+            self.filter_nodes.labels(profile, plugin, "IgnoredError").inc(n)
+        if outcome.error:
+            self.filter_nodes.labels(profile, outcome.error_plugin, "Error").inc()
 
 
 class ClusterCollector(Collector):

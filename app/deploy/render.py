@@ -32,7 +32,7 @@ import yaml
 
 from app import __version__
 from app.cluster.runtime import CACHE_RBAC
-from app.config import Configuration
+from app.config import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, Configuration, memory_limit_bytes
 from app.framework.registry import Registry
 
 #: Where the install guide puts each file on a kubeadm control-plane node.
@@ -264,9 +264,19 @@ def _extender_container(config: Configuration, options: RenderOptions, config_pa
         "startupProbe": _probe(config, "/healthz", 1, 30),
         "livenessProbe": _probe(config, "/healthz", 10, 3),
         "readinessProbe": _probe(config, "/readyz", 5, 3),
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+        "resources": extender_resources(config),
         "securityContext": _security_context(),
     }
+
+
+def extender_resources(config: Configuration) -> dict[str, Any]:
+    """The extender container's requests and limits: memory request the idle footprint (plus the
+    cluster cache), memory limit :func:`~app.config.memory_limit_bytes`, which grows with
+    ``server.maxInFlightBytes`` so that a pod that admits a body can answer it."""
+    mib = 1024 * 1024
+    idle = IDLE_MEMORY_BYTES + (CLUSTER_MEMORY_BYTES if config.cluster is not None else 0)
+    limit = -(-memory_limit_bytes(config) // mib)
+    return {"requests": {"cpu": "100m", "memory": f"{idle // mib}Mi"}, "limits": {"memory": f"{limit}Mi"}}
 
 
 def _host_file(name: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -4,11 +4,11 @@ The Go structs carry no json tags, so the JSON keys are the Go field names (``Po
 ``NodeNames``, ``FailedNodes``, ...). Attributes here are snake_case with aliases equal to those
 names. Dumping with ``by_alias=True`` emits every key, with ``null`` for unset pointers, as Go's
 ``json.Marshal`` does (no ``omitempty`` upstream). Validation accepts what Go's decoder accepts:
-keys in any letter case (:mod:`app.gojson`), unknown keys, and ``null`` for non-pointer fields.
+keys in any letter case (:mod:`app.extender.gojson`), unknown keys, and ``null`` for non-pointer fields.
 
 Nested Kubernetes objects (``v1.Pod``, ``v1.Node``) are kept as plain JSON objects: the service
-reads only the few fields its plugins need (see :mod:`app.codec`). These models are the documented
-contract (OpenAPI, ``schemas/``); the request path decodes with :mod:`app.codec`, and a test
+reads only the few fields its plugins need (see :mod:`app.extender.codec`). These models are the documented
+contract (OpenAPI, ``schemas/``); the request path decodes with :mod:`app.extender.codec`, and a test
 proves both agree on every shared fixture.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
-from app.gojson import fold_index, fold_keys
+from app.extender.gojson import fold_index, fold_keys
 
 #: ``MinExtenderPriority`` in types.go: the lowest score an extender should return.
 MIN_EXTENDER_PRIORITY = 0

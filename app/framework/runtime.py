@@ -38,6 +38,7 @@ from app.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from app.framework.resources import QuantityError
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, ObjectDecodeError, PodInfo, PodRef, Victims
 
@@ -78,8 +79,18 @@ class EnabledPlugin:
     fail_open: bool = False
 
 
+#: What an answer says of a plugin's unexpected exception: the exception itself (class, message,
+#: traceback, which may name hosts or objects) goes to the log only.
+PLUGIN_FAILED = "plugin failed unexpectedly (the extender's log has the details)"
+
+
 def _describe(exc: BaseException) -> str:
-    return f"plugin raised {type(exc).__name__}: {exc}"
+    """The answer's text for a plugin exception; logs the exception with its traceback. A
+    malformed quantity names the quantity (it is the data's fault, not the plugin's)."""
+    if isinstance(exc, QuantityError):
+        return f"invalid quantity: {exc}"
+    log.error("plugin raised %s", type(exc).__name__, exc_info=exc)
+    return PLUGIN_FAILED
 
 
 def _guarded(call: Callable[[], Status]) -> Status:

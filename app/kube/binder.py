@@ -99,7 +99,7 @@ class Binder:
         if check is not None and record is None:
             record = await self.pod_record(pod, max(budget / 2, 0.001))
             if record is None:
-                return Status.error(f"cannot bind to {node}: pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")
+                return Status.error(f"cannot bind to {node}: pod {pod.namespace}/{pod.name} not found")
         reservation = self.state.assume(pod.namespace, pod.name, pod.uid, node, check, record)
         if not reservation.ok:
             return Status.error(f"cannot bind to {node}: {reservation.reason}")
@@ -121,7 +121,8 @@ class Binder:
             self.state.forget(pod.uid, node)
             if exc.status == 404:
                 return Status.error(f"pod {pod.namespace}/{pod.name} not found")
-            return Status.error(f"binding failed: {exc}")
+            log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, node, exc)
+            return Status.error(f"binding failed: {api_failure(exc)}")
 
     async def _conflict(self, pod: PodRef, node: str, exc: APIError, deadline: float) -> Status:
         """A 409: the pod may already be bound (to this node: success, as kube-scheduler treats a
@@ -130,19 +131,47 @@ class Binder:
             current = _POD.decode(await self._call(deadline, self.client.get_pod, pod.namespace, pod.name))
         except (TimeoutError, APIError, msgspec.DecodeError, msgspec.ValidationError) as read_exc:
             self.state.forget(pod.uid, node)
-            return Status.error(f"binding conflict ({exc.message}); reading the pod failed: {read_exc}")
+            log.warning(
+                "bind %s/%s to %s: conflict (%s); reading the pod failed: %s",
+                pod.namespace,
+                pod.name,
+                node,
+                exc,
+                read_exc,
+            )
+            why = (
+                api_failure(read_exc)
+                if isinstance(read_exc, APIError)
+                else "no answer"
+                if isinstance(read_exc, TimeoutError)
+                else "malformed pod"
+            )
+            return Status.error(f"binding conflict; reading the pod failed: {why}")
         meta = current.metadata or objects.EMPTY_META
         bound_to = (current.spec.node_name if current.spec is not None else None) or ""
         if meta.uid and meta.uid != pod.uid:
             self.state.forget(pod.uid, node)
-            return Status.error(f"pod {pod.namespace}/{pod.name} was recreated (UID {meta.uid}, not {pod.uid})")
+            return Status.error(
+                f"pod {pod.namespace}/{pod.name} was recreated: its UID is not the one kube-scheduler sent"
+            )
         if bound_to == node:
             log.info("bind %s/%s: already bound to %s", pod.namespace, pod.name, node)
             return SUCCESS
         self.state.forget(pod.uid, node)
         if bound_to:
             return Status.error(f"pod {pod.namespace}/{pod.name} is already bound to node {bound_to!r}")
-        return Status.error(f"binding conflict: {exc.message}")
+        log.warning("bind %s/%s to %s: conflict: %s", pod.namespace, pod.name, node, exc)
+        return Status.error("binding conflict (the pod changed while binding; kube-scheduler retries it)")
 
 
-__all__ = ["Binder", "BindingClient"]
+def api_failure(exc: APIError) -> str:
+    """What an answer may say of a failed API request: the HTTP status and reason, or that the API
+    server could not be reached; never the transport's text (host names, addresses) nor the API
+    server's message (a precondition failure names the object's real UID). The full error goes to
+    the log."""
+    if exc.status == 0:
+        return "the API server did not answer in time" if exc.timed_out else "the API server is unreachable"
+    return f"{exc.status} {exc.reason}" if exc.reason else f"HTTP {exc.status}"
+
+
+__all__ = ["Binder", "BindingClient", "api_failure"]

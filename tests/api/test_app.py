@@ -8,11 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api import create_app
+from app.api.handlers import ExtenderService
 from app.cli import build_service
 from app.config import API_VERSION, KIND, Configuration, load_config
 from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
 from app.plugins import default_registry
-from app.service import ExtenderService
 from tests.support.bodies import fixture_bytes
 
 
@@ -60,25 +60,27 @@ def test_plugin_crash_is_an_error_answer_not_a_stack_trace() -> None:
     config = load_config(None, registry)
     fw = Framework("default", [EnabledPlugin("Exploding", Exploding())])
     c = TestClient(create_app(ExtenderService(config, {"default": fw})))
-    r = c.post("/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
+    r = c.post("/filter", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 200
-    assert r.json()["Error"] == "Exploding: PreFilter: plugin raised AssertionError: a bug in the framework's caller"
+    assert r.json()["Error"] == "Exploding: PreFilter: plugin failed unexpectedly (the extender's log has the details)"
+    assert "AssertionError" not in r.text
     assert "Traceback" not in r.text
     metrics = c.get("/metrics").text
     assert 'scheduler_extender_filter_nodes_total{plugin="Exploding",profile="default",result="Error"} 1.0' in metrics
 
 
-def test_internal_error_is_500_with_the_verb_type(monkeypatch: object) -> None:
+def test_internal_error_is_500_with_the_verb_type() -> None:
     service = build_service(None)
 
     def broken(*args: object) -> object:
-        raise RuntimeError("unexpected")
+        raise RuntimeError("unexpected at 10.0.0.7:6443")
 
-    service.prioritize = broken  # type: ignore[method-assign]
+    service.resolve_nodes = broken  # type: ignore[method-assign]
     c = TestClient(create_app(service), raise_server_exceptions=False)
-    r = c.post("/prioritize", content=fixture_bytes("extenderargs_cache_n10.json"))
+    r = c.post("/prioritize", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 500
-    assert r.json() == {"Error": "internal error: RuntimeError: unexpected"}
+    assert r.json() == {"Error": "internal error while answering prioritize (the extender's log has the details)"}
+    assert "RuntimeError" not in r.text and "10.0.0.7" not in r.text
 
 
 class RecordingBinder:

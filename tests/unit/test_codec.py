@@ -9,8 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from app import codec
-from app.extender import models
+from app.extender import codec, models
 from app.framework import SUCCESS, Status, objects
 from tests.support.bodies import FIXTURES, fixture_bytes, go_marshal, lower_keys
 
@@ -65,7 +64,7 @@ def test_filter_result_validates_against_the_contract(name: str) -> None:
     view = codec.decode_extender_args(body)
     statuses = [SUCCESS if i % 3 else Status.unresolvable("no") for i in range(len(view.nodes))]
     statuses[1] = Status.unschedulable("full")
-    out = codec.encode_filter_result(view, statuses)
+    out = codec.join(codec.encode_filter_result(view, statuses))
     result = models.ExtenderFilterResult.model_validate_json(out)
     assert result.error == ""
     assert result.failed_nodes == {view.nodes[1].name: "full"}
@@ -99,7 +98,7 @@ def test_upstream_compatibility_fixture(text: str) -> None:
     assert view.pod.name == "podname"
     assert [n.name for n in view.nodes] == ["nodename"]
     assert view.node_names and view.node_raws is not None  # both forms set: both echoed
-    out = json.loads(codec.encode_filter_result(view, [SUCCESS]))
+    out = json.loads(codec.join(codec.encode_filter_result(view, [SUCCESS])))
     assert out["NodeNames"] == ["nodename"] and out["Nodes"]["items"][0]["metadata"]["name"] == "nodename"
 
 

@@ -21,6 +21,7 @@ from app.framework import (
     Status,
     Victims,
 )
+from app.framework.runtime import PLUGIN_FAILED
 from tests.unit.helpers import node, pod
 
 
@@ -94,7 +95,7 @@ def test_filter_failure_policy(fail_open: bool) -> None:
         assert out.ignored_errors == {"Crashy": 1}
         assert out.statuses[1].message == "full"
     else:  # Fail: the whole answer is Error, naming plugin and node
-        assert out.error == "Crashy: node b: plugin raised RuntimeError: boom"
+        assert out.error == f"Crashy: node b: {PLUGIN_FAILED}"
 
 
 def test_prefilter_rejection_applies_to_every_node_and_skip_skips_filter() -> None:
@@ -141,7 +142,7 @@ def test_score_failure_policy(fail_open: bool) -> None:
         out = fw.run_score(pod(), NODES)
         assert out.scores == [10, 0, 10] and "Broken" in out.skipped
     else:
-        with pytest.raises(FrameworkError, match=r"^Broken: node b: plugin raised KeyError"):
+        with pytest.raises(FrameworkError, match=r"^Broken: node b: plugin failed unexpectedly"):
             fw.run_score(pod(), NODES)
 
 

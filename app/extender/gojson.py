@@ -7,7 +7,7 @@ last one in document order wins (PROTOCOL.md 1.1, items 5-7). Unknown keys are i
 ``null`` into a non-pointer field leaves the zero value.
 
 This module holds those rules once, for the pydantic contract models (:mod:`app.extender`) and for
-the fast decoder (:mod:`app.codec`).
+the fast decoder (:mod:`app.extender.codec`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,717 @@
+"""The wire codec: request bytes in, framework inputs; framework results, answer bytes out.
+
+Why not the pydantic models: a non-cache request carries hundreds of ~15 KB node objects (the
+500-node body is 7.3 MB) and materialising them costs more than a Go extender's whole answer
+(DESIGN.md section 5). This module decodes with msgspec:
+
+- the top level into ``Pod`` + ``Nodes.items`` as raw byte slices (``msgspec.Raw``), one pass;
+- each node's raw bytes into a slim :class:`app.framework.objects.Node` only when a plugin reads
+  it (unknown fields are skipped in C, never built);
+- filter survivors are echoed as the very bytes kube-scheduler sent, and the answer is handed to
+  the HTTP layer as a list of byte chunks (:class:`Answer`), never joined into one large copy.
+
+Go compatibility (PROTOCOL.md 1.1): bodies produced by kube-scheduler use the exact Go key names
+and take the fast path. Any other body (keys in another letter case, unknown or repeated keys)
+takes the general path, :func:`go_decode`: each struct level is decoded as ``dict[str, Raw]``
+(zero-copy), its keys folded as Go's decoder would (:mod:`app.extender.gojson`), and only the
+fields of the target type are descended into. Work is linear in the body; nothing the service
+does not read is ever built as Python objects. The pydantic models in :mod:`app.extender.models`
+stay the documented contract; ``tests/unit/test_codec.py`` proves both paths agree with them on
+every shared fixture.
+
+Bounds (:class:`Limits`, from ``server.limits``): every count the service materialises is capped
+(nodes per request, victims per node and per request), an oversized body of tiny values is
+refused before it is decoded (:func:`check_body`), bytes that are not UTF-8 are refused, and
+nesting is bounded by the decoders (a value the service reads has a fixed shape; a value it skips
+is skipped by msgspec in C, which refuses nesting past CPython's recursion limit). Every refusal
+raises :class:`DecodeError` with a message naming the field and the limit (HTTP 400).
+"""
+
+from __future__ import annotations
+
+import codecs
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, TypeVar
+
+import msgspec
+import orjson
+
+from app.extender.gojson import fold_index, match_field
+from app.framework import objects
+from app.framework.status import Code, Status
+from app.framework.types import NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
+
+T = TypeVar("T")
+
+
+class DecodeError(ObjectDecodeError):
+    """The body is not a well-formed request of the verb's type, or exceeds a limit (HTTP 400)."""
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+#: Bodies at least this large are checked for floods of tiny values before decoding (bytes).
+DENSE_CHECK_BYTES = 1 << 20
+#: The fewest bytes per comma a large body may average once its commas outnumber ``maxNodes``:
+#: kube-scheduler's bodies average 40+ (a 15 KB node has ~350 commas; a node name or a victim's
+#: ``{"UID":"…"}`` is 40+ bytes). Keeps the per-value objects built at most ~2.5x the body.
+MIN_BYTES_PER_VALUE = 24
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Caps on what one request may make the service build (``server.limits``).
+
+    Defaults are orders of magnitude above what kube-scheduler sends: it sends at most the
+    cluster's nodes (the largest supported clusters have 5,000 to 65,000), a node holds at most
+    ``maxPods`` pods (110 by default), and preemption proposes at most
+    ``max(100, 10 % of nodes)`` candidate nodes (``minCandidateNodesAbsolute``/``Percentage``).
+
+    - ``max_nodes``: entries of ``Nodes.items``, ``NodeNames``, or the preemption victims map;
+    - ``max_victims_per_node``: victims proposed on one node;
+    - ``max_victims``: victims in one preempt request, all nodes together.
+    """
+
+    max_nodes: int = 100_000
+    max_victims_per_node: int = 10_000
+    max_victims: int = 200_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def check_body(body: bytes | bytearray, limits: Limits) -> None:
+    """Refuse, before any decoding, a body that is not UTF-8 or that floods tiny values.
+
+    A JSON value in an array or object is followed by a comma, so ``commas + 1`` bounds how many
+    the decoder could build; once that exceeds ``limits.max_nodes`` in a body of at least
+    :data:`DENSE_CHECK_BYTES`, the body must average :data:`MIN_BYTES_PER_VALUE` bytes per comma.
+    Go's ``json.Marshal`` writes valid UTF-8 only (it replaces invalid bytes with U+FFFD), so
+    invalid UTF-8 anywhere, including in fields the service echoes without reading, is refused:
+    it would otherwise be echoed back in a filter answer.
+
+    Raises :class:`DecodeError`.
+    """
+    size = len(body)
+    if size >= DENSE_CHECK_BYTES:
+        commas = body.count(b",")
+        if commas > limits.max_nodes and commas * MIN_BYTES_PER_VALUE > size:
+            raise DecodeError(
+                f"request body holds up to {commas + 1} JSON values in {size} bytes (under "
+                f"{MIN_BYTES_PER_VALUE} bytes each): more than server.limits.maxNodes ({limits.max_nodes}) "
+                "allows; kube-scheduler sends whole node objects, names or victims"
+            )
+    if not body.isascii():
+        _check_utf8(body)
+
+
+def _check_utf8(body: bytes | bytearray) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    view = memoryview(body)
+    step = 1 << 20
+    for start in range(0, len(view), step):
+        try:
+            decoder.decode(view[start : start + step], final=start + step >= len(view))
+        except UnicodeDecodeError as exc:
+            raise DecodeError(f"request body is not valid UTF-8 (byte offset {start + exc.start})") from None
+
+
+def _nesting_error() -> DecodeError:
+    return DecodeError(
+        "request body nests JSON values deeper than the decoder allows (about 900 levels; "
+        "kube-scheduler's objects nest under 30)"
+    )
+
+
+def _where(exc: msgspec.ValidationError, where: str) -> DecodeError:
+    """A msgspec validation error, its ``$`` path rooted at ``where`` (e.g. ``Nodes.items[3]``)."""
+    text = str(exc)
+    if "`$" in text:
+        text = text.replace("`$", f"`{where}", 1)
+        return DecodeError(text)
+    return DecodeError(f"{where}: {text}")
+
+
+@cache
+def _decoder(t: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(t)
+
+
+def decode_as(data: bytes | bytearray | msgspec.Raw, t: Any, where: str) -> Any:
+    """``data`` decoded as type ``t`` with exact keys (msgspec); raises :class:`DecodeError`
+    prefixed with ``where`` for a type mismatch, malformed JSON or excessive nesting."""
+    try:
+        return _decoder(t).decode(data)
+    except msgspec.ValidationError as exc:
+        raise _where(exc, where) from None
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"{where}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _nesting_error() from None
+
+
+# -- Go's decoder: key folding at every struct level ------------------------------------------------
+
+_RAW_OBJECT = dict[str, msgspec.Raw] | None
+_RAW_ARRAY = list[msgspec.Raw] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    attr: str  # the Python attribute
+    plan: _Plan
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How :func:`go_decode` descends into one type: ``kind`` is ``struct`` (fold keys, descend
+    into ``fields``), ``list``/``dict`` of a struct (descend into each ``item``), ``raw`` (keep the
+    bytes) or ``leaf`` (decode ``leaf`` in one msgspec call: its keys are data, not fields)."""
+
+    kind: str
+    optional: bool = False
+    cls: Any = None
+    names: tuple[str, ...] = ()
+    index: dict[str, str] | None = None
+    fields: dict[str, _Field] | None = None
+    item: _Plan | None = None
+    leaf: Any = None
+
+
+def _has_struct(t: Any) -> bool:
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
+        return True
+    return any(_has_struct(a) for a in typing.get_args(t))
+
+
+@cache
+def plan_for(t: Any) -> _Plan:
+    """The descent plan of type ``t``, computed once per type (Go's field cache, in effect)."""
+    optional = False
+    args = typing.get_args(t)
+    if typing.get_origin(t) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            t, optional = rest[0], True
+    if t is msgspec.Raw:
+        return _Plan("raw", optional)
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
+        fields = msgspec.structs.fields(t)
+        names = tuple(f.encode_name for f in fields)
+        return _Plan(
+            "struct",
+            optional,
+            cls=t,
+            names=names,
+            index=fold_index(names),
+            fields={f.encode_name: _Field(f.name, plan_for(f.type)) for f in fields},
+        )
+    origin = typing.get_origin(t)
+    if origin is list and _has_struct(t):
+        return _Plan("list", optional, item=plan_for(typing.get_args(t)[0]))
+    if origin is dict and _has_struct(t):
+        return _Plan("dict", optional, item=plan_for(typing.get_args(t)[1]))
+    return _Plan("leaf", optional, leaf=(t | None) if optional else t)
+
+
+def go_decode(data: bytes | bytearray | msgspec.Raw, t: Any, where: str) -> Any:
+    """Decode ``data`` as type ``t`` (a msgspec Struct, possibly nested) the way Go's
+    ``encoding/json`` fills a struct: keys matched case-insensitively (exact match preferred, the
+    last of several matching keys wins), unknown keys ignored, ``null`` leaving the zero value.
+
+    Linear in the bytes: each struct level is one ``dict[str, Raw]`` decode (zero-copy), and only
+    the target type's fields are descended into. Raises :class:`DecodeError` naming the field.
+    """
+    return _go(data, plan_for(t), where)
+
+
+def _go(data: Any, plan: _Plan, where: str) -> Any:
+    kind = plan.kind
+    if kind == "leaf":
+        return decode_as(data, plan.leaf, where)
+    if kind == "raw":
+        return data
+    if kind == "struct":
+        obj = decode_as(data, _RAW_OBJECT, where)
+        if obj is None:
+            return None if plan.optional else plan.cls()
+        assert plan.fields is not None and plan.index is not None
+        kwargs: dict[str, Any] = {}
+        for key, value in obj.items():
+            name = match_field(key, plan.names, plan.index)
+            if name is not None:
+                f = plan.fields[name]
+                kwargs[f.attr] = _go(value, f.plan, f"{where}.{name}")
+        return plan.cls(**kwargs)
+    assert plan.item is not None
+    if kind == "list":
+        items = decode_as(data, _RAW_ARRAY, where)
+        if items is None:
+            return None
+        return [_go(item, plan.item, f"{where}[{i}]") for i, item in enumerate(items)]
+    entries = decode_as(data, _RAW_OBJECT, where)
+    if entries is None:
+        return None
+    return {key: _go(value, plan.item, f"{where}[{key}]") for key, value in entries.items()}
+
+
+def top_object(body: bytes | bytearray, kind: str) -> dict[str, msgspec.Raw]:
+    """The body's top-level JSON object as ``key -> raw value`` (zero-copy); raises
+    :class:`DecodeError` for an empty body, malformed JSON or a value that is not an object."""
+    if not body.strip():
+        raise DecodeError(f"empty request body: expected a JSON object ({kind})")
+    try:
+        doc: dict[str, msgspec.Raw] = _decoder(dict[str, msgspec.Raw]).decode(body)
+    except msgspec.ValidationError as exc:
+        raise DecodeError(f"request body must be a JSON object ({kind}): {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _nesting_error() from None
+    return doc
+
+
+def _cap(count: int, limit: int, what: str, setting: str) -> None:
+    if count > limit:
+        raise DecodeError(f"{what} has {count} entries, more than server.limits.{setting} ({limit})")
+
+
+# -- ExtenderArgs (filter, prioritize) ------------------------------------------------------------
+
+
+class _RawNodeList(msgspec.Struct, forbid_unknown_fields=True):
+    metadata: msgspec.Raw = msgspec.Raw(b"{}")
+    items: list[msgspec.Raw] | None = None
+
+
+class _RawArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
+    # exactly the keys json.Marshal(ExtenderArgs) writes; anything else takes the general path
+    pod: msgspec.Raw
+    nodes: _RawNodeList | None
+    node_names: list[str] | None
+
+
+class _ViewNodeList(msgspec.Struct, forbid_unknown_fields=True):
+    metadata: msgspec.Raw = msgspec.Raw(b"{}")
+    items: list[objects.Node] | None = None
+
+
+class _ViewArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
+    pod: msgspec.Raw
+    nodes: _ViewNodeList | None
+    node_names: list[str] | None
+
+
+class _GoNodeList(msgspec.Struct):
+    metadata: msgspec.Raw | None = None
+    items: list[msgspec.Raw] | None = None
+
+
+class _GoArgs(msgspec.Struct, rename="pascal"):
+    """``ExtenderArgs`` for :func:`go_decode`: the pod and the nodes stay raw."""
+
+    pod: msgspec.Raw | None = None
+    nodes: _GoNodeList | None = None
+    node_names: list[str] | None = None
+
+
+_RAW_ARGS = msgspec.json.Decoder(_RawArgs)
+_VIEW_ARGS = msgspec.json.Decoder(_ViewArgs)
+_EMPTY_OBJECT = b"{}"
+_NULL = b"null"
+
+
+class ExtenderArgsView:
+    """A decoded ``ExtenderArgs``.
+
+    ``nodes`` are the candidate nodes in request order (for a ``NodeNames`` request, name-only
+    NodeInfos built on first use: the cluster state usually resolves ``names`` instead).
+    ``node_raws`` (non-cache mode) holds each node's JSON bytes for echoing, and ``list_meta`` the
+    ``Nodes.metadata`` bytes; ``node_names`` is true when the request carried ``NodeNames`` (cache
+    mode), which the answer then carries too; ``names`` is that list when ``Nodes`` was null.
+    """
+
+    __slots__ = ("_nodes", "list_meta", "names", "node_names", "node_raws", "pod")
+
+    def __init__(
+        self,
+        pod: PodInfo,
+        nodes: list[NodeInfo] | None,
+        node_raws: list[msgspec.Raw] | None,
+        list_meta: bytes | msgspec.Raw,
+        node_names: bool,
+        names: list[str] | None = None,
+    ) -> None:
+        self.pod = pod
+        self._nodes = nodes
+        self.node_raws = node_raws
+        self.list_meta = list_meta
+        self.node_names = node_names
+        self.names = names
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        """The candidate nodes, in request order."""
+        if self._nodes is None:
+            self._nodes = [NodeInfo(n) for n in self.names or ()]
+        return self._nodes
+
+    def node_name_list(self) -> list[str]:
+        """The candidate nodes' names, in request order (decodes every lazy node)."""
+        if self.names is not None:
+            return self.names
+        return [n.name for n in self.nodes]
+
+    def node_name(self, i: int) -> str:
+        """The name of candidate ``i`` (decodes that node only, if lazy)."""
+        if self.names is not None:
+            return self.names[i]
+        return self.nodes[i].name
+
+    def __len__(self) -> int:
+        return len(self.names) if self.names is not None else len(self.nodes)
+
+
+def decode_extender_args(
+    body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, *, keep_raw: bool = True
+) -> ExtenderArgsView:
+    """Decode a filter/prioritize body; raises :class:`DecodeError`.
+
+    ``keep_raw=True`` (filter) keeps each node's bytes for the echo and decodes a node only when a
+    plugin first reads it; ``keep_raw=False`` (prioritize) decodes every node in the same pass.
+    ``Pod`` must be an object; at least one of ``Nodes`` and ``NodeNames`` must be non-null (when
+    both are, as in kube-scheduler's test fixtures, they must list the same nodes). At most
+    ``limits.max_nodes`` nodes or names.
+    """
+    check_body(body, limits)
+    try:
+        raw = (_RAW_ARGS if keep_raw else _VIEW_ARGS).decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return _decode_extender_args_general(body, limits)
+    except RecursionError:
+        raise _nesting_error() from None
+    pod_view = decode_as(raw.pod, objects.Pod | None, "Pod")
+    if pod_view is None:
+        raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
+    nodes: list[NodeInfo] | None = None
+    raws: list[msgspec.Raw] | None = None
+    meta: bytes | msgspec.Raw = _EMPTY_OBJECT
+    if raw.nodes is not None:
+        if bytes(raw.nodes.metadata) != _NULL:
+            meta = raw.nodes.metadata
+        if isinstance(raw, _RawArgs):
+            raws = raw.nodes.items or []
+            _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
+            nodes = [NodeInfo.lazy((i, item), _load_node) for i, item in enumerate(raws)]
+        else:
+            views = raw.nodes.items or []
+            _cap(len(views), limits.max_nodes, "Nodes.items", "maxNodes")
+            nodes = []
+            for view in views:
+                name = view.metadata.name if view.metadata is not None else None
+                if not name:  # not what json.Marshal(v1.Node) writes: decode the Go way
+                    return _decode_extender_args_general(body, limits)
+                nodes.append(NodeInfo(name, view))
+    return _assemble(PodInfo(pod_view), nodes, raws, meta, raw.node_names, limits)
+
+
+def _load_node(indexed: tuple[int, msgspec.Raw]) -> objects.Node:
+    """Decode one node of ``Nodes.items`` (the lazy loader of :class:`NodeInfo`)."""
+    i, item = indexed
+    where = f"Nodes.items[{i}]"
+    view: objects.Node = decode_as(item, objects.Node, where)
+    if view.metadata is None or not view.metadata.name:
+        # not what json.Marshal(v1.Node) writes: fold keys, as Go's decoder would
+        view = go_decode(item, objects.Node, where)
+        if view.metadata is None or not view.metadata.name:
+            raise DecodeError(f"{where} has no metadata.name")
+    return view
+
+
+def _decode_extender_args_general(body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS) -> ExtenderArgsView:
+    args: _GoArgs = _go_top(body, _GoArgs, "ExtenderArgs")
+    if args.pod is None or bytes(args.pod) == _NULL:
+        raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
+    pod = go_decode(args.pod, objects.Pod, "Pod")
+    nodes: list[NodeInfo] | None = None
+    raws: list[msgspec.Raw] | None = None
+    meta: bytes | msgspec.Raw = _EMPTY_OBJECT
+    if args.nodes is not None:
+        if args.nodes.metadata is not None and bytes(args.nodes.metadata) != _NULL:
+            meta = args.nodes.metadata
+        raws = args.nodes.items or []
+        _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
+        nodes = [NodeInfo.lazy((i, item), _load_node) for i, item in enumerate(raws)]
+    return _assemble(PodInfo(pod), nodes, raws, meta, args.node_names, limits)
+
+
+def _go_top(body: bytes | bytearray, t: type[T], kind: str) -> T:
+    """The whole body decoded the Go way as ``t``, after :func:`top_object`'s checks."""
+    top_object(body, kind)
+    result: T = go_decode(body, t, kind)
+    return result
+
+
+def _assemble(
+    pod: PodInfo,
+    nodes: list[NodeInfo] | None,
+    raws: list[msgspec.Raw] | None,
+    meta: bytes | msgspec.Raw,
+    names: list[str] | None,
+    limits: Limits,
+) -> ExtenderArgsView:
+    if nodes is None and names is None:
+        raise DecodeError(
+            "Nodes and NodeNames are both null: kube-scheduler sends Nodes (nodeCacheCapable: false) "
+            "or NodeNames (nodeCacheCapable: true)"
+        )
+    if names is not None:
+        _cap(len(names), limits.max_nodes, "NodeNames", "maxNodes")
+    if nodes is None:
+        assert names is not None
+        return ExtenderArgsView(pod, None, None, meta, True, names)
+    if names is not None and names != [n.name for n in nodes]:
+        raise DecodeError("NodeNames and Nodes.items name different nodes; send one of them")
+    return ExtenderArgsView(pod, nodes, raws, meta, names is not None)
+
+
+#: An answer body as chunks, in order: the HTTP layer sends them without joining them into one
+#: copy (a filter answer echoes megabytes of node bytes).
+Chunks = list[bytes | msgspec.Raw]
+
+
+def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> Chunks:
+    """``ExtenderFilterResult`` for a decided filter, as chunks: survivors echoed in their received
+    form (``Nodes`` with the original node bytes, and/or ``NodeNames``), every rejected node in
+    ``FailedNodes`` (``Unschedulable``) or ``FailedAndUnresolvableNodes`` with its reason. Only
+    rejected nodes' names are read (a surviving node is echoed without being decoded)."""
+    passed: list[int] = []
+    failed: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    for i, status in enumerate(statuses):
+        code = status.code
+        if code is Code.SUCCESS:
+            passed.append(i)
+        elif code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            unresolvable[args.node_name(i)] = status.message
+        else:
+            failed[args.node_name(i)] = status.message
+    out: Chunks = [b'{"Nodes":']
+    if args.node_raws is not None:
+        raws = args.node_raws
+        out += [b'{"metadata":', args.list_meta, b',"items":[']
+        for j, i in enumerate(passed):
+            if j:
+                out.append(b",")
+            out.append(raws[i])
+        out.append(b"]}")
+    else:
+        out.append(_NULL)
+    out.append(b',"NodeNames":')
+    out.append(orjson.dumps([args.node_name(i) for i in passed]) if args.node_names else _NULL)
+    out += [
+        b',"FailedNodes":',
+        orjson.dumps(failed),
+        b',"FailedAndUnresolvableNodes":',
+        orjson.dumps(unresolvable),
+        b',"Error":""}',
+    ]
+    return out
+
+
+def encode_filter_error(message: str) -> bytes:
+    """``ExtenderFilterResult`` carrying only ``Error`` (kube-scheduler treats it as a failed call)."""
+    return orjson.dumps(
+        {
+            "Nodes": None,
+            "NodeNames": None,
+            "FailedNodes": None,
+            "FailedAndUnresolvableNodes": None,
+            "Error": message,
+        }
+    )
+
+
+def encode_host_priority_list(names: Sequence[str], scores: Sequence[int]) -> bytes:
+    """``HostPriorityList``: a bare array, one ``{"Host","Score"}`` per node in request order."""
+    return orjson.dumps([{"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)])
+
+
+def encode_error_object(message: str, **fields: Any) -> bytes:
+    """An error answer for verbs whose result type has no ``Error`` field (prioritize, preempt).
+
+    kube-scheduler never reads the body of a non-200 answer; ``Error`` is for people and logs.
+    """
+    return orjson.dumps({**fields, "Error": message})
+
+
+# -- ExtenderPreemptionArgs (preempt) --------------------------------------------------------------
+
+
+class _MetaPod(msgspec.Struct, forbid_unknown_fields=True):
+    uid: str | None = msgspec.field(default=None, name="UID")
+
+
+class _MetaVictims(msgspec.Struct, forbid_unknown_fields=True):
+    pods: list[_MetaPod] | None = msgspec.field(default=None, name="Pods")
+    num_pdb_violations: int | None = msgspec.field(default=None, name="NumPDBViolations")
+
+
+class _RawVictims(msgspec.Struct, forbid_unknown_fields=True):
+    pods: list[msgspec.Raw] | None = msgspec.field(default=None, name="Pods")
+    num_pdb_violations: int | None = msgspec.field(default=None, name="NumPDBViolations")
+
+
+class _GoPreemptionArgs(msgspec.Struct, rename="pascal"):
+    """``ExtenderPreemptionArgs`` for :func:`go_decode`: pods stay raw until counted."""
+
+    pod: msgspec.Raw | None = None
+    node_name_to_victims: dict[str, _RawVictims | None] | None = None
+    node_name_to_meta_victims: dict[str, _MetaVictims | None] | None = None
+
+
+class _PreemptionArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
+    # exactly the keys json.Marshal(ExtenderPreemptionArgs) writes; anything else takes go_decode
+    pod: msgspec.Raw
+    node_name_to_victims: dict[str, _RawVictims | None] | None
+    node_name_to_meta_victims: dict[str, _MetaVictims | None] | None
+
+
+_PREEMPTION_ARGS = msgspec.json.Decoder(_PreemptionArgs)
+
+
+@dataclass
+class PreemptionArgsView:
+    """A decoded ``ExtenderPreemptionArgs``: the preemptor and node -> proposed victims."""
+
+    pod: PodInfo
+    candidates: dict[str, Victims]
+    #: true when the request named victims by UID only (``NodeNameToMetaVictims``, cache mode)
+    meta: bool = False
+
+
+def decode_preemption_args(body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS) -> PreemptionArgsView:
+    """Decode a preempt body (either victims map; full pods preferred when both are set).
+
+    At most ``limits.max_nodes`` candidate nodes, ``max_victims_per_node`` victims on a node and
+    ``max_victims`` in all, counted before any victim pod is decoded. Raises :class:`DecodeError`.
+    """
+    check_body(body, limits)
+    args: _PreemptionArgs | _GoPreemptionArgs
+    try:
+        args = _PREEMPTION_ARGS.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        args = _go_top(body, _GoPreemptionArgs, "ExtenderPreemptionArgs")
+    except RecursionError:
+        raise _nesting_error() from None
+    if args.pod is None or bytes(args.pod) == _NULL:
+        raise DecodeError("Pod is null: ExtenderPreemptionArgs must carry the preemptor pod")
+    pod = PodInfo(_pod(args.pod, "Pod"))
+    candidates: dict[str, Victims] = {}
+    victims_map: dict[str, Any] | None = args.node_name_to_victims
+    key = "NodeNameToVictims"
+    if victims_map is None:
+        victims_map, key = args.node_name_to_meta_victims, "NodeNameToMetaVictims"
+    if victims_map is None:
+        return PreemptionArgsView(pod, candidates)
+    _cap(len(victims_map), limits.max_nodes, key, "maxNodes")
+    total = 0
+    for node, victims in victims_map.items():
+        pods = (victims.pods if victims is not None else None) or []
+        _cap(len(pods), limits.max_victims_per_node, f"{key}[{node}].Pods", "maxVictimsPerNode")
+        total += len(pods)
+        _cap(total, limits.max_victims, f"{key} (all nodes)", "maxVictims")
+        infos: list[PodInfo] = []
+        for j, p in enumerate(pods):
+            where = f"{key}[{node}].Pods[{j}]"
+            if isinstance(p, _MetaPod):
+                if not p.uid:
+                    raise DecodeError(f"{where}.UID is empty")
+                infos.append(PodInfo(None, p.uid))
+            else:
+                info = PodInfo(_pod(p, where))
+                if not info.uid:
+                    raise DecodeError(f"{where} has no metadata.uid")
+                infos.append(info)
+        violations = (victims.num_pdb_violations if victims is not None else None) or 0
+        candidates[node] = Victims(infos, violations)
+    return PreemptionArgsView(pod, candidates, key == "NodeNameToMetaVictims")
+
+
+def _pod(raw: msgspec.Raw, where: str) -> objects.Pod:
+    """A pod object: the exact-key decode, or Go's folding when it carries no metadata under the
+    exact key (a body in another letter case)."""
+    pod: objects.Pod | None = decode_as(raw, objects.Pod | None, where)
+    if pod is None or pod.metadata is None:
+        pod = go_decode(raw, objects.Pod, where)
+    return pod
+
+
+# -- ExtenderBindingArgs (bind) --------------------------------------------------------------------
+
+
+class _BindingArgs(msgspec.Struct, rename="pascal"):
+    pod_name: str | None = None
+    pod_namespace: str | None = None
+    pod_uid: str | None = msgspec.field(default=None, name="PodUID")
+    node: str | None = None
+
+
+def decode_binding_args(body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS) -> tuple[PodRef, str]:
+    """Decode a bind body into the pod reference and the node; raises :class:`DecodeError` when a
+    field is missing (binding without the UID could bind a recreated pod of the same name)."""
+    check_body(body, limits)
+    args: _BindingArgs = _go_top(body, _BindingArgs, "ExtenderBindingArgs")
+    missing = [
+        key
+        for key, value in (
+            ("PodName", args.pod_name),
+            ("PodNamespace", args.pod_namespace),
+            ("PodUID", args.pod_uid),
+            ("Node", args.node),
+        )
+        if not value
+    ]
+    if missing:
+        raise DecodeError(f"ExtenderBindingArgs: {', '.join(missing)} must be set")
+    assert args.pod_namespace and args.pod_name and args.pod_uid and args.node
+    return PodRef(args.pod_namespace, args.pod_name, args.pod_uid), args.node
+
+
+def encode_binding_result(error: str = "") -> bytes:
+    """``ExtenderBindingResult``: ``{"Error": ""}`` on success."""
+    return orjson.dumps({"Error": error})
+
+
+def encode_preemption_result(candidates: dict[str, Victims]) -> bytes:
+    """``ExtenderPreemptionResult``: always ``NodeNameToMetaVictims`` (UIDs), never a null value."""
+    return orjson.dumps(
+        {
+            "NodeNameToMetaVictims": {
+                node: {"Pods": [{"UID": p.uid} for p in v.pods], "NumPDBViolations": v.num_pdb_violations}
+                for node, v in candidates.items()
+            }
+        }
+    )
+
+
+def join(chunks: bytes | Chunks) -> bytes:
+    """An answer as one ``bytes`` (tests, ``replay``); the HTTP layer streams the chunks."""
+    return chunks if isinstance(chunks, bytes) else b"".join(chunks)
+
+
+def encode_error(verb: str, message: str) -> bytes:
+    """The verb's own result type carrying ``message`` in ``Error``: ``ExtenderFilterResult`` and
+    ``ExtenderBindingResult`` have the field; prioritize's and preempt's answers carry it only for
+    people and logs (kube-scheduler never reads the body of a non-200)."""
+    if verb == "filter":
+        return encode_filter_error(message)
+    if verb == "bind":
+        return encode_binding_result(message)
+    if verb == "preempt":
+        return encode_error_object(message, NodeNameToMetaVictims=None)
+    return encode_error_object(message)
