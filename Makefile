@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench schemas clean
+.PHONY: run test lint bench fuzz schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,16 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check app tests bench
 	$(BIN)/mypy --strict app
 
-## bench: latency and throughput of filter/prioritize through the real server (prints figures)
+## bench: latency and throughput of filter/prioritize through the real server, peak memory of the
+## largest bodies, and the cluster-state figures (prints figures)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_http.py
+	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_cluster.py
+
+## fuzz: the hypothesis fuzz tests of the verbs with many more examples (minutes; FUZZ_EXAMPLES=N)
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-20000} $(BIN)/python -m pytest -q tests/api/test_fuzz.py
 
 ## schemas: regenerate schemas/ from the wire models and the configuration model
 schemas: $(STAMP)

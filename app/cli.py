@@ -21,7 +21,6 @@ import argparse
 import gc
 import json
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,12 +109,6 @@ def _serve(args: argparse.Namespace) -> int:
     run(app, host, port, options)
     if service.cluster is not None:
         service.cluster.stop()
-    if app.busy:
-        # a verb is still running in the worker thread past server.timeouts.shutdown: exit
-        # without waiting for it (nobody is left to answer)
-        log.warning("exiting with a %s request still being evaluated", app.busy)
-        logging.shutdown()
-        os._exit(0)
     return 0
 
 

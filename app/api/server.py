@@ -15,9 +15,10 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
   with ``Retry-After`` (:data:`~app.api.edge.OVER_CAPACITY`), ``/healthz`` and ``/readyz``
   excepted so the kubelet's probes still see a live process.
 
-:func:`run` serves until SIGTERM/SIGINT, lets requests in flight finish within
-``server.timeouts.shutdown``, and then returns even if a verb is still busy in the worker
-thread (the caller exits the process without waiting for it).
+:func:`run` serves until SIGTERM/SIGINT and lets requests in flight finish within
+``server.timeouts.shutdown``; uvicorn then cancels what is left and re-raises the signal with
+its default action, which ends the process even while a verb is busy in the worker thread
+(exit status 143 for SIGTERM, as for any process SIGTERM ends).
 """
 
 from __future__ import annotations
@@ -129,13 +130,12 @@ def raise_open_files_limit(wanted: int) -> None:
         log.warning("open files limited to %d: server.maxConnections cannot be reached", target)
 
 
-def run(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> None:
-    """Serve ``app`` until SIGTERM or SIGINT (see the module doc). ``options``: further
-    ``uvicorn.Config`` arguments (log level, access log, TLS files)."""
+def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> uvicorn.Config:
+    """The ``uvicorn.Config`` serving ``app`` with the guarded protocol and the configured
+    timeouts. ``options``: further ``uvicorn.Config`` arguments (log level, access log, TLS files)."""
     server = app.service.config.server
-    raise_open_files_limit(server.max_connections + 64)
     timeouts = server.timeouts
-    config = uvicorn.Config(
+    return uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -147,5 +147,10 @@ def run(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> None:
         server_header=False,
         **options,
     )
-    uvicorn.Server(config).run()
+
+
+def run(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> None:
+    """Serve ``app`` until SIGTERM or SIGINT (see the module doc)."""
+    raise_open_files_limit(app.service.config.server.max_connections + 64)
+    uvicorn.Server(uvicorn_config(app, host, port, options)).run()
     app.worker.shutdown(wait=False, cancel_futures=True)

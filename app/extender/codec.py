@@ -35,7 +35,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 import orjson
@@ -84,6 +84,15 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+class Body(bytearray):
+    """A request body as the HTTP layer read it, with ``commas`` counted chunk by chunk while it
+    arrived (so :func:`check_body` need not scan it again on the verb's critical path)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.commas = 0
+
+
 def check_body(body: bytes | bytearray, limits: Limits) -> None:
     """Refuse, before any decoding, a body that is not UTF-8 or that floods tiny values.
 
@@ -98,7 +107,7 @@ def check_body(body: bytes | bytearray, limits: Limits) -> None:
     """
     size = len(body)
     if size >= DENSE_CHECK_BYTES:
-        commas = body.count(b",")
+        commas = body.commas if isinstance(body, Body) else body.count(b",")
         if commas > limits.max_nodes and commas * MIN_BYTES_PER_VALUE > size:
             raise DecodeError(
                 f"request body holds up to {commas + 1} JSON values in {size} bytes (under "
@@ -492,14 +501,15 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     passed: list[int] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
+    name = args.names.__getitem__ if args.names is not None else args.node_name
     for i, status in enumerate(statuses):
         code = status.code
         if code is Code.SUCCESS:
             passed.append(i)
         elif code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            unresolvable[args.node_name(i)] = status.message
+            unresolvable[name(i)] = status.message
         else:
-            failed[args.node_name(i)] = status.message
+            failed[name(i)] = status.message
     out: Chunks = [b'{"Nodes":']
     if args.node_raws is not None:
         raws = args.node_raws
@@ -512,7 +522,7 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     else:
         out.append(_NULL)
     out.append(b',"NodeNames":')
-    out.append(orjson.dumps([args.node_name(i) for i in passed]) if args.node_names else _NULL)
+    out.append(orjson.dumps([name(i) for i in passed]) if args.node_names else _NULL)
     out += [
         b',"FailedNodes":',
         orjson.dumps(failed),
@@ -552,18 +562,22 @@ def encode_error_object(message: str, **fields: Any) -> bytes:
 # -- ExtenderPreemptionArgs (preempt) --------------------------------------------------------------
 
 
+#: Go's ``int64`` (``NumPDBViolations``): a larger number is a decode error in Go, and here.
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
 class _MetaPod(msgspec.Struct, forbid_unknown_fields=True):
     uid: str | None = msgspec.field(default=None, name="UID")
 
 
 class _MetaVictims(msgspec.Struct, forbid_unknown_fields=True):
     pods: list[_MetaPod] | None = msgspec.field(default=None, name="Pods")
-    num_pdb_violations: int | None = msgspec.field(default=None, name="NumPDBViolations")
+    num_pdb_violations: Int64 | None = msgspec.field(default=None, name="NumPDBViolations")
 
 
 class _RawVictims(msgspec.Struct, forbid_unknown_fields=True):
     pods: list[msgspec.Raw] | None = msgspec.field(default=None, name="Pods")
-    num_pdb_violations: int | None = msgspec.field(default=None, name="NumPDBViolations")
+    num_pdb_violations: Int64 | None = msgspec.field(default=None, name="NumPDBViolations")
 
 
 class _GoPreemptionArgs(msgspec.Struct, rename="pascal"):

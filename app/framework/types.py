@@ -18,6 +18,7 @@ from app.framework.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     MEMORY,
+    QuantityError,
     pod_requests,
     resource_list,
 )
@@ -144,11 +145,14 @@ class PodInfo:
         """Effective requests: cpu in millicores, memory in bytes, others as integers.
 
         Follows :func:`app.framework.resources.pod_requests` (containers, sidecars, the largest
-        init container, pod-level resources, overhead). Raises
-        :class:`app.framework.resources.QuantityError` for a malformed quantity.
+        init container, pod-level resources, overhead). Raises :class:`ObjectDecodeError` (a
+        ``ValueError``) naming the pod for a malformed quantity: in a request, the client's mistake.
         """
         if self._requests is None:
-            self._requests = _pod_requests(self.spec)
+            try:
+                self._requests = _pod_requests(self.spec)
+            except QuantityError as exc:
+                raise ObjectDecodeError(f"pod {self.key()}: {exc}") from None
         return self._requests
 
     @property
@@ -157,7 +161,10 @@ class PodInfo:
         container that requests no cpu or memory: ``calculateResource`` in
         pkg/scheduler/framework/types.go (``NonMissingContainerRequests``)."""
         if self._non_zero is None:
-            both = _pod_requests(self.spec, _NON_MISSING)
+            try:
+                both = _pod_requests(self.spec, _NON_MISSING)
+            except QuantityError as exc:
+                raise ObjectDecodeError(f"pod {self.key()}: {exc}") from None
             self._non_zero = (both.get(CPU, 0), both.get(MEMORY, 0))
         return self._non_zero
 
@@ -359,12 +366,16 @@ class NodeInfo:
     def allocatable(self) -> Mapping[str, int]:
         """``status.allocatable`` in kube-scheduler units (cpu millicores, memory bytes, counts).
 
-        Raises :class:`app.framework.resources.QuantityError` for a malformed quantity.
+        Raises :class:`ObjectDecodeError` naming the node for a malformed quantity (in a request,
+        the client's mistake: HTTP 400).
         """
         if self._allocatable is None:
             node = self.node
             status = node.status if node is not None else None
-            self._allocatable = resource_list(status.allocatable if status is not None else None)
+            try:
+                self._allocatable = resource_list(status.allocatable if status is not None else None)
+            except QuantityError as exc:
+                raise ObjectDecodeError(f"node {self.name}: status.allocatable: {exc}") from None
         return self._allocatable
 
 

@@ -1,0 +1,107 @@
+"""Verb work never holds the event loop: with a filter plugin blocked in the verb worker thread,
+the real server (uvicorn with the guarded protocol, on a loopback port, in a thread of this
+process so the test can hold the plugin) still answers /healthz, /readyz and /metrics, and shuts
+down within ``server.timeouts.shutdown``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import uvicorn
+
+from app.api import create_app
+from app.api.edge import INLINE_BODY_BYTES
+from app.api.handlers import ExtenderService
+from app.api.server import uvicorn_config
+from app.config import parse_config
+from app.framework import SUCCESS, CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
+from app.plugins import default_registry
+from tests.conftest import free_port
+from tests.support.bodies import fixture_bytes
+
+
+class Gate:
+    """A Filter plugin that waits, in PreFilter, until the test opens the gate."""
+
+    name = "Gate"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.open = threading.Event()
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        self.entered.set()
+        self.open.wait(30)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return SUCCESS
+
+
+@pytest.fixture
+def gated() -> Iterator[tuple[str, Gate, uvicorn.Server, threading.Thread]]:
+    config = parse_config(
+        {
+            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+            "kind": "ExtenderConfiguration",
+            "server": {"timeouts": {"shutdown": "1s"}},
+            "profiles": [
+                {
+                    "name": "default",
+                    "extender": {"verbs": ["filter"]},
+                    "plugins": {"filter": [{"name": "AnnotationNodeAffinity"}]},
+                }
+            ],
+        },
+        default_registry(load_entry_points=False),
+    )
+    gate = Gate()
+    service = ExtenderService(config, {"default": Framework("default", [EnabledPlugin("Gate", gate)])})
+    port = free_port()
+    server = uvicorn.Server(uvicorn_config(create_app(service), "127.0.0.1", port, {"log_level": "warning"}))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    yield url, gate, server, thread
+    gate.open.set()
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_health_answers_while_a_verb_is_busy(gated: tuple[str, Gate, uvicorn.Server, threading.Thread]) -> None:
+    url, gate, _, _ = gated
+    body = fixture_bytes("extenderargs_nocache_n100.json")
+    assert len(body) >= INLINE_BODY_BYTES  # a body this large is evaluated in the worker thread
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(httpx.post, f"{url}/filter", content=body, timeout=30)
+        assert gate.entered.wait(10), "the filter never reached the plugin"
+        for path in ("/healthz", "/readyz", "/metrics"):
+            assert httpx.get(f"{url}{path}", timeout=5).status_code == 200  # the plugin still blocks
+        assert not pending.done()
+        gate.open.set()
+        answer = pending.result(timeout=10)
+    assert answer.status_code == 200 and len(answer.json()["Nodes"]["items"]) == 100
+
+
+def test_shutdown_does_not_wait_for_a_busy_verb(gated: tuple[str, Gate, uvicorn.Server, threading.Thread]) -> None:
+    url, gate, server, thread = gated
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(httpx.post, f"{url}/filter", content=fixture_bytes("extenderargs_nocache_n100.json"))
+        assert gate.entered.wait(10)
+        server.should_exit = True
+        thread.join(10)  # timeouts.shutdown is 1s: the serve loop ends although the plugin still blocks
+        assert not thread.is_alive()
+        assert not gate.open.is_set()
+        gate.open.set()
+        pending.exception(timeout=10)
