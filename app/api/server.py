@@ -5,8 +5,9 @@ arms nothing for a connection that has not sent a request yet, nor for one that 
 slowly: one idle or trickling client holds a socket forever. :class:`GuardedHttpToolsProtocol`
 adds, per connection (``server.timeouts`` and ``server.maxConnections``):
 
-- ``idle``: a new connection must send its first byte within it (uvicorn's keep-alive timer,
-  armed at accept as well as after each answer);
+- ``idle``: a connection must begin a request within it of opening or of its last answer
+  (uvicorn's keep-alive timer, armed at accept as well as after each answer; blank lines, which
+  begin no request, do not extend it);
 - ``header``: a request's headers must be complete within it of its first byte; else
   ``408`` and the connection is closed;
 - ``body`` (+1 s): a backstop that closes a connection whose body never completes when no
@@ -58,12 +59,27 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
+        self._idle_since = self.loop.time()
         # idle before the first request, as uvicorn does between requests
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)  # cancels the idle timer
+        between_requests = self.cycle is None or self.cycle.response_complete
+        if self._deadline is None and between_requests and not self.transport.is_closing():
+            # bytes that began no request (blank lines, which httptools skips) do not extend the
+            # idle time: the connection still closes ``idle`` after it opened or last answered
+            left = self._idle_since + self.timeout_keep_alive - self.loop.time()
+            self._unset_keepalive_if_required()
+            self.timeout_keep_alive_task = self.loop.call_later(max(left, 0), self.timeout_keep_alive_handler)
+
+    def on_response_complete(self) -> None:
+        self._idle_since = self.loop.time()
+        super().on_response_complete()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

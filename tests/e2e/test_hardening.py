@@ -193,6 +193,19 @@ def test_idle_connection_is_closed(server: Server) -> None:
     assert read_all(sock) == b""  # closed by the server after idle (2s), before our 10 s timeout
 
 
+def test_blank_lines_do_not_keep_a_connection_open(server: Server) -> None:
+    """Bytes that begin no request (httptools skips blank lines) do not extend the idle time."""
+    sock = connect(server)
+    deadline = time.monotonic() + 8
+    try:
+        while time.monotonic() < deadline:
+            sock.sendall(b"\r\n")
+            time.sleep(0.3)
+    except OSError:
+        return  # closed by the server
+    pytest.fail("a connection sending only blank lines stayed open past the idle timeout (2s)")
+
+
 def test_slow_headers_get_408_and_close(server: Server) -> None:
     sock = connect(server)
     sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\n")
