@@ -90,7 +90,7 @@ def main() -> None:
     one("filter, 5000 full nodes (default profile)", None, "/filter", nocache_body(5000))
     one("prioritize, 5000 full nodes (default profile)", None, "/prioritize", nocache_body(5000))
     one("filter, 100k names of 670 B (chaos.yaml)", "examples/chaos.yaml", "/chaos/filter", names_body(100_000, 670))
-    one("filter, 6M short names (chaos.yaml)", "examples/chaos.yaml", "/chaos/filter", names_body(6_100_000, 8))
+    one("filter, 6.1M names of 8 B (chaos.yaml)", "examples/chaos.yaml", "/chaos/filter", names_body(6_100_000, 8))
 
 
 if __name__ == "__main__":

@@ -10,10 +10,12 @@ One request, top to bottom (:meth:`VerbRouter.answer`):
 4. the body: at most ``server.maxRequestBytes`` (else 413), within ``server.timeouts.body`` (else
    408), within the ``server.maxInFlightBytes`` budget shared by all requests (else 503), read
    into one buffer sized by Content-Length;
-5. the verb: blocking verbs with a body of :data:`INLINE_BODY_BYTES` or more run in the verb
-   worker thread (one thread: kube-scheduler's scheduling cycle is serial, and the event loop
-   stays free for health, metrics and binds), smaller ones and bind on the loop; an unexpected
-   exception is logged and answered 500 without its text;
+5. the verb: decoded on the loop (one msgspec pass in C for filter and prioritize; preempt
+   bodies of :data:`~app.api.verbs.INLINE_BODY_BYTES` or more go to the worker whole), then
+   evaluated on the loop when its plugins see at most :data:`~app.api.verbs.INLINE_WEIGHT`
+   nodes or victims, else in the verb worker thread (one thread: kube-scheduler's scheduling
+   cycle is serial, and the event loop stays free for health, metrics and binds); bind is a
+   coroutine on the loop; an unexpected exception is logged and answered 500 without its text;
 6. the answer: sent in chunks of about 256 KiB, never joined into one copy; then the metrics
    observer counts it (body read included in the duration).
 
@@ -32,9 +34,9 @@ from typing import Any
 
 from app.api.handlers import Answer, ExtenderService
 from app.api.metrics import Metrics
-from app.api.verbs import VERBS, Verb
+from app.api.verbs import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Verb
 from app.config import ServerConfig
-from app.extender.codec import Body
+from app.extender.codec import DENSE_CHECK_BYTES, Body
 from app.framework.runtime import Framework
 
 log = logging.getLogger(__name__)
@@ -51,10 +53,6 @@ OVER_CAPACITY = "scheduler_extender.over_capacity"
 SMALL_BODY = 1 << 20
 #: Answer chunks are sent in pieces of about this many bytes.
 SEND_CHUNK = 256 * 1024
-#: Blocking verbs with a smaller body run on the event loop: their work is bounded by the body
-#: (at most ~40,000 names or victims fit, well under 1 s of plugin work) and the hop to the worker
-#: thread costs 1 to 3 ms, measured on cache-mode and 100-node bodies (``make bench``).
-INLINE_BODY_BYTES = 128 * 1024
 #: ``Retry-After`` of a 503 (seconds).
 RETRY_AFTER = 1
 INTERNAL_ERROR = "internal error while answering {verb} (the extender's log has the details)"
@@ -145,10 +143,15 @@ class VerbRouter:
         try:
             if not verb.blocking:
                 return await verb.run_async(self.service, target, body), False
-            if len(body) < INLINE_BODY_BYTES:
-                return verb.run(self.service, target, body), False
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.worker, verb.run, self.service, target, body), False
+            if not verb.decode_on_loop and len(body) >= INLINE_BODY_BYTES:
+                return await loop.run_in_executor(self.worker, verb.run, self.service, target, body), False
+            args = verb.decoded(self.service, body)
+            if isinstance(args, Answer):
+                return args, False
+            if verb.weight(args) <= INLINE_WEIGHT:
+                return verb.answer(self.service, target, args), False
+            return await loop.run_in_executor(self.worker, verb.answer, self.service, target, args), False
         except Exception:  # a bug of ours or a plugin's: never its text on the wire
             log.exception("%s on profile %s failed", verb.name, target.profile)
             return verb.error(500, INTERNAL_ERROR.format(verb=verb.name)), False
@@ -170,11 +173,13 @@ class VerbRouter:
                     buffer = Body(length)
                     view = memoryview(buffer)
                     filled = commas = 0
+                    count = length >= DENSE_CHECK_BYTES  # what check_body would scan for
                     async for chunk in _chunks(receive):
                         view[filled : filled + len(chunk)] = chunk  # the HTTP parser enforces the length
                         filled += len(chunk)
-                        commas += chunk.count(b",")  # while the next chunk is on its way
-                    buffer.commas = commas
+                        if count:
+                            commas += chunk.count(b",")  # while the next chunk is on its way
+                    buffer.commas = commas if count else None
                     return buffer
                 chunks: list[bytes] = []
                 size = 0

@@ -55,7 +55,9 @@ class DecodeError(ObjectDecodeError):
 # -- limits ---------------------------------------------------------------------------------------
 
 #: Bodies at least this large are checked for floods of tiny values before decoding (bytes).
-DENSE_CHECK_BYTES = 1 << 20
+#: A smaller body builds at most ~80 bytes of objects per value, so under 170 MB in the worst
+#: case, inside the pod's memory limit; larger bodies pay a scan (~0.4 ms per MB).
+DENSE_CHECK_BYTES = 4 << 20
 #: The fewest bytes per comma a large body may average once its commas outnumber ``maxNodes``:
 #: kube-scheduler's bodies average 40+ (a 15 KB node has ~350 commas; a node name or a victim's
 #: ``{"UID":"…"}`` is 40+ bytes). Keeps the per-value objects built at most ~2.5x the body.
@@ -86,11 +88,12 @@ DEFAULT_LIMITS = Limits()
 
 class Body(bytearray):
     """A request body as the HTTP layer read it, with ``commas`` counted chunk by chunk while it
-    arrived (so :func:`check_body` need not scan it again on the verb's critical path)."""
+    arrived when it is :data:`DENSE_CHECK_BYTES` or larger (so :func:`check_body` need not scan
+    it again on the verb's critical path); ``None`` when not counted."""
 
     def __init__(self, size: int) -> None:
         super().__init__(size)
-        self.commas = 0
+        self.commas: int | None = None
 
 
 def check_body(body: bytes | bytearray, limits: Limits) -> None:
@@ -107,7 +110,8 @@ def check_body(body: bytes | bytearray, limits: Limits) -> None:
     """
     size = len(body)
     if size >= DENSE_CHECK_BYTES:
-        commas = body.commas if isinstance(body, Body) else body.count(b",")
+        counted = body.commas if isinstance(body, Body) else None
+        commas = counted if counted is not None else body.count(b",")
         if commas > limits.max_nodes and commas * MIN_BYTES_PER_VALUE > size:
             raise DecodeError(
                 f"request body holds up to {commas + 1} JSON values in {size} bytes (under "

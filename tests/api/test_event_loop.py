@@ -15,9 +15,9 @@ import pytest
 import uvicorn
 
 from app.api import create_app
-from app.api.edge import INLINE_BODY_BYTES
 from app.api.handlers import ExtenderService
 from app.api.server import uvicorn_config
+from app.api.verbs import INLINE_WEIGHT
 from app.config import parse_config
 from app.framework import SUCCESS, CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
 from app.plugins import default_registry
@@ -53,7 +53,7 @@ def gated() -> Iterator[tuple[str, Gate, uvicorn.Server, threading.Thread]]:
             "profiles": [
                 {
                     "name": "default",
-                    "extender": {"verbs": ["filter"]},
+                    "extender": {"verbs": ["filter"], "nodeCacheCapable": True},
                     "plugins": {"filter": [{"name": "AnnotationNodeAffinity"}]},
                 }
             ],
@@ -81,8 +81,8 @@ def gated() -> Iterator[tuple[str, Gate, uvicorn.Server, threading.Thread]]:
 
 def test_health_answers_while_a_verb_is_busy(gated: tuple[str, Gate, uvicorn.Server, threading.Thread]) -> None:
     url, gate, _, _ = gated
-    body = fixture_bytes("extenderargs_nocache_n100.json")
-    assert len(body) >= INLINE_BODY_BYTES  # a body this large is evaluated in the worker thread
+    body = fixture_bytes("extenderargs_cache_n5000.json")
+    assert INLINE_WEIGHT < 5000  # this many nodes are evaluated in the worker thread
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(httpx.post, f"{url}/filter", content=body, timeout=30)
         assert gate.entered.wait(10), "the filter never reached the plugin"
@@ -91,13 +91,13 @@ def test_health_answers_while_a_verb_is_busy(gated: tuple[str, Gate, uvicorn.Ser
         assert not pending.done()
         gate.open.set()
         answer = pending.result(timeout=10)
-    assert answer.status_code == 200 and len(answer.json()["Nodes"]["items"]) == 100
+    assert answer.status_code == 200 and len(answer.json()["NodeNames"]) == 5000
 
 
 def test_shutdown_does_not_wait_for_a_busy_verb(gated: tuple[str, Gate, uvicorn.Server, threading.Thread]) -> None:
     url, gate, server, thread = gated
     with ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(httpx.post, f"{url}/filter", content=fixture_bytes("extenderargs_nocache_n100.json"))
+        pending = pool.submit(httpx.post, f"{url}/filter", content=fixture_bytes("extenderargs_cache_n5000.json"))
         assert gate.entered.wait(10)
         server.should_exit = True
         thread.join(10)  # timeouts.shutdown is 1s: the serve loop ends although the plugin still blocks

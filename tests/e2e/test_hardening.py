@@ -22,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from app.extender.codec import DENSE_CHECK_BYTES
 from tests.conftest import Server
 from tests.support.bodies import fixture, fixture_bytes
 
@@ -133,8 +134,9 @@ def test_victims_are_folded_in_linear_time(server: Server) -> None:
     assert "more than server.limits.maxVictims (500)" in r.json()["Error"]
 
 
-def test_a_million_victims_are_refused_before_decoding(server: Server) -> None:
-    body = b'{"Pod":{},"NodeNameToVictims":{"n":{"Pods":[' + b",".join([b"{}"] * 1_000_000) + b"]}}}"
+def test_millions_of_victims_are_refused_before_decoding(server: Server) -> None:
+    body = b'{"Pod":{},"NodeNameToVictims":{"n":{"Pods":[' + b",".join([b"{}"] * 2_000_000) + b"]}}}"
+    assert len(body) >= DENSE_CHECK_BYTES
     r = post(server, "/preempt", body, timeout=5)
     assert r.status_code == 400
     assert "more than server.limits.maxNodes (1000) allows" in r.json()["Error"]
