@@ -45,11 +45,6 @@ class Answer:
     error: bool = False
     retry_after: int | None = None
 
-    @property
-    def content(self) -> bytes:
-        """The body as one ``bytes``."""
-        return codec.join(self.body)
-
 
 class Observer(Protocol):
     """Receives what the verbs decided, for metrics (and later, decision records)."""
