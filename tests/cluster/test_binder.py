@@ -80,7 +80,8 @@ def test_bound_elsewhere_missing_and_recreated_are_errors(api: FakeAPIServer, sy
     assert "already bound to node 'n1'" in message
     assert _bind(binder, "ghost", "n2") == "pod default/ghost not found"
     message = _bind(binder, "b", "n2", uid="uid-of-a-deleted-pod")
-    assert "was recreated" in message
+    assert message == "pod default/b was recreated: its UID is not the one kube-scheduler sent"
+    assert "uid-default-b" not in message  # never another object's UID
     stored = api.pod("default", "b")
     assert stored is not None and "nodeName" not in stored["spec"]
     wait_for(lambda: synced.state.assumed() == {}, what="failed binds forgotten")
@@ -118,3 +119,14 @@ def test_bind_answers_inside_its_deadline(api: FakeAPIServer, synced: ClusterRun
 def test_timeout_must_be_below_http_timeout(synced: ClusterRuntime) -> None:
     with pytest.raises(ValueError, match="must be below the profile's httpTimeout"):
         _binder(synced, http_timeout=5.0, timeoutSeconds=5)
+
+
+def test_unreachable_api_server_is_said_without_its_address(api: FakeAPIServer, synced: ClusterRuntime) -> None:
+    binder = _binder(synced)
+    api.stop()  # the cache keeps its state; the Binding call cannot connect
+    message = _bind(binder, "a", "n2")
+    assert message in (
+        "binding failed: the API server is unreachable",
+        "binding failed: the API server did not answer in time",
+    )
+    assert "127.0.0.1" not in message and "Error" not in message and "Pool" not in message
