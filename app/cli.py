@@ -9,6 +9,8 @@ check-scheduler-config`` (console script ``scheduler-extender``).
 - ``render [--config F] --out DIR``: write the deployment manifests for the configuration
   (KubeSchedulerConfiguration, static pods, second-scheduler variant, RBAC); see
   :mod:`app.deploy.render`.
+- ``certs --out DIR [--name N]``: write the CA, server and kube-scheduler client certificates for
+  mutual TLS (:mod:`app.deploy.certs`).
 - ``check-scheduler-config FILE [--url URL] [--offline]``: preflight a KubeSchedulerConfiguration
   (strict decoding, upstream validation, then the running service); see :mod:`app.deploy.check`.
 
@@ -33,7 +35,7 @@ import yaml
 from app.api.handlers import UNKNOWN_NODE, ExtenderService, resolve_victims
 from app.cluster.podgroups import PodGroup
 from app.cluster.runtime import ClusterRuntime
-from app.config import ConfigError, Configuration, build_framework, load_config
+from app.config import ConfigError, Configuration, bind_exposure, build_framework, load_config
 from app.extender import codec
 from app.framework import objects
 from app.framework.registry import Registry
@@ -76,6 +78,16 @@ def _serve(args: argparse.Namespace) -> int:
         if server.tls.client_ca_file:
             options |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
     log = logging.getLogger(__name__)
+    exposure = bind_exposure(service.config)
+    if exposure is not None and not server.insecure_bind:
+        print(
+            f"error: {exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
+            "or server.insecureBind: true to accept that exposure",
+            file=sys.stderr,
+        )
+        return 1
+    if exposure is not None:
+        log.warning("server.insecureBind: %s", exposure)
     log.info(
         "serving profiles %s on %s:%s (default profile: %s)",
         ", ".join(service.frameworks),
@@ -417,6 +429,20 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _certs(args: argparse.Namespace) -> int:
+    from app.deploy.certs import CertsError, issue
+
+    try:
+        issued = issue(Path(args.out), args.name, args.days, args.force)
+    except (CertsError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in issued.paths:
+        print(path)
+    print(f"server certificate for {', '.join(issued.names)}; client certificate CN system:kube-scheduler")
+    return 0
+
+
 def _check_scheduler_config(args: argparse.Namespace) -> int:
     from app.deploy.check import check
 
@@ -465,6 +491,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     rend.add_argument("--namespace", help="namespace of second-scheduler/ (default: kube-system)")
     rend.set_defaults(func=_render)
+    certs = sub.add_parser(
+        "certs", help="write a CA, the extender's server certificate and kube-scheduler's client certificate"
+    )
+    certs.add_argument("--out", required=True, help="directory (render mounts /etc/kubernetes/scheduler-extender/pki)")
+    certs.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        help="another DNS name or IP address for the server certificate; repeatable",
+    )
+    certs.add_argument("--days", type=int, default=365, help="validity of the two leaf certificates (default 365)")
+    certs.add_argument("--force", action="store_true", help="replace existing files")
+    certs.set_defaults(func=_certs)
     chk = sub.add_parser("check-scheduler-config", help="preflight a KubeSchedulerConfiguration against this service")
     chk.add_argument("file", help="KubeSchedulerConfiguration YAML")
     chk.add_argument("--url", help="reach the service here instead of each urlPrefix's scheme://host:port")

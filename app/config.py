@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from app.cluster.leader import LeaderElectionSettings
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.extender.codec import Limits
 from app.framework.interfaces import EXTENSION_POINTS
@@ -72,14 +73,24 @@ class SchedulerTLSConfig(_Model):
     server_name: str | None = None
 
 
+#: The client certificate's CN that ``python -m app certs`` issues for kube-scheduler, and the
+#: identity ``server.tls.allowedClients`` admits to bind by default.
+SCHEDULER_CLIENT_CN = "system:kube-scheduler"
+
+
 class TLSConfig(_Model):
-    """Serve HTTPS with this certificate and key (PEM files); ``clientCAFile`` requires and
-    verifies client certificates (kube-scheduler's ``tlsConfig.certFile``/``keyFile``).
-    ``scheduler``: the matching client side for kube-scheduler (:class:`SchedulerTLSConfig`)."""
+    """Serve HTTPS with this certificate and key (PEM files, reloaded when they change).
+    ``clientCAFile``: verify client certificates signed by this CA (kube-scheduler's
+    ``tlsConfig.certFile``/``keyFile``); a client without one may still call the read-only verbs
+    and the health endpoints (the kubelet's HTTPS probes present none), but ``bind`` answers 403
+    unless the certificate's CN is in ``allowedClients`` (default ``system:kube-scheduler``, what
+    ``certs`` issues). ``scheduler``: the matching client side for kube-scheduler
+    (:class:`SchedulerTLSConfig`)."""
 
     cert_file: str
     key_file: str
     client_ca_file: str | None = Field(default=None, alias="clientCAFile")
+    allowed_clients: list[str] = Field(default_factory=lambda: [SCHEDULER_CLIENT_CN], min_length=1)
     scheduler: SchedulerTLSConfig = Field(default_factory=SchedulerTLSConfig)
 
 
@@ -139,7 +150,9 @@ class ServerConfig(_Model):
     with ``Retry-After`` and the connection is closed. ``maxRequestsInFlight`` (512): verb
     requests being read or answered at once; excess gets 503 with ``Retry-After``.
     ``defaultProfile``: the profile that also answers at ``/{verb}`` (defaults to the only profile
-    when there is one).
+    when there is one). ``insecureBind``: serve ``bind`` to any caller, without TLS client
+    certificates (see :func:`bind_exposure`); ``serve`` refuses a profile that serves bind without
+    ``tls.clientCAFile`` otherwise.
     """
 
     host: str = "127.0.0.1"
@@ -151,6 +164,7 @@ class ServerConfig(_Model):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     tls: TLSConfig | None = None
+    insecure_bind: bool = False
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     access_log: bool = False
     default_profile: str | None = None
@@ -168,6 +182,26 @@ class ServerConfig(_Model):
                 f"({self.max_request_bytes}): a body the service admits must fit"
             )
         return self
+
+
+def bind_exposure(config: Configuration) -> str | None:
+    """Why this configuration would let any local process bind any pod, or ``None``.
+
+    A profile that serves ``bind`` holds cluster-wide ``pods/binding`` rights; kube-scheduler's
+    extender client can authenticate only with a TLS client certificate (its ``tlsConfig`` has no
+    token), so without ``server.tls.clientCAFile`` any process that reaches the port (on a
+    control-plane host: every process, the service being on 127.0.0.1) could bind a pending pod to
+    any node, past taints and affinity. ``serve`` refuses that unless ``server.insecureBind`` says
+    so, and then warns at start and on each bind.
+    """
+    binders = [p.name for p in config.profiles if "bind" in p.extender.verbs]
+    tls = config.server.tls
+    if not binders or (tls is not None and tls.client_ca_file):
+        return None
+    return (
+        f"profile {binders[0]!r} serves bind without client-certificate verification: any process that "
+        f"reaches {config.server.host}:{config.server.port} could bind any pending pod to any node"
+    )
 
 
 #: Resident memory of an idle replica without cluster state (bytes): the interpreter, FastAPI and
@@ -198,6 +232,39 @@ def _positive_duration(value: str) -> str:
     return value
 
 
+class LeaderElectionConfig(_Model):
+    """``cluster.leaderElection``: bind only while this replica's kube-scheduler holds the Lease
+    (:mod:`app.cluster.leader`). ``leaseName``/``leaseNamespace``: kube-scheduler's
+    ``leaderElection.resourceName``/``resourceNamespace`` (``kube-scheduler``/``kube-system`` by
+    default). ``identity``: the hostname kube-scheduler's holder identity begins with (default:
+    this host's, which a static pod with hostNetwork or a sidecar shares with its kube-scheduler).
+    ``renewDeadline`` (10s) and ``retryPeriod`` (2s): kube-scheduler's defaults; the holder counts
+    as leading while its Lease record changed within ``renewDeadline``, read every ``retryPeriod``.
+    """
+
+    lease_name: str = "kube-scheduler"
+    lease_namespace: str = "kube-system"
+    identity: str | None = None
+    renew_deadline: str = "10s"
+    retry_period: str = "2s"
+
+    @pydantic.field_validator("renew_deadline", "retry_period")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return _positive_duration(value)
+
+    def settings(self) -> LeaderElectionSettings:
+        """The follower's settings, durations in seconds."""
+        base = LeaderElectionSettings(lease_name=self.lease_name, lease_namespace=self.lease_namespace)
+        return LeaderElectionSettings(
+            lease_name=self.lease_name,
+            lease_namespace=self.lease_namespace,
+            identity=self.identity or base.identity,
+            renew_deadline=parse_duration(self.renew_deadline),
+            retry_period=parse_duration(self.retry_period),
+        )
+
+
 class ClusterConfig(_Model):
     """``cluster:``: mirror nodes and pods of the cluster (list+watch) and allow binding.
 
@@ -208,6 +275,8 @@ class ClusterConfig(_Model):
     node before the watch confirms it; ``watchTimeout`` (5m) the server-side watch timeout's lower
     bound; ``staleAfter`` (60s) how long list/watch may fail before ``/readyz`` turns 503.
     ``podAnnotations``: pod annotation keys to keep in pod records (plugins add their own).
+    ``leaderElection``: follow kube-scheduler's Lease (:class:`LeaderElectionConfig`); without
+    it this replica binds whenever it is warmed up (one replica).
     """
 
     kubeconfig: str | None = None
@@ -218,6 +287,7 @@ class ClusterConfig(_Model):
     page_size: int = Field(default=500, gt=0, le=10000)
     api_workers: int = Field(default=16, gt=0, le=256)
     pod_annotations: list[str] = Field(default_factory=list)
+    leader_election: LeaderElectionConfig | None = None
 
     @pydantic.field_validator("assumed_pod_ttl", "watch_timeout", "stale_after")
     @classmethod
@@ -235,6 +305,7 @@ class ClusterConfig(_Model):
             page_size=self.page_size,
             api_workers=self.api_workers,
             pod_annotations=tuple(self.pod_annotations),
+            leader_election=self.leader_election.settings() if self.leader_election is not None else None,
         )
 
 

@@ -22,11 +22,15 @@ def cluster_config(
     tmp: Path, kubeconfig: str, example: str = "cluster.yaml", edit: Callable[[Any], None] | None = None, **cluster: Any
 ) -> Path:
     """``examples/<example>`` with its ``cluster:`` pointed at ``kubeconfig`` (YAML text, written
-    next to it) and updated with ``cluster``; ``edit(doc)`` may change the document further."""
+    next to it) and updated with ``cluster``; ``edit(doc)`` may change the document further.
+
+    Bind is served to plain-HTTP callers (``server.insecureBind``) so the tests can call it
+    without certificates; ``tests/e2e/test_bind_security.py`` tests the secure configuration."""
     path = tmp / "kubeconfig"
     path.write_text(kubeconfig)
     doc = yaml.safe_load((REPO / "examples" / example).read_text())
     doc["cluster"].update({"kubeconfig": str(path), **cluster})
+    doc.setdefault("server", {})["insecureBind"] = True
     if edit is not None:
         edit(doc)
     out = tmp / example
@@ -69,8 +73,10 @@ class Server:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()}")
             try:
                 path = "readyz" if wait_ready else "healthz"
-                if httpx.get(f"{self.url}/{path}", timeout=1, verify=verify or True).status_code == 200:
-                    return
+                r = httpx.get(f"{self.url}/{path}", timeout=1, verify=verify or True)
+                if r.status_code == 200 and not (wait_ready and r.json().get("role") == "warming up"):
+                    return  # ready, and (with cluster state) past the warm-up before binds are admitted
+                time.sleep(0.1)
             except httpx.TransportError:
                 time.sleep(0.1)
         self.stop()

@@ -28,7 +28,7 @@ def create_app(service: ExtenderService) -> VerbRouter:
         version=__version__,
         description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
     )
-    metrics = Metrics(service.frameworks, service.cluster.state if service.cluster is not None else None)
+    metrics = Metrics(service.frameworks, service.cluster)
     service.observer = metrics
     app.state.service = service
     app.state.metrics = metrics
@@ -42,11 +42,15 @@ def create_app(service: ExtenderService) -> VerbRouter:
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
         """Readiness: 200 when every profile can answer; 503 with the reason while the cluster
-        state has not synced, or when its list/watch has failed for longer than ``staleAfter``."""
+        state has not synced, or when its list/watch has failed for longer than ``staleAfter``.
+        With cluster state, ``role`` says whether this replica binds: ``leader``, ``warming up``
+        (after a start or a takeover) or ``follower`` (another replica's kube-scheduler holds the
+        Lease); all three are ready, as filter answers on each."""
         body: dict[str, Any] = {"status": "ready", "profiles": list(service.frameworks)}
         if service.cluster is not None:
             ready, reason = service.cluster.state.ready()
             body["cluster"] = reason
+            body["role"] = service.cluster.role()
             if not ready:
                 body["status"] = "not ready"
                 return JSONResponse(body, status_code=503)

@@ -48,6 +48,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: Set in a request's scope by the server when its connection is past ``server.maxConnections``.
 OVER_CAPACITY = "scheduler_extender.over_capacity"
+#: Set in a request's scope by the server: the CN of the verified TLS client certificate, or None.
+PEER_CN = "scheduler_extender.peer_cn"
 #: Bodies up to this size (bytes) are not counted against ``maxInFlightBytes``: bind bodies and
 #: cache-mode bodies always pass.
 SMALL_BODY = 1 << 20
@@ -88,6 +90,13 @@ class VerbRouter:
         self.max_requests = server.max_requests_in_flight
         self.body_timeout = server.timeouts.seconds("body")
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verb-worker")
+        tls = server.tls
+        #: the client identities bind admits; None: any caller (server.insecureBind)
+        self.bind_clients: frozenset[str] | None = frozenset()
+        if tls is not None and tls.client_ca_file:
+            self.bind_clients = frozenset(tls.allowed_clients)
+        elif server.insecure_bind:
+            self.bind_clients = None
         self.requests_in_flight = 0
         self.bytes_in_flight = 0
 
@@ -136,6 +145,8 @@ class VerbRouter:
                 raise _RefusedError(503, "too many requests in flight: retry later")
             if isinstance(target, Answer):
                 return target, True
+            if verb.name == "bind":
+                self._authorize_bind(scope)
             body = await self._read_body(scope, receive, held)
         except _RefusedError as refusal:
             retry = RETRY_AFTER if refusal.status == 503 else None
@@ -155,6 +166,25 @@ class VerbRouter:
         except Exception:  # a bug of ours or a plugin's: never its text on the wire
             log.exception("%s on profile %s failed", verb.name, target.profile)
             return verb.error(500, INTERNAL_ERROR.format(verb=verb.name)), False
+
+    def _authorize_bind(self, scope: Scope) -> None:
+        """Bind holds cluster-wide ``pods/binding`` rights: only a caller whose verified TLS client
+        certificate names an identity of ``server.tls.allowedClients`` may call it (kube-scheduler
+        authenticates to extenders with a client certificate only). Raises :class:`_RefusedError`
+        (403) otherwise; with ``server.insecureBind``, logs a warning instead."""
+        if self.bind_clients is None:
+            log.warning("bind from an unauthenticated caller (server.insecureBind: true)")
+            return
+        identity = scope.get(PEER_CN)
+        if identity in self.bind_clients:
+            return
+        presented = f"CN {identity!r}" if identity else "no client certificate"
+        allowed = ", ".join(sorted(self.bind_clients)) or "none: server.tls.clientCAFile is not set"
+        raise _RefusedError(
+            403,
+            f"bind needs a TLS client certificate naming an identity of server.tls.allowedClients "
+            f"({allowed}); this caller presented {presented}",
+        )
 
     async def _read_body(self, scope: Scope, receive: Receive, held: _Held) -> bytes | bytearray:
         """The whole body, within ``maxRequestBytes``, ``maxInFlightBytes`` and the body timeout.

@@ -13,7 +13,7 @@ from app.framework.runtime import FilterOutcome
 from app.framework.status import Code
 
 if TYPE_CHECKING:
-    from app.cluster.state import ClusterState
+    from app.cluster.runtime import ClusterRuntime
 
 # the *_created series only add noise to every scrape
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -46,7 +46,7 @@ class Metrics:
     - ``scheduler_extender_requests_in_flight``: verb requests being read or answered now.
     """
 
-    def __init__(self, profiles: Iterable[str], cluster: ClusterState | None = None) -> None:
+    def __init__(self, profiles: Iterable[str], cluster: ClusterRuntime | None = None) -> None:
         self.profiles = frozenset(profiles)
         self.registry = CollectorRegistry(auto_describe=True)
         if cluster is not None:
@@ -131,14 +131,19 @@ class ClusterCollector(Collector):
 
     - ``scheduler_extender_cluster_objects{kind}``: nodes, pods and assumed pods in the cache.
     - ``scheduler_extender_cluster_synced{resource}``: 1 once ``nodes``/``pods`` completed a list.
+    - ``scheduler_extender_cluster_seconds_since_sync{resource}``: since the last completed list or
+      working watch (-1 before the first).
     - ``scheduler_extender_cluster_relists_total{resource}``, ``..._watch_restarts_total{resource}``,
       ``..._list_watch_errors_total{resource}``: reflector activity.
     - ``scheduler_extender_assumed_pods_total{outcome}``: assumptions ``confirmed`` by the watch or
       ``expired`` unconfirmed.
+    - ``scheduler_extender_is_leader``: 1 while this replica's binds are admitted (the Lease's
+      leader, warmed up); ``scheduler_extender_takeovers_total``: times it became the leader.
     """
 
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
+    def __init__(self, runtime: ClusterRuntime) -> None:
+        self.runtime = runtime
+        self.state = runtime.state
 
     def describe(self) -> list[object]:
         return []
@@ -169,6 +174,25 @@ class ClusterCollector(Collector):
             restarts.add_metric([kind], stats[f"{kind}_watch_restarts"])
             errors.add_metric([kind], stats[f"{kind}_errors"])
         yield from (synced, relists, restarts, errors)
+        since = GaugeMetricFamily(
+            "scheduler_extender_cluster_seconds_since_sync",
+            "Seconds since the resource's last completed list or working watch (-1 before the first).",
+            labels=["resource"],
+        )
+        for kind in ("nodes", "pods"):
+            since.add_metric([kind], stats[f"{kind}_since_ok"])
+        yield since
+        yield GaugeMetricFamily(
+            "scheduler_extender_is_leader",
+            "1 while this replica's binds are admitted: the Lease's leader (or no election), warmed up.",
+            value=1 if self.runtime.bind_admission() is None else 0,
+        )
+        follower = self.runtime.follower
+        yield CounterMetricFamily(
+            "scheduler_extender_takeovers",
+            "Times this replica became the Lease's leader.",
+            value=follower.takeovers if follower is not None else 0,
+        )
         assumed = CounterMetricFamily("scheduler_extender_assumed_pods", "Assumed pods by outcome.", labels=["outcome"])
         assumed.add_metric(["confirmed"], stats["assumed_confirmed"])
         assumed.add_metric(["expired"], stats["assumed_expired"])

@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
+import ssl
 from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.api.edge import OVER_CAPACITY, VerbRouter
-from app.config import ServerConfig
+from app.api.edge import OVER_CAPACITY, PEER_CN, VerbRouter
+from app.config import ServerConfig, TLSConfig
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
+        self._peer_cn = peer_common_name(transport)
         self._idle_since = self.loop.time()
         # idle before the first request, as uvicorn does between requests
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
@@ -83,6 +86,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self.scope[PEER_CN] = self._peer_cn  # type: ignore[literal-required]
         self._arm(self.header_timeout, self._header_timed_out)
 
     def on_headers_complete(self) -> None:
@@ -119,6 +123,99 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
+def peer_common_name(transport: asyncio.BaseTransport) -> str | None:
+    """The CN of the client certificate the TLS handshake verified, or ``None`` (plain HTTP, or a
+    client that presented none)."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    cert = ssl_object.getpeercert() if ssl_object is not None else None
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
+def ssl_context(tls: TLSConfig) -> ssl.SSLContext:
+    """The server's TLS context: TLS 1.2 or later (client-go's minimum), the certificate and key,
+    and with ``clientCAFile`` client certificates verified when presented (``CERT_OPTIONAL``: the
+    kubelet's HTTPS probes present none; ``bind`` checks the verified identity itself)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    if tls.client_ca_file:
+        context.load_verify_locations(tls.client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+class CertificateReloader:
+    """Reloads the certificate and key into the live TLS context when their files change, and
+    adds a changed client CA, every ``interval`` seconds: rotation without restart (new
+    connections get the new certificate; open ones keep theirs). A CA that is removed from the
+    file stays trusted until the next restart (OpenSSL contexts only add CAs)."""
+
+    def __init__(self, context: ssl.SSLContext, tls: TLSConfig, interval: float = 10.0) -> None:
+        self.context = context
+        self.tls = tls
+        self.interval = interval
+        self.reloads = 0
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[tuple[int, int], ...]:
+        files = (self.tls.cert_file, self.tls.key_file, self.tls.client_ca_file)
+        out = []
+        for path in files:
+            try:
+                st = os.stat(path) if path else None
+            except OSError:
+                st = None
+            out.append((st.st_mtime_ns, st.st_size) if st is not None else (0, 0))
+        return tuple(out)
+
+    def check(self) -> bool:
+        """Reload when a file changed; ``True`` when it did. A half-written pair (a key that does
+        not match the certificate) is logged and retried at the next check."""
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return False
+        try:
+            self.context.load_cert_chain(self.tls.cert_file, self.tls.key_file)
+            if self.tls.client_ca_file:
+                self.context.load_verify_locations(self.tls.client_ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            log.warning("TLS files changed but do not load yet (retrying in %gs): %s", self.interval, exc)
+            return False
+        self._seen = stamp
+        self.reloads += 1
+        log.info("TLS certificate reloaded from %s", self.tls.cert_file)
+        return True
+
+    async def run(self) -> None:
+        """Check forever, every ``interval`` seconds."""
+        while True:
+            await asyncio.sleep(self.interval)
+            self.check()
+
+
+class ExtenderServer(uvicorn.Server):
+    """uvicorn's server, plus the certificate reloader while it serves."""
+
+    def __init__(self, config: uvicorn.Config, reloader: CertificateReloader | None = None) -> None:
+        super().__init__(config)
+        self.reloader = reloader
+        self._reloading: asyncio.Task[None] | None = None
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.reloader is not None:
+            self._reloading = asyncio.create_task(self.reloader.run())
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        if self._reloading is not None:
+            self._reloading.cancel()
+        await super().shutdown(sockets)
+
+
 def protocol_class(server: ServerConfig, on_timeout: Callable[[str], None]) -> type[GuardedHttpToolsProtocol]:
     """:class:`GuardedHttpToolsProtocol` configured from ``server``; ``on_timeout(phase)`` is
     called for each connection closed for a ``header`` or ``body`` that did not arrive."""
@@ -147,11 +244,12 @@ def raise_open_files_limit(wanted: int) -> None:
 
 
 def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> uvicorn.Config:
-    """The ``uvicorn.Config`` serving ``app`` with the guarded protocol and the configured
-    timeouts. ``options``: further ``uvicorn.Config`` arguments (log level, access log, TLS files)."""
+    """The ``uvicorn.Config`` serving ``app`` with the guarded protocol, the configured timeouts and
+    (with ``server.tls``) :func:`ssl_context`. ``options``: further ``uvicorn.Config`` arguments
+    (log level, access log)."""
     server = app.service.config.server
     timeouts = server.timeouts
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -163,10 +261,17 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
         server_header=False,
         **options,
     )
+    config.load()
+    if server.tls is not None:
+        config.ssl = ssl_context(server.tls)
+    return config
 
 
 def run(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> None:
     """Serve ``app`` until SIGTERM or SIGINT (see the module doc)."""
-    raise_open_files_limit(app.service.config.server.max_connections + 64)
-    uvicorn.Server(uvicorn_config(app, host, port, options)).run()
+    server = app.service.config.server
+    raise_open_files_limit(server.max_connections + 64)
+    config = uvicorn_config(app, host, port, options)
+    reloader = CertificateReloader(config.ssl, server.tls) if server.tls is not None and config.ssl else None
+    ExtenderServer(config, reloader).run()
     app.worker.shutdown(wait=False, cancel_futures=True)

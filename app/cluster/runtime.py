@@ -8,10 +8,12 @@ pools and pod annotations on :attr:`ClusterRuntime.state`), connected by ``serve
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector, Sink, state_sink
@@ -53,6 +55,15 @@ class ClusterSettings:
     backoff_max: float = 30.0
     api_workers: int = 16
     pod_annotations: tuple[str, ...] = field(default_factory=tuple)
+    #: follow kube-scheduler's Lease (None: this replica always binds, after its warm-up)
+    leader_election: LeaderElectionSettings | None = None
+
+
+#: Added to a binder's deadline before binds are admitted after a start or a takeover: the time
+#: for the watch to show a Binding created at the very end of that deadline (seconds).
+WATCH_MARGIN = 1.0
+#: ``role()`` while binds are not admitted yet on a leader.
+WARMING_UP = "warming up"
 
 
 class ClusterRuntime:
@@ -70,6 +81,52 @@ class ClusterRuntime:
         self.executor: ThreadPoolExecutor | None = None
         self.reflectors: list[Reflector] = []
         self.podgroups: PodGroupStore | None = None
+        self.follower: LeaseFollower | None = None
+        #: the longest bind deadline of the binders (seconds): how long a Binding this process's
+        #: predecessor (or the previous leader) sent may still be in flight
+        self.bind_deadline = 0.0
+        self._admit_at = 0.0
+
+    def hold_binds(self, deadline: float) -> None:
+        """Register a binder whose Bindings may stay in flight for ``deadline`` seconds (call
+        before :meth:`connect`): binds are admitted that long after a start or a takeover."""
+        self.bind_deadline = max(self.bind_deadline, deadline)
+
+    def _warm_up(self) -> None:
+        self._admit_at = time.monotonic() + self.bind_deadline + WATCH_MARGIN
+
+    def bind_admission(self) -> str | None:
+        """Why a bind may not reserve anything now, or ``None`` when it may.
+
+        After a start or a takeover, binds wait until the watch has synced and one whole bind
+        deadline (plus :data:`WATCH_MARGIN`) has passed: a Binding an earlier process or the
+        previous leader sent can land at the API server until then, and counting the pod only
+        once the watch shows it is what keeps a restart from over-committing a node. With
+        ``leader_election``, only the leader binds. Until admitted, bind answers ``Error``
+        (kube-scheduler retries the pod with backoff); filter keeps answering.
+        """
+        if self.follower is not None and not self.follower.is_leader():
+            s = self.follower.settings
+            holder = self.follower.holder or "nobody"
+            return (
+                f"this extender's kube-scheduler ({s.identity}) does not hold the Lease "
+                f"{s.lease_namespace}/{s.lease_name} (held by {holder}): only the leader's extender binds"
+            )
+        if not self.state.has_synced():
+            return "the extender's cluster state has not synced with the API server yet"
+        wait = self._admit_at - time.monotonic()
+        if wait > 0:
+            return (
+                f"warming up: binds are admitted in {wait:.1f}s, once a Binding sent before this "
+                f"extender started or took over can no longer be in flight ({self.bind_deadline:g}s bind deadline)"
+            )
+        return None
+
+    def role(self) -> str:
+        """``leader``, ``warming up`` or ``follower`` (``/readyz``)."""
+        if self.follower is not None and not self.follower.is_leader():
+            return self.follower.role()
+        return LEADER if self.bind_admission() is None else WARMING_UP
 
     def watch_podgroups(self) -> PodGroupStore:
         """Watch PodGroups too (call before :meth:`connect`); returns their store (one per runtime)."""
@@ -108,7 +165,14 @@ class ClusterRuntime:
         ]
         for reflector in self.reflectors:
             reflector.start()
+        self._warm_up()
         log.info("cluster state: list+watch of nodes and pods started (%s)", self.source or "given client")
+        if s.leader_election is not None:
+            le = s.leader_election
+            self.follower = LeaseFollower(
+                le, lambda ns, name: client.get_lease(ns, name, le.retry_period), self._warm_up
+            )
+            self.follower.start()
 
     def binder(self, timeout: float) -> Binder:
         """A :class:`~app.kube.binder.Binder` bounded by ``timeout`` seconds.
@@ -125,10 +189,12 @@ class ClusterRuntime:
         """Stop the reflectors and the executor; close the client."""
         for reflector in self.reflectors:
             reflector.stop()
+        if self.follower is not None:
+            self.follower.stop()
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             self.client.close()
 
 
-__all__ = ["ClusterRuntime", "ClusterSettings"]
+__all__ = ["WARMING_UP", "WATCH_MARGIN", "ClusterRuntime", "ClusterSettings"]

@@ -83,6 +83,8 @@ class _KindState:
     #: monotonic time since when list/watch has been failing; ``None`` while connected
     failing_since: float | None = None
     last_error: str = ""
+    #: monotonic time of the last completed list or working watch; ``None`` before the first
+    ok_at: float | None = None
     relists: int = 0
     watch_restarts: int = 0
     errors: int = 0
@@ -290,12 +292,15 @@ class ClusterState:
                 log.info("cluster state: %s synced", kind)
             state.synced = True
             state.failing_since = None
+            state.ok_at = self._clock()
             self._snapshot = None
 
     def mark_ok(self, kind: str) -> None:
         """``kind``'s list or watch is working."""
         with self._lock:
-            self._kinds[kind].failing_since = None
+            state = self._kinds[kind]
+            state.failing_since = None
+            state.ok_at = self._clock()
 
     def mark_failing(self, kind: str, error: str) -> None:
         """``kind``'s list or watch failed with ``error``."""
@@ -340,7 +345,8 @@ class ClusterState:
 
     def stats(self) -> dict[str, float]:
         """Counters and sizes for metrics: nodes, pods, assumed pods, per-kind relists, watch
-        restarts and errors, confirmed and expired assumptions."""
+        restarts and errors, seconds since the last completed list or working watch (-1 before the
+        first), confirmed and expired assumptions."""
         with self._lock:
             out: dict[str, float] = {
                 "nodes": len(self._views),
@@ -349,8 +355,10 @@ class ClusterState:
                 "assumed_confirmed": self.confirmed,
                 "assumed_expired": self.expired,
             }
+            now = self._clock()
             for kind, state in self._kinds.items():
                 out[f"{kind}_synced"] = 1 if state.synced else 0
+                out[f"{kind}_since_ok"] = now - state.ok_at if state.ok_at is not None else -1
                 out[f"{kind}_relists"] = state.relists
                 out[f"{kind}_watch_restarts"] = state.watch_restarts
                 out[f"{kind}_errors"] = state.errors

@@ -32,7 +32,14 @@ import yaml
 
 from app import __version__
 from app.cluster.runtime import CACHE_RBAC
-from app.config import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, Configuration, memory_limit_bytes
+from app.config import (
+    CLUSTER_MEMORY_BYTES,
+    IDLE_MEMORY_BYTES,
+    Configuration,
+    LeaderElectionConfig,
+    TLSConfig,
+    memory_limit_bytes,
+)
 from app.framework.registry import Registry
 
 #: Where the install guide puts each file on a kubeadm control-plane node.
@@ -237,10 +244,10 @@ def _security_context() -> dict[str, Any]:
 
 
 def _probe(config: Configuration, path: str, period: int, failures: int) -> dict[str, Any]:
+    # With TLS the kubelet probes over HTTPS without a client certificate (it verifies none
+    # either): client certificates are optional at the handshake and only bind requires one, so
+    # the probe reaches the same event loop as the verbs and detects a stalled server.
     tls = config.server.tls
-    if tls is not None and tls.client_ca_file:
-        # the kubelet cannot present a client certificate: probe the socket only
-        return {"tcpSocket": {"host": "127.0.0.1", "port": config.server.port}, "periodSeconds": period}
     return {
         "httpGet": {
             "host": "127.0.0.1",
@@ -411,23 +418,88 @@ def _binding(
 
 def static_pod_rbac(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
     """ClusterRole ``scheduler-extender`` and its binding to :data:`EXTENDER_USER` (empty without
-    ``cluster:``)."""
+    ``cluster:``); with ``cluster.leaderElection``, a Role to ``get`` the one Lease it follows (a
+    follower only reads it) and its RoleBinding."""
     rules = extender_rules(config, registry)
     if not rules:
         return []
     user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}
-    return [
+    out = [
         _cluster_role("scheduler-extender", rules),
         _binding("ClusterRoleBinding", "scheduler-extender", "ClusterRole", "scheduler-extender", user),
     ]
+    election = config.cluster.leader_election if config.cluster is not None else None
+    if election is not None:
+        ns = election.lease_namespace
+        out += [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": _meta("scheduler-extender-lease", ns),
+                "rules": [
+                    {
+                        "apiGroups": ["coordination.k8s.io"],
+                        "resources": ["leases"],
+                        "resourceNames": [election.lease_name],
+                        "verbs": ["get"],
+                    }
+                ],
+            },
+            _binding("RoleBinding", "scheduler-extender-lease", "Role", "scheduler-extender-lease", user, ns),
+        ]
+    return out
+
+
+#: Where ``render`` expects ``python -m app certs`` to have written the PKI on each control-plane
+#: node when it turns TLS on by default (:func:`secure_defaults`).
+PKI_DIR = "/etc/kubernetes/scheduler-extender/pki"
+
+
+def secure_defaults(config: Configuration) -> Configuration:
+    """The configuration the static pods run: for a configuration that serves ``bind`` and sets
+    neither ``server.tls`` nor ``server.insecureBind``, mutual TLS with the files of
+    ``python -m app certs --out`` :data:`PKI_DIR` (kube-scheduler's extender client can
+    authenticate only with a client certificate); with ``cluster:`` and bind, binds only while
+    this node's kube-scheduler holds the ``kube-system/kube-scheduler`` Lease, unless
+    ``cluster.leaderElection`` says otherwise."""
+    serves_bind = any("bind" in p.extender.verbs for p in config.profiles)
+    if not serves_bind:
+        return config
+    update: dict[str, Any] = {}
+    server = config.server
+    if server.tls is None and not server.insecure_bind:
+        tls = TLSConfig.model_validate(
+            {
+                "certFile": f"{PKI_DIR}/server.crt",
+                "keyFile": f"{PKI_DIR}/server.key",
+                "clientCAFile": f"{PKI_DIR}/ca.crt",
+                "scheduler": {
+                    "caFile": f"{PKI_DIR}/ca.crt",
+                    "certFile": f"{PKI_DIR}/scheduler.crt",
+                    "keyFile": f"{PKI_DIR}/scheduler.key",
+                },
+            }
+        )
+        update["server"] = server.model_copy(update={"tls": tls})
+    if config.cluster is not None and config.cluster.leader_election is None:
+        update["cluster"] = config.cluster.model_copy(update={"leader_election": LeaderElectionConfig()})
+    return config.model_copy(update=update)
 
 
 def second_scheduler(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
     """``second-scheduler/``: file name -> text (see the module doc). kube-scheduler reaches the
     sidecar over the pod's loopback, so everything here is rendered from ``config`` without TLS."""
-    config = config.model_copy(update={"server": config.server.model_copy(update={"tls": None})})
     name = options.second_scheduler_name
     ns = options.namespace
+    # The pod's loopback is reachable only by the pod's own containers: bind needs no client
+    # certificate there. The sidecar binds while its kube-scheduler holds the scheduler's Lease.
+    serves_bind = any("bind" in p.extender.verbs for p in config.profiles)
+    server = config.server.model_copy(update={"tls": None, "insecure_bind": config.server.insecure_bind or serves_bind})
+    update: dict[str, Any] = {"server": server}
+    if config.cluster is not None and serves_bind:
+        election = LeaderElectionConfig.model_validate({"leaseName": name, "leaseNamespace": ns})
+        update["cluster"] = config.cluster.model_copy(update={"leader_election": election})
+    config = config.model_copy(update=update)
     sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
     sched_config = scheduler_configuration(
         config,
@@ -552,6 +624,8 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
     names = ["default-scheduler", options.scheduler_name] if options.scheduler_name else None
     if options.scheduler_name == "default-scheduler":
         raise RenderError("--scheduler-name: 'default-scheduler' is the default profile already")
+    plain = config
+    config = secure_defaults(config)
     kubeconfig = _extender_kubeconfig(config)
     out = {
         "kube-scheduler-config.yaml": _header(
@@ -583,7 +657,7 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
         out["scheduler-extender-rbac.yaml"] = _header(
             f"What the extender may do with the credentials in {EXTENDER_KUBECONFIG_PATH}: kubectl apply -f.", source
         ) + dump(*rbac)
-    for name, text in second_scheduler(config, registry, options, source).items():
+    for name, text in second_scheduler(plain, registry, options, source).items():
         out[f"second-scheduler/{name}"] = text
     return out
 

@@ -114,6 +114,7 @@ class KubeClient:
         self.api_client = api_client
         self.core = k8s.CoreV1Api(api_client)
         self.custom = k8s.CustomObjectsApi(api_client)
+        self.coordination = k8s.CoordinationV1Api(api_client)
 
     def _list_or_watch(self, kind: str, **kwargs: Any) -> Any:
         """``GET`` the ``nodes``, (non-terminal) ``pods`` or ``podgroups``
@@ -183,6 +184,21 @@ class KubeClient:
             return data
         except Exception as exc:
             raise api_error(exc) from exc
+
+    def get_lease(self, namespace: str, name: str, timeout: float) -> bytes | None:
+        """The raw JSON of a ``coordination.k8s.io/v1`` Lease, or ``None`` when it does not exist."""
+        resp: Any
+        try:
+            resp = self.coordination.read_namespaced_lease(
+                name, namespace, _preload_content=False, _request_timeout=timeout
+            )
+            data: bytes = resp.data
+            return data
+        except Exception as exc:
+            error = api_error(exc)
+            if error.status == 404:
+                return None
+            raise error from exc
 
     def close(self) -> None:
         """Release the connection pool."""

@@ -59,6 +59,7 @@ class DefaultBinder:
             )
         self.timeout = timeout
         self.cluster = handle.cluster
+        self.cluster.hold_binds(timeout)
         self.verify_fit = args.verify_fit
         self.ignored = frozenset(args.ignored_resources)
         self._binder: Binder | None = None
@@ -83,7 +84,11 @@ class DefaultBinder:
     async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status:
         """Reserve (``verifyFit`` and the profile's Reserve plugins, atomically), then create the
         Binding, within what is left of the bind's deadline; ``ERROR`` with the reason when either
-        fails."""
+        fails, or while binds are not admitted (:meth:`ClusterRuntime.bind_admission`: not the
+        Lease's leader, or warming up after a start or a takeover)."""
+        refusal = self.cluster.bind_admission()
+        if refusal is not None:
+            return Status.error(refusal)
         if self._binder is None:
             try:
                 self._binder = self.cluster.binder(self.timeout)

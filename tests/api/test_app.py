@@ -94,11 +94,12 @@ class RecordingBinder:
         return Status()
 
 
-def binding_client() -> tuple[TestClient, RecordingBinder]:
+def binding_client(insecure_bind: bool = True) -> tuple[TestClient, RecordingBinder]:
     config = Configuration.model_validate(
         {
             "apiVersion": API_VERSION,
             "kind": KIND,
+            "server": {"insecureBind": insecure_bind},
             "profiles": [
                 {"name": "b", "extender": {"verbs": ["bind"]}, "plugins": {"bind": [{"name": "RecordingBinder"}]}}
             ],
@@ -132,4 +133,13 @@ def test_malformed_bind_gets_400(body: bytes, message: str) -> None:
     r = c.post("/bind", content=body)
     assert r.status_code == 400
     assert message in r.json()["Error"] and set(r.json()) == {"Error"}
+    assert binder.calls == []
+
+
+def test_bind_without_tls_and_without_insecure_bind_is_refused() -> None:
+    """Defence in depth: serve refuses this configuration, and the app still never binds for it."""
+    c, binder = binding_client(insecure_bind=False)
+    r = c.post("/b/bind", content=fixture_bytes("bindingargs.json"))
+    assert r.status_code == 403
+    assert r.json()["Error"].startswith("bind needs a TLS client certificate naming an identity of server.tls")
     assert binder.calls == []

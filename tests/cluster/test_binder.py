@@ -34,7 +34,7 @@ def synced(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> C
     for name in ("a", "b", "c"):
         api.put("pods", pod(name))
     runtime = make_runtime(api.url)
-    wait_for(runtime.state.has_synced)
+    wait_for(lambda: runtime.bind_admission() is None, what="binds admitted (synced, warmed up)")
     return runtime
 
 

@@ -56,7 +56,10 @@ def test_no_credentials_names_what_was_tried(tmp_path: Path, monkeypatch: pytest
 
 def test_serve_exits_with_a_clear_error_without_credentials(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
-    config.write_text((REPO / "examples" / "cluster.yaml").read_text())
+    config.write_text(
+        (REPO / "examples" / "cluster.yaml").read_text().replace("server:\n", "server:\n  insecureBind: true\n")
+    )
+    assert "insecureBind: true" in config.read_text()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBERNETES_", "KUBECONFIG"))}
     env["HOME"] = str(tmp_path)
     proc = subprocess.run(

@@ -225,7 +225,14 @@ def test_extender_static_pod_is_locked_down() -> None:
     assert c["livenessProbe"]["httpGet"]["host"] == "127.0.0.1"
     assert c["resources"]["limits"]["memory"]
     mounts = {m["mountPath"] for m in c["volumeMounts"]}
-    assert mounts == {"/etc/kubernetes/scheduler-extender/config.yaml", "/etc/kubernetes/scheduler-extender.conf"}
+    pki = "/etc/kubernetes/scheduler-extender/pki"
+    assert mounts == {
+        "/etc/kubernetes/scheduler-extender/config.yaml",
+        "/etc/kubernetes/scheduler-extender.conf",
+        f"{pki}/server.crt",
+        f"{pki}/server.key",
+        f"{pki}/ca.crt",
+    }  # the profile serves bind: mutual TLS by default
     config = yaml.safe_load(_render(REPO / "examples" / "cluster.yaml")["scheduler-extender-config.yaml"])
     assert config["cluster"]["kubeconfig"] == "/etc/kubernetes/scheduler-extender.conf"
     assert "--config" in c["args"] and "/etc/kubernetes/scheduler-extender/config.yaml" in c["args"]
@@ -264,7 +271,21 @@ def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
     if config.cluster is None:
         assert "scheduler-extender-rbac.yaml" not in files
     else:
-        (role, binding) = _docs(files["scheduler-extender-rbac.yaml"])
+        (role, binding, *lease) = _docs(files["scheduler-extender-rbac.yaml"])
+        if serves_bind:  # binds follow kube-scheduler's Lease: get of that one Lease, nothing more
+            lease_role, lease_binding = lease
+            assert lease_role["kind"] == "Role" and lease_role["metadata"]["namespace"] == "kube-system"
+            assert lease_role["rules"] == [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": ["kube-scheduler"],
+                    "verbs": ["get"],
+                }
+            ]
+            assert lease_binding["subjects"] == binding["subjects"]
+        else:
+            assert lease == []
         rules = {(r["resources"][0], v) for r in role["rules"] for v in r["verbs"]}
         assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= rules
         assert binding["subjects"][0]["name"] == "system:scheduler-extender"
@@ -315,7 +336,9 @@ def test_tls_entries_carry_the_ca_and_mount_it(tmp_path: Path) -> None:
     paths = {v["hostPath"]["path"] for v in pod["spec"]["volumes"]}
     assert set(entry["tlsConfig"].values()) <= paths
     (ext,) = _docs(files["scheduler-extender.yaml"])
-    assert "tcpSocket" in ext["spec"]["containers"][0]["livenessProbe"]  # the kubelet has no client certificate
+    # client certificates are optional at the handshake (only bind needs one): the kubelet's HTTPS
+    # probe, which presents none, reaches /healthz on the same event loop as the verbs
+    assert ext["spec"]["containers"][0]["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
     # the sidecar variant talks plain HTTP inside the pod
     (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
     (sidecar_entry,) = yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])["extenders"]
