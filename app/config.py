@@ -84,14 +84,20 @@ class TLSConfig(_Model):
     ``tlsConfig.certFile``/``keyFile``); a client without one may still call the read-only verbs
     and the health endpoints (the kubelet's HTTPS probes present none), but ``bind`` answers 403
     unless the certificate's CN is in ``allowedClients`` (default ``system:kube-scheduler``, what
-    ``certs`` issues). ``scheduler``: the matching client side for kube-scheduler
-    (:class:`SchedulerTLSConfig`)."""
+    ``certs`` issues). ``reloadInterval`` (10s): how often the files are checked for a rotation.
+    ``scheduler``: the matching client side for kube-scheduler (:class:`SchedulerTLSConfig`)."""
 
     cert_file: str
     key_file: str
     client_ca_file: str | None = Field(default=None, alias="clientCAFile")
     allowed_clients: list[str] = Field(default_factory=lambda: [SCHEDULER_CLIENT_CN], min_length=1)
+    reload_interval: str = "10s"
     scheduler: SchedulerTLSConfig = Field(default_factory=SchedulerTLSConfig)
+
+    @pydantic.field_validator("reload_interval")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        return _positive_duration(value)
 
 
 class LimitsConfig(_Model):

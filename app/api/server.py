@@ -37,6 +37,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.api.edge import OVER_CAPACITY, PEER_CN, VerbRouter
 from app.config import ServerConfig, TLSConfig
+from app.framework.profile import parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -272,6 +273,8 @@ def run(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> None:
     server = app.service.config.server
     raise_open_files_limit(server.max_connections + 64)
     config = uvicorn_config(app, host, port, options)
-    reloader = CertificateReloader(config.ssl, server.tls) if server.tls is not None and config.ssl else None
+    reloader = None
+    if server.tls is not None and config.ssl:
+        reloader = CertificateReloader(config.ssl, server.tls, parse_duration(server.tls.reload_interval))
     ExtenderServer(config, reloader).run()
     app.worker.shutdown(wait=False, cancel_futures=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import json
 import queue
 import threading
@@ -104,7 +105,7 @@ class FakeAPIServer:
     def __init__(self, bookmark_interval: float = 0.5) -> None:
         self.bookmark_interval = bookmark_interval
         self.lock = threading.RLock()
-        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}}
+        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}, "leases": {}}
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
         self.podgroup_crd = True
         self.rv = 100
@@ -337,6 +338,20 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(*api.list(kind, query))
                 return
+            # GET /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}: what a follower of
+            # kube-scheduler's leader election reads (client-go resourcelock.LeaseLock.Get)
+            if (
+                len(segs) == 7
+                and segs[:4] == ["apis", "coordination.k8s.io", "v1", "namespaces"]
+                and segs[5] == "leases"
+            ):
+                with api.lock:
+                    lease = api.objects["leases"].get(f"{segs[4]}/{segs[6]}")
+                if lease is None:
+                    self._send(404, status_body(404, "NotFound", f'leases.coordination.k8s.io "{segs[6]}" not found'))
+                else:
+                    self._send(200, lease)
+                return
             if len(segs) == 6 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods":
                 pod = api.pod(segs[3], segs[5])
                 if pod is None:
@@ -479,4 +494,22 @@ def pod(
         "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}"},
         "spec": spec,
         "status": {"phase": phase},
+    }
+
+
+def lease(holder: str, name: str = "kube-scheduler", namespace: str = "kube-system", duration: int = 15) -> Obj:
+    """A ``coordination.k8s.io/v1`` Lease as kube-scheduler's leader election writes it
+    (client-go ``LeaseLock``), held by ``holder`` and renewed now."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": duration,
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": 0,
+        },
     }

@@ -1,0 +1,77 @@
+"""The Lease follower through the official client against the test API server, and the bind
+admission it gates (leader, warm-up after a takeover)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.cluster.leader import FOLLOWER, LEADER, LeaderElectionSettings, LeaseFollower
+from app.cluster.runtime import WARMING_UP, ClusterRuntime
+from tests.cluster.conftest import official_client, wait_for
+from tests.support.apiserver import FakeAPIServer, lease
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def follower(api: FakeAPIServer, clock: Clock, takeovers: list[int]) -> LeaseFollower:
+    client = official_client(api.url)
+    settings = LeaderElectionSettings(identity="cp-1", renew_deadline=10.0, retry_period=0.1)
+    return LeaseFollower(settings, lambda ns, name: client.get_lease(ns, name, 2.0), lambda: takeovers.append(1), clock)
+
+
+def test_follows_the_holder_and_its_renewals(api: FakeAPIServer) -> None:
+    clock, takeovers = Clock(), []
+    f = follower(api, clock, takeovers)
+    f.poll()
+    assert not f.is_leader() and f.last_error == "Lease kube-system/kube-scheduler does not exist"
+    api.put("leases", lease("cp-2_7f3a"))  # another node's kube-scheduler leads
+    f.poll()
+    assert f.role() == FOLLOWER and f.holder == "cp-2_7f3a" and takeovers == []
+    api.put("leases", lease("cp-1_91bc"))  # this node's kube-scheduler took over
+    f.poll()
+    assert f.role() == LEADER and takeovers == [1] and f.takeovers == 1
+    clock.now += 9  # renewed within renewDeadline: still leading
+    api.put("leases", lease("cp-1_91bc"))
+    f.poll()
+    assert f.is_leader() and takeovers == [1]
+    clock.now += 10.5  # not renewed for renewDeadline: it would have stepped down
+    f.poll()
+    assert not f.is_leader()
+    api.put("leases", lease("cp-1_91bc"))  # renewed again: a new term, a new takeover
+    f.poll()
+    assert f.is_leader() and takeovers == [1, 1]
+
+
+def test_a_hostname_prefix_is_not_the_holder(api: FakeAPIServer) -> None:
+    clock, takeovers = Clock(), []
+    f = follower(api, clock, takeovers)
+    api.put("leases", lease("cp-10_aa"))  # "cp-1" is only a prefix of the holder's hostname
+    f.poll()
+    assert not f.is_leader()
+
+
+def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> None:
+    api.put("leases", lease("cp-2_7f3a"))
+    settings = LeaderElectionSettings(identity="cp-1", renew_deadline=10.0, retry_period=0.1)
+    runtime = make_runtime(api.url, leader_election=settings)
+    runtime.hold_binds(0.5)
+    wait_for(runtime.state.has_synced)
+    wait_for(lambda: runtime.follower is not None and runtime.follower.holder == "cp-2_7f3a", what="Lease read")
+    refusal = runtime.bind_admission()
+    assert refusal is not None and refusal.startswith(
+        "this extender's kube-scheduler (cp-1) does not hold the Lease kube-system/kube-scheduler (held by cp-2_7f3a)"
+    )
+    assert runtime.role() == FOLLOWER
+    api.put("leases", lease("cp-1_91bc"))
+    wait_for(lambda: runtime.role() != FOLLOWER, what="takeover")
+    # a takeover restarts the warm-up: the previous leader's Bindings may still be in flight
+    assert runtime.role() == WARMING_UP
+    assert (runtime.bind_admission() or "").startswith("warming up: binds are admitted in ")
+    wait_for(lambda: runtime.bind_admission() is None, what="warm-up over")
+    assert runtime.role() == LEADER
