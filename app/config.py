@@ -153,8 +153,10 @@ class ServerConfig(_Model):
     would exceed it gets 503 with ``Retry-After`` (bodies under 1 MiB, such as bind's, always
     pass). The rendered pod's memory limit is derived from it (:func:`memory_limit_bytes`).
     ``maxConnections`` (1024): open connections; a request on a connection past the cap gets 503
-    with ``Retry-After`` and the connection is closed. ``maxRequestsInFlight`` (512): verb
-    requests being read or answered at once; excess gets 503 with ``Retry-After``.
+    with ``Retry-After`` and the connection is closed. ``maxRequestsInFlight`` (1024): verb
+    requests being read or answered at once; excess gets 503 with ``Retry-After``. kube-scheduler
+    binds in goroutines: a backlog of pods whose binds wait on the API server is that many binds
+    in flight, each on its own connection.
     ``defaultProfile``: the profile that also answers at ``/{verb}`` (defaults to the only profile
     when there is one). ``insecureBind``: serve ``bind`` to any caller, without TLS client
     certificates (see :func:`bind_exposure`); ``serve`` refuses a profile that serves bind without
@@ -166,7 +168,7 @@ class ServerConfig(_Model):
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     max_in_flight_bytes: int | None = Field(default=None, gt=0)
     max_connections: int = Field(default=1024, gt=0)
-    max_requests_in_flight: int = Field(default=512, gt=0)
+    max_requests_in_flight: int = Field(default=1024, gt=0)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     tls: TLSConfig | None = None

@@ -143,7 +143,8 @@ class ClusterRuntime:
         if client is None:
             from app.kube.client import KubeClient, load_client
 
-            loaded = load_client(self.settings.kubeconfig, self.settings.context)
+            # one pooled connection per API worker: the binds' Binding calls run concurrently
+            loaded = load_client(self.settings.kubeconfig, self.settings.context, self.settings.api_workers)
             client, self.source = KubeClient(loaded.api_client), loaded.source
         self.client = client
         s = self.settings

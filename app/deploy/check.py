@@ -169,6 +169,10 @@ def _expected_shape(verb: str, status: int, body: bytes) -> str | None:
     if verb == "bind":
         if status == 400 and isinstance(data, dict) and "Error" in data:
             return None
+        if status == 403 and isinstance(data, dict):
+            # the service refused the caller before reading the body: the client certificate of
+            # tlsConfig (certFile/keyFile) does not name an identity of server.tls.allowedClients
+            return f"bind refused this client (403): {data.get('Error')}"
         return f"expected 400 with an ExtenderBindingResult for a malformed body, got {status}"
     if status != 200:
         return f"HTTP {status} (kube-scheduler treats anything but 200 as a failed call)"

@@ -48,7 +48,7 @@ class LoadedClient:
     source: str
 
 
-def load_client(kubeconfig: str | None = None, context: str | None = None) -> LoadedClient:
+def load_client(kubeconfig: str | None = None, context: str | None = None, pool_size: int = 16) -> LoadedClient:
     """Load cluster credentials in the order of the module doc.
 
     Raises :class:`KubeConfigError` naming each source tried and why it failed.
@@ -59,11 +59,13 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Lo
             k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
         except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
             raise KubeConfigError(f"cluster.kubeconfig {kubeconfig}: {exc}") from exc
+        cfg.connection_pool_maxsize = pool_size
         return LoadedClient(k8s.ApiClient(cfg), f"kubeconfig {kubeconfig}")
     tried: list[str] = []
     cfg = k8s.Configuration()
     try:
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        cfg.connection_pool_maxsize = pool_size
         return LoadedClient(k8s.ApiClient(cfg), "in-cluster service account")
     except k8s_config.ConfigException as exc:
         tried.append(f"in-cluster: {exc}")
@@ -74,6 +76,7 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> Lo
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=default, context=context, client_configuration=cfg
         )
+        cfg.connection_pool_maxsize = pool_size
         return LoadedClient(k8s.ApiClient(cfg), f"kubeconfig {default}")
     except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
         tried.append(f"default kubeconfig {default}: {exc}")
