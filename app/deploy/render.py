@@ -450,6 +450,10 @@ def static_pod_rbac(config: Configuration, registry: Registry) -> list[dict[str,
     return out
 
 
+#: Replicas of the second-scheduler Deployment: kube-scheduler elects a leader with its Lease and
+#: each extender sidecar binds only while its own kube-scheduler holds it.
+SECOND_SCHEDULER_REPLICAS = 2
+
 #: Where ``render`` expects ``python -m app certs`` to have written the PKI on each control-plane
 #: node when it turns TLS on by default (:func:`secure_defaults`).
 PKI_DIR = "/etc/kubernetes/scheduler-extender/pki"
@@ -570,7 +574,7 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         "kind": "Deployment",
         "metadata": _meta(name, ns),
         "spec": {
-            "replicas": 1,
+            "replicas": SECOND_SCHEDULER_REPLICAS,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
