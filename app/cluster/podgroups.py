@@ -24,9 +24,11 @@ KIND = "podgroups"
 
 
 class PodGroupSpec(msgspec.Struct, rename="camel"):
-    """``PodGroupSpec``: ``minMember`` (pods that must be scheduled together)."""
+    """``PodGroupSpec``: ``minMember`` (pods that must be scheduled together) and
+    ``scheduleTimeoutSeconds`` (how long the group may take to gather)."""
 
     min_member: int | None = None
+    schedule_timeout_seconds: int | None = None
 
 
 class PodGroup(msgspec.Struct):
@@ -58,6 +60,7 @@ class PodGroupStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._min_member: dict[str, int] = {}
+        self._timeout: dict[str, int] = {}
         self.synced = False
         self.absent = False
         self.last_error = ""
@@ -68,6 +71,11 @@ class PodGroupStore:
         with self._lock:
             return self._min_member.get(f"{namespace}/{name}")
 
+    def schedule_timeout(self, namespace: str, name: str) -> int | None:
+        """The group's ``scheduleTimeoutSeconds``, or ``None`` when it sets none (or does not exist)."""
+        with self._lock:
+            return self._timeout.get(f"{namespace}/{name}")
+
     # -- the reflector's sink ------------------------------------------------------------------------
 
     def prepare(self, obj: Any) -> Any:
@@ -76,18 +84,25 @@ class PodGroupStore:
     def replace(self, items: list[Any]) -> None:
         with self._lock:
             self._min_member = {_key(g): (g.spec.min_member or 0) if g.spec else 0 for g in items}
+            self._timeout = {
+                _key(g): g.spec.schedule_timeout_seconds for g in items if g.spec and g.spec.schedule_timeout_seconds
+            }
 
     def apply(self, event: str, item: Any) -> None:
         with self._lock:
+            key = _key(item)
+            self._timeout.pop(key, None)
             if event == "DELETED":
-                self._min_member.pop(_key(item), None)
+                self._min_member.pop(key, None)
             else:
-                self._min_member[_key(item)] = (item.spec.min_member or 0) if item.spec else 0
+                self._min_member[key] = (item.spec.min_member or 0) if item.spec else 0
+                if item.spec and item.spec.schedule_timeout_seconds:
+                    self._timeout[key] = item.spec.schedule_timeout_seconds
 
     def missing(self, error: str) -> None:
         with self._lock:
             self.absent, self.synced, self.last_error = True, False, error
-            self._min_member = {}
+            self._min_member, self._timeout = {}, {}
 
     def mark_synced(self, kind: str) -> None:
         with self._lock:

@@ -7,9 +7,23 @@ Follows the Coscheduling plugin of kubernetes-sigs/scheduler-plugins (``pkg/cosc
   name (``scheduling.x-k8s.io/v1alpha1``, watched like nodes and pods) or, while that CRD is not
   installed, from the pod's annotation ``minMemberAnnotation``
   (default ``scheduling.x-k8s.io/min-member``).
-- **PreFilter** rejects a member on every node as ``UnschedulableAndUnresolvable`` while fewer
-  than ``minMember`` pods of its group exist (upstream: "cannot find enough sibling pods"), while
-  the group is denied (below), or when its PodGroup does not exist.
+- **PreFilter**, while fewer than ``minMember`` pods of the group exist (the group is still being
+  created), answers ``Error``, not a rejection, for up to the PodGroup's
+  ``scheduleTimeoutSeconds`` (``scheduleTimeoutSeconds`` arg when the PodGroup sets none) from
+  the first time a member reached filter; after that it rejects the member as
+  ``UnschedulableAndUnresolvable`` ("has 2 of minMember 6 pods"). Why not reject at once, as
+  upstream's PreFilter does: kube-scheduler files an extender's rejection as unschedulable and
+  retries it only on a cluster event or after ``podMaxInUnschedulablePodsDuration`` (5 minutes;
+  ``scheduling_queue.go`` ``AddUnschedulableIfNotPresent``, ``flushUnschedulablePodsLeftover``),
+  and the creation of a sibling, a pending pod, is no such event; upstream avoids the wait with
+  queueing hints and by activating siblings, which an extender has neither of. An ``Error``
+  instead fails the attempt without a rejector plugin (``schedule_one.go``
+  ``handleSchedulingFailure``): the pod goes to the backoff queue and is retried after 1 s,
+  doubling to 10 s (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``), so a group whose
+  members are created together is complete within seconds. Coscheduling must therefore be
+  ``failurePolicy: Fail`` (the default) at filter. A member of a **denied** group (below) is
+  answered ``Error`` likewise, so it is retried as soon as the denial expires; a group whose
+  PodGroup does not exist is rejected.
 - **Permit** (at bind, before the binder): the member's bind request is held, without blocking
   the server, until ``minMember`` members have reached bind or are already bound; then every held
   member is released to its binder. When a member has waited ``permitWaitingTimeSeconds``, every
@@ -58,6 +72,7 @@ class CoschedulingArgs(PluginArgs):
 
     permit_waiting_time_seconds: float | None = Field(default=None, gt=0)
     denied_pg_expiration_time_seconds: float = Field(default=20.0, ge=0, alias="deniedPGExpirationTimeSeconds")
+    schedule_timeout_seconds: float = Field(default=60.0, gt=0)
     pod_group_label: str = Field(default=POD_GROUP_LABEL, min_length=1)
     min_member_annotation: str = Field(default=MIN_MEMBER_ANNOTATION, min_length=1)
     use_pod_group_crd: bool = Field(default=True, alias="usePodGroupCRD")
@@ -99,8 +114,11 @@ class Coscheduling:
         label = self.label
         state.add_index(PodIndex(_INDEX, lambda p: f"{p.namespace}/{p.labels[label]}" if label in p.labels else None))
         self.podgroups: PodGroupStore | None = handle.cluster.watch_podgroups() if args.use_pod_group_crd else None
+        self.schedule_timeout = args.schedule_timeout_seconds
         self._gates: dict[str, _Gate] = {}
         self._denied: dict[str, float] = {}
+        #: group -> when a member first reached filter while the group was short of minMember
+        self._forming: dict[str, float] = {}
 
     # -- groups --------------------------------------------------------------------------------------
 
@@ -145,25 +163,48 @@ class Coscheduling:
 
     # -- PreFilter / Filter -----------------------------------------------------------------------
 
+    def timeout_of(self, group: str) -> float:
+        """How long ``group`` may take to gather: its PodGroup's ``scheduleTimeoutSeconds``, else
+        the ``scheduleTimeoutSeconds`` arg (seconds)."""
+        if self.podgroups is not None and not self.podgroups.absent:
+            namespace, _, name = group.partition("/")
+            found = self.podgroups.schedule_timeout(namespace, name)
+            if found:
+                return float(found)
+        return self.schedule_timeout
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``Skip`` for a pod outside any group; a rejection on every node while the group is
-        denied, unknown or short of ``minMember`` pods."""
+        """``Skip`` for a pod outside any group; ``Error`` while the group is denied or still
+        gathering (kube-scheduler retries it within seconds); a rejection on every node when the
+        group is unknown or has been short of ``minMember`` pods for its schedule timeout."""
         group = self.group_of(pod)
         if group is None:
             return SKIP
         until = self.denied_until(group)
         if until is not None:
-            return Status.unresolvable(
-                f"pod group {group} was denied: Permit timed out; retried in {until - self._clock():.0f}s"
+            return Status.error(
+                f"pod group {group} is denied for {until - self._clock():.0f}s more after its Permit timed out "
+                "(kube-scheduler retries it with backoff)"
             )
         need = self.min_member(pod, group)
         if isinstance(need, Status):
             return need
         members = self.members(group)
         total = len(members) + (0 if any(m.uid == pod.uid for m in members) else 1)
-        if total < need:
-            return Status.unresolvable(f"pod group {group} has {total} of minMember {need} pods")
-        return SUCCESS
+        if total >= need:
+            self._forming.pop(group, None)
+            return SUCCESS
+        now = self._clock()
+        if len(self._forming) > 10_000:  # forget groups that were abandoned long ago
+            self._forming = {g: t for g, t in self._forming.items() if now - t < 10 * self.timeout_of(g)}
+        since = self._forming.setdefault(group, now)
+        timeout = self.timeout_of(group)
+        if now - since <= timeout:
+            return Status.error(
+                f"pod group {group} has {total} of minMember {need} pods: waiting up to {timeout:g}s for the "
+                "rest to be created (kube-scheduler retries it with backoff)"
+            )
+        return Status.unresolvable(f"pod group {group} has {total} of minMember {need} pods after {timeout:g}s")
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Nothing per node: PreFilter decided."""

@@ -159,15 +159,34 @@ def test_gang_of_eight_binds_all_when_complete(server: Server, api: FakeAPIServe
     assert {p["spec"].get("nodeName") for p in bound} == {"gang-node"}
 
 
-def test_gang_short_of_min_member_is_rejected_in_filter(server: Server, api: FakeAPIServer) -> None:
+def test_gang_short_of_min_member_is_an_error_while_it_gathers(server: Server, api: FakeAPIServer) -> None:
     members = _gang(api, "g5", 3, 5)
-    expected = "pod group ml/g5 has 3 of minMember 5 pods"
-    wait_for(
-        lambda: (
-            server.post("filter", _args(members[0], ["gang-node"])).json()["FailedAndUnresolvableNodes"]
-            == {"gang-node": expected}
-        )
+    expected = (
+        "Coscheduling: PreFilter: pod group ml/g5 has 3 of minMember 5 pods: waiting up to 60s for the rest to be "
+        "created (kube-scheduler retries it with backoff)"
     )
+    wait_for(lambda: server.post("filter", _args(members[0], ["gang-node"])).json()["Error"] == expected)
+
+
+def test_gang_members_arriving_one_at_a_time_all_bind(server: Server, api: FakeAPIServer) -> None:
+    """Issue 13: members reach filter before their siblings exist. None is rejected (kube-scheduler
+    would park it as unschedulable for up to 5 minutes); each is answered Error (retried within
+    seconds) until the group is complete, then all pass and all bind."""
+    api.put("podgroups", pod_group("g6", "ml", 6))
+    members: list[dict[str, Any]] = []
+    for i in range(6):
+        doc = pod(f"g6-{i}", "ml", cpu="100m", memory="64Mi")
+        doc["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "g6"}
+        members.append(api.put("pods", doc))
+        answer = server.post("filter", _args(members[-1], ["gang-node"])).json()  # before the cache may see it
+        assert answer["FailedAndUnresolvableNodes"] in (None, {}), answer
+        if i < 5:
+            assert answer["Error"].startswith(f"Coscheduling: PreFilter: pod group ml/g6 has {i + 1} of minMember 6")
+    for m in members:  # kube-scheduler's retries, after backoff
+        wait_for(lambda m=m: server.post("filter", _args(m, ["gang-node"])).json()["NodeNames"] == ["gang-node"])  # type: ignore[misc]
+    assert asyncio.run(_bind_all(server, [_binding(p, "gang-node") for p in members])) == [""] * 6
+    bound = [p for p in api.objects["pods"].values() if p["metadata"]["name"].startswith("g6-")]
+    assert {p["spec"].get("nodeName") for p in bound} == {"gang-node"}
 
 
 def test_gang_that_never_completes_times_out_with_nothing_bound(server: Server, api: FakeAPIServer) -> None:
@@ -181,9 +200,10 @@ def test_gang_that_never_completes_times_out_with_nothing_bound(server: Server, 
         p for p in api.objects["pods"].values() if p["metadata"]["name"].startswith("g4-") and p["spec"].get("nodeName")
     ]
     assert not any(b["metadata"]["name"].startswith("g4-") for b in api.bindings)
-    # the group is denied for deniedPGExpirationTimeSeconds: even its 4th pod is rejected in filter
+    # the group is denied for deniedPGExpirationTimeSeconds: even its 4th pod is held off, with an
+    # Error so that kube-scheduler retries it as soon as the denial expires
     verdict = server.post("filter", _args(members[3], ["gang-node"])).json()
-    assert verdict["FailedAndUnresolvableNodes"]["gang-node"].startswith("pod group ml/g4 was denied")
+    assert verdict["Error"].startswith("Coscheduling: PreFilter: pod group ml/g4 is denied for ")
 
 
 def test_preemption_drops_nodes_with_protected_victims(server: Server) -> None:

@@ -203,16 +203,18 @@ def test_permit_wait_must_be_safely_below_http_timeout() -> None:
         (
             {"g": 3},
             [member(f"m{i}", "g") for i in range(2)],
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            "pod group ml/g has 2 of minMember 3 pods",
+            Code.ERROR,  # still gathering: retried with backoff, not parked as unschedulable
+            "pod group ml/g has 2 of minMember 3 pods: waiting up to 60s for the rest to be created "
+            "(kube-scheduler retries it with backoff)",
         ),
         ({}, [member(f"m{i}", "g") for i in range(3)], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "PodGroup ml/g not found"),
         (None, [member(f"m{i}", "g", min_member="2") for i in range(2)], Code.SUCCESS, ""),
         (
             None,
             [member("m0", "g", min_member="3")],
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            "pod group ml/g has 1 of minMember 3 pods",
+            Code.ERROR,
+            "pod group ml/g has 1 of minMember 3 pods: waiting up to 60s for the rest to be created "
+            "(kube-scheduler retries it with backoff)",
         ),
         (
             None,
@@ -242,6 +244,31 @@ def test_coscheduling_pre_filter(
         store.mark_synced("podgroups")
     status = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
     assert (status.code, status.message) == (code, reason)
+
+
+def test_a_gathering_group_errs_until_its_schedule_timeout_then_is_rejected() -> None:
+    rt, clock = runtime(), Clock()
+    plugin = gang(rt, clock=clock, scheduleTimeoutSeconds=60)
+    pods = [member(f"m{i}", "g") for i in range(3)]
+    load(rt, [node_doc("n")], pods[:1])
+    store = rt.podgroups
+    assert store is not None
+    spec = {"minMember": 3, "scheduleTimeoutSeconds": 30}  # the PodGroup's own timeout wins
+    store.replace([msgspec.convert({"metadata": {"namespace": "ml", "name": "g"}, "spec": spec}, PodGroup)])
+    store.mark_synced("podgroups")
+    first = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
+    assert first.code is Code.ERROR and "waiting up to 30s" in first.message
+    clock.now += 30
+    assert plugin.pre_filter(CycleState(), as_pod(pods[0]), []).code is Code.ERROR
+    clock.now += 1
+    late = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
+    assert (late.code, late.message) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "pod group ml/g has 1 of minMember 3 pods after 30s",
+    )
+    load(rt, [node_doc("n")], pods)  # the rest arrive: the group passes and its clock is forgotten
+    assert plugin.pre_filter(CycleState(), as_pod(pods[0]), []).is_success()
+    assert plugin._forming == {}
 
 
 def test_coscheduling_before_podgroups_sync_is_an_error_and_plain_pods_skip() -> None:
@@ -293,7 +320,8 @@ def test_permit_timeout_rejects_every_held_member_and_denies_the_group() -> None
     results = asyncio.run(run())
     assert all(s.code is Code.ERROR and "did not reach minMember 4 within 0.2s" in s.message for s in results)
     denied = plugin.pre_filter(CycleState(), as_pod(pods[3]), [])
-    assert denied.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and denied.message.startswith("pod group ml/g was denied")
+    # an Error, so kube-scheduler retries it with backoff and it proceeds as soon as the denial expires
+    assert denied.code is Code.ERROR and denied.message.startswith("pod group ml/g is denied for 20s more")
     clock.now += 21  # deniedPGExpirationTimeSeconds later the group may try again
     assert plugin.pre_filter(CycleState(), as_pod(pods[3]), []).code is Code.SUCCESS
 
