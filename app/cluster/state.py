@@ -163,6 +163,7 @@ class ClusterState:
         self._kinds = {kind: _KindState() for kind in KINDS}
         self.confirmed = 0
         self.expired = 0
+        self.add_index(PodIndex(NOMINATED, _nominated_node))
 
     # -- registration (before the reflectors start) ------------------------------------------------
 
@@ -520,6 +521,30 @@ class ClusterState:
             return assumption.node, assumption.pod
         return None
 
+    def nominated(self) -> dict[str, tuple[PodInfo, ...]]:
+        """Node name -> the pending pods nominated to it (``status.nominatedNodeName``: a
+        preemptor waiting for its victims to leave), except those this service already assumed
+        onto a node at bind. Usually empty."""
+        with self._lock:
+            out: dict[str, tuple[PodInfo, ...]] = {}
+            for node, pods in self._indexes[NOMINATED][1].items():
+                waiting = tuple(p for p in pods.values() if p.uid not in self._ledger)
+                if waiting:
+                    out[node] = waiting
+            return out
+
+    def with_nominated(self, info: NodeInfo, pod: PodInfo, nominated: Mapping[str, tuple[PodInfo, ...]]) -> NodeInfo:
+        """``info`` with the pods nominated to its node whose priority is at least ``pod``'s
+        (``pod`` itself excepted) counted as if they ran there, as kube-scheduler's
+        ``addNominatedPods`` does before Filter (pkg/scheduler/framework/runtime/framework.go,
+        ``RunFilterPluginsWithNominatedPods``), so a preemptor's room is not given away. ``info``
+        itself when none apply. ``nominated``: :meth:`nominated`, read once per request."""
+        extra = tuple(p for p in nominated.get(info.name, ()) if p.uid != pod.uid and p.priority >= pod.priority)
+        if not extra:
+            return info
+        usage = info.usage
+        return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
+
     def _recount(self, uid: str) -> None:
         want = self._effective(uid)
         have = self._placed.get(uid)
@@ -566,6 +591,14 @@ class ClusterState:
             else:
                 self._known[name] = self._infos[name]
         self._dirty.clear()
+
+
+#: The built-in pod index of pending pods by ``status.nominatedNodeName``.
+NOMINATED = "cluster/nominated-node"
+
+
+def _nominated_node(pod: PodInfo) -> str | None:
+    return pod.nominated_node_name if pod.nominated_node_name and not pod.node_name else None
 
 
 def _account(

@@ -215,3 +215,24 @@ def test_preemption_drops_nodes_with_protected_victims(server: Server) -> None:
     assert set(kept) == set(candidates) - {NAMES[3]}
     for name, victims in kept.items():
         assert victims == candidates[name]  # untouched: same UIDs, same order, same PDB count
+
+
+def test_pods_nominated_to_a_node_keep_its_room(server: Server, api: FakeAPIServer) -> None:
+    """A preemptor nominated to gang-node (status.nominatedNodeName, waiting for its victims to
+    leave) counts there for pods of lower or equal priority, as kube-scheduler's addNominatedPods."""
+    preemptor = pod("preemptor", "ml", cpu="63", memory="1Gi", priority=1000)
+    preemptor["status"]["nominatedNodeName"] = "gang-node"
+    api.put("pods", preemptor)
+    try:
+        low = pod("low", "ml", cpu="2", memory="64Mi", priority=10)
+        high = pod("high", "ml", cpu="2", memory="64Mi", priority=5000)
+        wait_for(
+            lambda: (
+                server.post("filter", _args(low, ["gang-node"])).json()["FailedNodes"]
+                == {"gang-node": "Insufficient cpu"}
+            )
+        )
+        assert server.post("filter", _args(high, ["gang-node"])).json()["NodeNames"] == ["gang-node"]
+    finally:
+        api.delete("pods", "ml/preemptor")
+    wait_for(lambda: server.post("filter", _args(low, ["gang-node"])).json()["NodeNames"] == ["gang-node"])

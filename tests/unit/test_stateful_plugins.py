@@ -407,3 +407,31 @@ def test_enabled_plugin_whose_args_have_no_defaults_needs_a_plugin_config() -> N
         "profiles[0].pluginConfig[NodeResourcePool].args.consumers: Field required "
         "(no pluginConfig for NodeResourcePool: add one with these args)",
     ]
+
+
+def test_pods_nominated_to_a_node_are_counted_for_pods_of_lower_or_equal_priority() -> None:
+    """kube-scheduler's addNominatedPods: a preemptor nominated to n1 (status.nominatedNodeName,
+    3 of 4 cpu) keeps the room its victims are freeing from pods of lower or equal priority."""
+    from app.framework.types import CycleState as State
+    from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
+
+    rt = runtime()
+    preemptor = pod_doc("preemptor", cpu="3", priority=1000)
+    preemptor["status"]["nominatedNodeName"] = "n1"
+    load(rt, [node_doc("n1", cpu="4")], [preemptor])
+    fit = NodeResourcesFit(NodeResourcesFitArgs(), Handle("p", cluster=rt))
+    state = rt.state
+    nominated = state.nominated()
+    assert [p.name for p in nominated["n1"]] == ["preemptor"]
+
+    def verdict(doc: dict[str, Any]) -> str:
+        pod = as_pod(doc)
+        node = state.with_nominated(info(rt, "n1"), pod, nominated)
+        status = fit.filter(State(), pod, node)
+        return "" if status.is_success() else status.message
+
+    assert verdict(pod_doc("low", cpu="2", priority=10)) == "Insufficient cpu"
+    assert verdict(pod_doc("same", cpu="2", priority=1000)) == "Insufficient cpu"
+    assert verdict(pod_doc("high", cpu="2", priority=2000)) == ""  # may preempt the preemptor's room
+    assert verdict(preemptor) == ""  # its own nomination is not counted against it
+    assert info(rt, "n1").usage.requested.get("cpu", 0) == 0  # the cache itself is unchanged
