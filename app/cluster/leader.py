@@ -112,8 +112,10 @@ class LeaseFollower:
             spec = (_LEASE.decode(raw).spec if raw is not None else None) or _LeaseSpec()
             self.last_error = "" if raw is not None else f"Lease {s.lease_namespace}/{s.lease_name} does not exist"
         except (APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self.last_error = f"reading Lease {s.lease_namespace}/{s.lease_name}: {exc}"
-            log.warning("%s", self.last_error)
+            error = f"reading Lease {s.lease_namespace}/{s.lease_name}: {exc}"
+            if error != self.last_error:  # once per distinct error, not every retryPeriod
+                log.warning("%s", error)
+            self.last_error = error
             spec = None
         now = self._clock()
         if spec is not None:
