@@ -123,8 +123,12 @@ class LeaseFollower:
             if record != self._record:
                 self._record, self._observed = record, now
             self.holder = record[0]
+        # a failed read keeps the last record: leadership lapses only once renewDeadline passes
+        # without seeing it renewed, as the holder itself would give up (client-go)
         leading = (
-            spec is not None and self.holder.split("_", 1)[0] == s.identity and now - self._observed < s.renew_deadline
+            self._record is not None
+            and self.holder.split("_", 1)[0] == s.identity
+            and now - self._observed < s.renew_deadline
         )
         if leading and not self._leading:
             self.takeovers += 1

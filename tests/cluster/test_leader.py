@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from app.cluster.leader import FOLLOWER, LEADER, LeaderElectionSettings, LeaseFollower
 from app.cluster.runtime import WARMING_UP, ClusterRuntime
+from app.kube.errors import APIError
 from tests.cluster.conftest import official_client, wait_for
 from tests.support.apiserver import FakeAPIServer, lease
 
@@ -46,6 +47,30 @@ def test_follows_the_holder_and_its_renewals(api: FakeAPIServer) -> None:
     api.put("leases", lease("cp-1_91bc"))  # renewed again: a new term, a new takeover
     f.poll()
     assert f.is_leader() and takeovers == [1, 1]
+
+
+def test_a_failed_read_keeps_the_leader_until_the_renew_deadline(api: FakeAPIServer) -> None:
+    clock, takeovers = Clock(), []
+    client = official_client(api.url)
+    unreachable = [False]
+
+    def read(namespace: str, name: str) -> bytes | None:
+        if unreachable[0]:
+            raise APIError(0, "MaxRetryError", "connection refused", timed_out=False)
+        return client.get_lease(namespace, name, 2.0)
+
+    settings = LeaderElectionSettings(identity="cp-1", renew_deadline=10.0, retry_period=0.1)
+    f = LeaseFollower(settings, read, lambda: takeovers.append(1), clock)
+    api.put("leases", lease("cp-1_91bc"))
+    f.poll()
+    assert f.is_leader()
+    unreachable[0] = True  # the API server is unreachable for a while: no reason to step down yet
+    clock.now += 5
+    f.poll()
+    assert f.is_leader() and f.last_error.startswith("reading Lease kube-system/kube-scheduler")
+    clock.now += 6  # renewDeadline (10 s) since the last renewal seen: kube-scheduler gave up too
+    f.poll()
+    assert not f.is_leader() and takeovers == [1]
 
 
 def test_a_hostname_prefix_is_not_the_holder(api: FakeAPIServer) -> None:
