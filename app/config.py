@@ -284,7 +284,10 @@ class ClusterConfig(_Model):
     bound; ``staleAfter`` (60s) how long list/watch may fail before ``/readyz`` turns 503.
     ``podAnnotations``: pod annotation keys to keep in pod records (plugins add their own).
     ``leaderElection``: follow kube-scheduler's Lease (:class:`LeaderElectionConfig`); without
-    it this replica binds whenever it is warmed up (one replica).
+    it this replica binds whenever it is warmed up (one replica). ``requeueRejectedPods`` (true)
+    and ``requeueQPS`` (5): re-queue assistance (:mod:`app.cluster.requeue`): pods a filter
+    rejected on every node are annotated, at most that many per second, when capacity may have
+    been freed, so kube-scheduler retries them at once (needs ``pods: patch``).
     """
 
     kubeconfig: str | None = None
@@ -296,6 +299,8 @@ class ClusterConfig(_Model):
     api_workers: int = Field(default=16, gt=0, le=256)
     pod_annotations: list[str] = Field(default_factory=list)
     leader_election: LeaderElectionConfig | None = None
+    requeue_rejected_pods: bool = True
+    requeue_qps: float = Field(default=5.0, gt=0, alias="requeueQPS")
 
     @pydantic.field_validator("assumed_pod_ttl", "watch_timeout", "stale_after")
     @classmethod
@@ -314,6 +319,7 @@ class ClusterConfig(_Model):
             api_workers=self.api_workers,
             pod_annotations=tuple(self.pod_annotations),
             leader_election=self.leader_election.settings() if self.leader_election is not None else None,
+            requeue_qps=self.requeue_qps if self.requeue_rejected_pods else 0.0,
         )
 
 

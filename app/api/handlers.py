@@ -186,6 +186,13 @@ class ExtenderService:
         if outcome.error:
             log.warning("filter %s: %s", args.pod.key(), outcome.error)
             return Answer(200, codec.encode_filter_error(outcome.error), True)
+        requeuer = self.cluster.requeuer if self.cluster is not None else None
+        if requeuer is not None and args.pod.uid:
+            pod = args.pod
+            if any(status.code is Code.SUCCESS for status in outcome.statuses):
+                requeuer.passed(pod.uid)
+            elif outcome.statuses:  # rejected on every node: kube-scheduler parks it
+                requeuer.rejected(pod.namespace, pod.name, pod.uid)
         return Answer(200, codec.encode_filter_result(args, resolved.realign(outcome.statuses, UNKNOWN_STATUS)))
 
     def prioritize(self, framework: Framework, args: codec.ExtenderArgsView) -> Answer:

@@ -137,6 +137,7 @@ class ClusterCollector(Collector):
       ``..._list_watch_errors_total{resource}``: reflector activity.
     - ``scheduler_extender_assumed_pods_total{outcome}``: assumptions ``confirmed`` by the watch or
       ``expired`` unconfirmed.
+    - ``scheduler_extender_requeued_pods_total``: pending pods annotated by re-queue assistance.
     - ``scheduler_extender_is_leader``: 1 while this replica's binds are admitted (the Lease's
       leader, warmed up); ``scheduler_extender_takeovers_total``: times it became the leader.
     """
@@ -192,6 +193,12 @@ class ClusterCollector(Collector):
             "scheduler_extender_takeovers",
             "Times this replica became the Lease's leader.",
             value=follower.takeovers if follower is not None else 0,
+        )
+        requeuer = self.runtime.requeuer
+        yield CounterMetricFamily(
+            "scheduler_extender_requeued_pods",
+            "Pending pods annotated so that kube-scheduler retries them (re-queue assistance).",
+            value=requeuer.requeued if requeuer is not None else 0,
         )
         assumed = CounterMetricFamily("scheduler_extender_assumed_pods", "Assumed pods by outcome.", labels=["outcome"])
         assumed.add_metric(["confirmed"], stats["assumed_confirmed"])

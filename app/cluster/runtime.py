@@ -17,6 +17,7 @@ from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector, Sink, state_sink
+from app.cluster.requeue import Requeuer
 from app.cluster.state import KINDS, ClusterState
 from app.framework.registry import PolicyRule
 
@@ -32,6 +33,8 @@ CACHE_RBAC = (
     PolicyRule(("",), ("nodes",), ("list", "watch")),
     PolicyRule(("",), ("pods",), ("list", "watch")),
 )
+#: What re-queue assistance needs (:mod:`app.cluster.requeue`): annotate pending pods.
+REQUEUE_RBAC = PolicyRule(("",), ("pods",), ("patch",))
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class ClusterSettings:
     pod_annotations: tuple[str, ...] = field(default_factory=tuple)
     #: follow kube-scheduler's Lease (None: this replica always binds, after its warm-up)
     leader_election: LeaderElectionSettings | None = None
+    #: re-queue assistance (:mod:`app.cluster.requeue`): pods patched per second at most; 0: off
+    requeue_qps: float = 5.0
 
 
 #: Added to a binder's deadline before binds are admitted after a start or a takeover: the time
@@ -82,6 +87,7 @@ class ClusterRuntime:
         self.reflectors: list[Reflector] = []
         self.podgroups: PodGroupStore | None = None
         self.follower: LeaseFollower | None = None
+        self.requeuer: Requeuer | None = None
         #: the longest bind deadline of the binders (seconds): how long a Binding this process's
         #: predecessor (or the previous leader) sent may still be in flight
         self.bind_deadline = 0.0
@@ -168,6 +174,11 @@ class ClusterRuntime:
             reflector.start()
         self._warm_up()
         log.info("cluster state: list+watch of nodes and pods started (%s)", self.source or "given client")
+        if s.requeue_qps > 0:
+            self.requeuer = Requeuer(
+                self.state, lambda ns, name, annotations: client.annotate_pod(ns, name, annotations, 5.0), s.requeue_qps
+            )
+            self.requeuer.start()
         if s.leader_election is not None:
             le = s.leader_election
             self.follower = LeaseFollower(
@@ -192,10 +203,12 @@ class ClusterRuntime:
             reflector.stop()
         if self.follower is not None:
             self.follower.stop()
+        if self.requeuer is not None:
+            self.requeuer.stop()
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             self.client.close()
 
 
-__all__ = ["WARMING_UP", "WATCH_MARGIN", "ClusterRuntime", "ClusterSettings"]
+__all__ = ["CACHE_RBAC", "REQUEUE_RBAC", "WARMING_UP", "WATCH_MARGIN", "ClusterRuntime", "ClusterSettings"]

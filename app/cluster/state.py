@@ -163,6 +163,9 @@ class ClusterState:
         self._kinds = {kind: _KindState() for kind in KINDS}
         self.confirmed = 0
         self.expired = 0
+        #: incremented whenever capacity may have been freed: a counted pod deleted (or gone
+        #: terminal), a node added or changed, a reservation forgotten or expired
+        self.freed_generation = 0
         self.add_index(PodIndex(NOMINATED, _nominated_node))
 
     # -- registration (before the reflectors start) ------------------------------------------------
@@ -218,6 +221,7 @@ class ClusterState:
         with self._lock:
             self._views[name] = node
             self._dirty.add(name)
+            self.freed_generation += 1
             self._touch()
 
     def delete_node(self, node: objects.Node) -> None:
@@ -266,6 +270,8 @@ class ClusterState:
     def delete_pod(self, pod: PodInfo) -> None:
         """A DELETED pod: whatever it held (bound or assumed) is freed."""
         with self._lock:
+            if pod.uid in self._placed:
+                self.freed_generation += 1
             self._pods.pop(pod.uid, None)
             self._unindex_pod(pod.uid)
             self._ledger.pop(pod.uid, None)
@@ -442,6 +448,7 @@ class ClusterState:
             if existing is not None and existing.node == node:
                 del self._ledger[uid]
                 self._recount(uid)
+                self.freed_generation += 1
                 self._touch()
 
     # -- internals (hold the lock) -----------------------------------------------------------------
@@ -510,6 +517,7 @@ class ClusterState:
             self._recount(uid)
         self._next_deadline = min((a.deadline for a in self._ledger.values()), default=float("inf"))
         if expired:
+            self.freed_generation += 1
             self._touch()
 
     def _effective(self, uid: str) -> tuple[str, PodInfo] | None:

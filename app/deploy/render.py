@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from app import __version__
-from app.cluster.runtime import CACHE_RBAC
+from app.cluster.runtime import CACHE_RBAC, REQUEUE_RBAC
 from app.config import (
     CLUSTER_MEMORY_BYTES,
     IDLE_MEMORY_BYTES,
@@ -191,6 +191,8 @@ def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, 
     if config.cluster is None:
         return []
     rules = list(CACHE_RBAC)
+    if config.cluster.requeue_rejected_pods:
+        rules.append(REQUEUE_RBAC)
     for profile in config.profiles:
         refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption]
         if "bind" in profile.extender.verbs:

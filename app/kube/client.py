@@ -188,6 +188,22 @@ class KubeClient:
         except Exception as exc:
             raise api_error(exc) from exc
 
+    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str], timeout: float) -> None:
+        """Merge ``annotations`` into a pod's (a strategic-merge PATCH of its metadata)."""
+        resp: Any
+        try:
+            resp = self.core.patch_namespaced_pod(
+                name,
+                namespace,
+                {"metadata": {"annotations": annotations}},
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+            resp.drain_conn()
+            resp.release_conn()
+        except Exception as exc:
+            raise api_error(exc) from exc
+
     def get_lease(self, namespace: str, name: str, timeout: float) -> bytes | None:
         """The raw JSON of a ``coordination.k8s.io/v1`` Lease, or ``None`` when it does not exist."""
         resp: Any

@@ -113,6 +113,8 @@ class FakeAPIServer:
         self.history: list[tuple[int, str, str, Obj]] = []
         self.watchers: list[_Watcher] = []
         self.bindings: list[Obj] = []
+        #: (namespace/name, annotations) of every PATCH of a pod's annotations
+        self.patches: list[tuple[str, Obj]] = []
         self.requests: list[str] = []
         self.snapshots: dict[str, tuple[int, list[Obj]]] = {}
         self.binding_delay = 0.0
@@ -366,6 +368,26 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             if len(segs) == 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4:7:2] == ["pods", "binding"]:
                 self._send(*api.bind(segs[3], segs[5], body))
+                return
+            self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+
+        def do_PATCH(self) -> None:
+            """``PATCH /api/v1/namespaces/{ns}/pods/{name}``: a merge of ``metadata.annotations`` (what
+            a strategic-merge or JSON merge patch of annotations does), emitted as MODIFIED."""
+            _path, segs, _ = self._route()
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if len(segs) == 6 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods":
+                with api.lock:
+                    current = api.pod(segs[3], segs[5])
+                    if current is None:
+                        self._send(404, status_body(404, "NotFound", f'pods "{segs[5]}" not found'))
+                        return
+                    new = copy.deepcopy(current)
+                    annotations = (body.get("metadata") or {}).get("annotations") or {}
+                    merged = {**(new["metadata"].get("annotations") or {}), **annotations}
+                    new["metadata"]["annotations"] = {k: v for k, v in merged.items() if v is not None}
+                    api.patches.append((f"{segs[3]}/{segs[5]}", annotations))
+                    self._send(200, api.put("pods", new))
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
