@@ -438,6 +438,17 @@ def _validate_profile(
         "preemption": profile.plugins.preemption,
         "bind": profile.plugins.bind,
     }
+    if ext.managed_resources:
+        hidden = needs_every_pod(profile, registry)
+        if hidden:
+            managed = ", ".join(r.name for r in ext.managed_resources)
+            problems.append(
+                f"{at}.extender.managedResources: kube-scheduler calls this extender only for pods that request "
+                f"or limit {managed} (HTTPExtender.IsInterested), so {', '.join(hidden)} would never see the "
+                "other pods: move them, and bind, to a second profile without managedResources (a second "
+                "extenders: entry), and keep here only what concerns the pods that request those resources "
+                "(a NodeResourcePool of them)"
+            )
     for verb, point in (("filter", "filter"), ("prioritize", "score"), ("bind", "bind")):
         if verb in ext.verbs and not points[point]:
             problems.append(f"{at}.plugins.{point}: the profile serves {verb} but enables no {point} plugin")
@@ -505,6 +516,22 @@ def _validate_profile(
     return problems
 
 
+def _enabled(profile: Profile) -> set[str]:
+    p = profile.plugins
+    return {ref.name for refs in (p.filter, p.score, p.preemption, p.bind) for ref in refs}
+
+
+def needs_every_pod(profile: Profile, registry: Registry) -> list[str]:
+    """The enabled plugins of ``profile`` that must see every pod (``PluginEntry.sees_every_pod``),
+    which ``managedResources`` would hide pods from."""
+    out = []
+    for name in sorted(_enabled(profile)):
+        entry = registry.get(name)
+        if entry is not None and entry.sees_every_pod:
+            out.append(name)
+    return out
+
+
 def build_framework(profile: Profile, registry: Registry, cluster: ClusterRuntime | None = None) -> Framework:
     """Instantiate a validated profile's plugins (one instance per plugin, shared by all the
     points it is enabled at) and return its :class:`Framework`. ``cluster`` is handed to the
@@ -539,4 +566,5 @@ def build_framework(profile: Profile, registry: Registry, cluster: ClusterRuntim
         enabled(profile.plugins.preemption, "preemption"),
         enabled(profile.plugins.bind, "bind"),
         http_timeout=profile.extender.http_timeout_seconds,
+        shared_reserve=cluster.cluster_reserve if cluster is not None else (),
     )

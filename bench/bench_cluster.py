@@ -122,9 +122,15 @@ def run(api: FakeAPIServer, config: str, nodes: int, pods: int, n: int) -> None:
             print(f"server resident memory after sync: {now} MB (peak {peak} MB)")
             for count in (500, 5000):
                 body = fixture_bytes(f"extenderargs_cache_n{count}.json") if config == "default" else extres_body(count)
-                for verb in ("filter", "prioritize"):
-                    times, status, size = measure(server.port, f"/{verb}", body, n)
-                    row(f"{verb} {count} names (cache)", times, f"HTTP {status}, {size} B")
+                # stateful.yaml's two extenders: every pod ("default"), and the underlay-IP pool
+                for prefix in ("", "/pool") if config == "stateful" else ("",):
+                    for verb in ("filter", "prioritize"):
+                        times, status, size = measure(server.port, f"{prefix}/{verb}", body, n)
+                        row(
+                            f"{prefix.strip('/') or ''}{' ' if prefix else ''}{verb} {count} names (cache)",
+                            times,
+                            f"HTTP {status}, {size} B",
+                        )
                 times, passed = measure_round(server.port, body, n)
                 row(f"filter+prioritize {count} names", times, f"{passed} passed filter")
             now, peak = rss(server.proc.pid)

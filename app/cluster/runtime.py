@@ -19,6 +19,7 @@ from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector, Sink, state_sink
 from app.cluster.requeue import Requeuer
 from app.cluster.state import KINDS, ClusterState
+from app.framework.interfaces import ReservePlugin
 from app.framework.registry import PolicyRule
 
 if TYPE_CHECKING:
@@ -88,6 +89,10 @@ class ClusterRuntime:
         self.podgroups: PodGroupStore | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
+        #: Reserve plugins whose reservations hold cluster-wide, whichever profile binds: a
+        #: resource pool's slots are the same for every profile (``NodeResourcePool`` registers
+        #: itself), so a binder in a profile without the pool's filter still cannot over-commit it
+        self.cluster_reserve: list[ReservePlugin] = []
         #: the longest bind deadline of the binders (seconds): how long a Binding this process's
         #: predecessor (or the previous leader) sent may still be in flight
         self.bind_deadline = 0.0

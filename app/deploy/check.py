@@ -282,7 +282,18 @@ def _compare(
         )
     want = {r["name"]: r["ignoredByScheduler"] for r in profile["managedResources"]}
     have = {r.name: r.ignored_by_scheduler for r in ext.managed_resources or []}
-    if want != have:
+    hiding = sorted(set(have) - set(want))
+    if hiding:
+        # the service validates that a profile's own managedResources hide no pod from its
+        # policies; resources on the entry only make kube-scheduler skip every other pod
+        report.add(
+            "error",
+            scope,
+            f"managedResources {', '.join(hiding)}: kube-scheduler would call this extender only for pods that "
+            f"request them (HTTPExtender.IsInterested), hiding every other pod from profile {name!r}, which does "
+            "not declare them: remove them from this entry, or give them to a profile of their own",
+        )
+    elif want != have:
         report.add("warning", scope, f"managedResources {have} differ from the profile's {want}")
     expected = parse_duration(profile["httpTimeout"])
     if abs(ext.http_timeout_seconds - expected) > 1e-9:

@@ -71,7 +71,11 @@ class PluginEntry:
     :class:`Handle`.
     ``needs_cluster`` marks stateful plugins that need the cluster-state cache. ``rbac`` lists the
     API permissions the plugin needs beyond the cache's list/watch of nodes and pods (rendered
-    into the extender's ClusterRole).
+    into the extender's ClusterRole). ``sees_every_pod``: the policy must see every pod kube-scheduler
+    schedules (a gang, fit, preemption rules, an affinity rule): it may not sit in a profile whose
+    ``managedResources`` make kube-scheduler call the extender only for the pods that request one
+    of them (``HTTPExtender.IsInterested``); ``False`` for a policy that concerns only such pods
+    (a resource pool) or any subset (chaos, a binder).
     """
 
     name: str
@@ -80,6 +84,7 @@ class PluginEntry:
     needs_cluster: bool = False
     summary: str = ""
     rbac: tuple[PolicyRule, ...] = ()
+    sees_every_pod: bool = True
 
 
 @dataclass

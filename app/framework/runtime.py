@@ -144,9 +144,13 @@ class Framework:
         preemption_plugins: Sequence[EnabledPlugin] = (),
         bind_plugins: Sequence[EnabledPlugin] = (),
         http_timeout: float = 5.0,
+        shared_reserve: Sequence[ReservePlugin] = (),
     ) -> None:
         self.profile = profile
         self.http_timeout = http_timeout
+        #: Reserve plugins of other profiles whose reservations hold cluster-wide (a live list:
+        #: profiles built later add theirs); checked after this profile's own at bind
+        self.shared_reserve = shared_reserve
         self.filter_plugins = tuple(filter_plugins)
         self.score_plugins = tuple(score_plugins)
         self.preemption_plugins = tuple(preemption_plugins)
@@ -324,7 +328,7 @@ class Framework:
         state = CycleState()
         deadline = time.monotonic() + BIND_BUDGET * self.http_timeout
         state.write(BIND_DEADLINE, deadline)
-        if self.reserve_plugins:
+        if self.reserve_plugins or self.shared_reserve:
             state.write(RESERVE_CHECK, self._reserve_check)
         for permit in self.permit_plugins:
             try:
@@ -354,8 +358,10 @@ class Framework:
         return Status.error(f"no bind plugin bound pod {pod.namespace}/{pod.name}{detail}")
 
     def _reserve_check(self, node: NodeInfo, pod: PodInfo) -> str | None:
-        """The profile's Reserve checks in order; the first refusal, prefixed by its plugin."""
-        for plugin in self.reserve_plugins:
+        """The profile's Reserve checks in order, then the cluster-wide ones of other profiles
+        (``shared_reserve``); the first refusal, prefixed by its plugin."""
+        own = self.reserve_plugins
+        for plugin in (*own, *(p for p in self.shared_reserve if p not in own)):
             reason = plugin.reserve(pod, node)
             if reason:
                 return f"{plugin.name}: {reason}"

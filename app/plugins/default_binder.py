@@ -108,5 +108,6 @@ PLUGIN = PluginEntry(
     needs_cluster=True,
     # POST pods/binding; GET pods to read a pod back after a 409 (app/kube/binder.py)
     rbac=(PolicyRule(("",), ("pods/binding",), ("create",)), PolicyRule(("",), ("pods",), ("get",))),
+    sees_every_pod=False,
     summary="Bind: create pods/binding with the pod UID as precondition, reserving the node in the ledger.",
 )

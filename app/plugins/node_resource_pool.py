@@ -107,6 +107,8 @@ class NodeResourcePool:
             handle.cluster.state.add_pool(PoolSpec(args.pool, self.slots))
         except ValueError as exc:
             raise ValueError(f"{NAME}: {exc}: give each NodeResourcePool its own pool name") from exc
+        # the pool's slots are cluster-wide: every binder reserves them, in whichever profile it is
+        handle.cluster.cluster_reserve.append(self)
 
     # -- who consumes, what a node holds -----------------------------------------------------------
 
@@ -237,5 +239,6 @@ PLUGIN = PluginEntry(
     factory=NodeResourcePool,
     args=NodeResourcePoolArgs,
     needs_cluster=True,
+    sees_every_pod=False,
     summary="filter/score/bind: a countable per-node pool (e.g. 10 underlay IPs), reserved atomically at bind",
 )

@@ -123,6 +123,11 @@ def _rendered_doc() -> dict[str, Any]:
         ),
         (lambda e: e.update(enableHttps=True), 'did you mean "enableHTTPS"'),
         (lambda e: e.update(weight=0), "must have a positive weight applied to it"),
+        (
+            lambda e: e.update(managedResources=[{"name": "example.com/ip", "ignoredByScheduler": True}]),
+            "managedResources example.com/ip: kube-scheduler would call this extender only for pods that request "
+            "them (HTTPExtender.IsInterested), hiding every other pod from profile 'default'",
+        ),
     ],
 )
 def test_check_scheduler_config_reports_each_mistake(
@@ -144,11 +149,15 @@ def test_check_scheduler_config_warns_on_unused_verbs_and_managed_resources(
     doc = _rendered_doc()
     entry = doc["extenders"][0]
     del entry["preemptVerb"]
-    entry["managedResources"] = [{"name": "example.com/ip"}]
     result = _check(_write(tmp_path, doc), "--url", server.url)
     assert result.returncode == 0, result.stdout
     assert "profile 'default' serves preempt but the entry has no preemptVerb" in result.stdout
+    # managed resources the profile does not declare would hide every other pod from it: an error
+    entry["managedResources"] = [{"name": "example.com/ip"}]
+    result = _check(_write(tmp_path, doc), "--url", server.url)
+    assert result.returncode == 1, result.stdout
     assert "without ignoredByScheduler: true" in result.stdout
+    assert "hiding every other pod from profile 'default'" in result.stdout
 
 
 def test_check_scheduler_config_when_nothing_listens(tmp_path: Path) -> None:

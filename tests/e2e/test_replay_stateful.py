@@ -30,22 +30,25 @@ def test_the_example_cluster_state_is_generated() -> None:
 
 
 def test_replay_shows_every_policy_verdict() -> None:
+    # the default profile: every pod's fit and balance
     out = _replay("extenderargs_cache_n10_extres.json", "--cluster-state", str(STATE))
     header = out.splitlines()[1].split()
     assert header[:2] == ["NODE", "FILTER"]
-    assert {"NodeResourcesFit(0-100)", "NodeResourcesBalancedAllocation(0-100)", "NodeResourcePool(0-100)"} <= set(
-        header
-    )
+    assert {"NodeResourcesFit(0-100)", "NodeResourcesBalancedAllocation(0-100)"} <= set(header)
     assert _row(out, "13").split()[1] == "Unschedulable" and _row(out, "13").endswith(
         "NodeResourcesFit: Insufficient cpu"
     )
+    assert out.rstrip().endswith("9/10 nodes pass")
+    # the pool profile (managedResources: only pods that request an underlay IP reach it)
+    out = _replay("extenderargs_cache_n10_extres.json", "--cluster-state", str(STATE), "--profile", "pool")
+    assert "NodeResourcePool(0-100)" in out.splitlines()[1].split()
     assert _row(out, "14").endswith("NodeResourcePool: pool underlay-ip exhausted: 16/16 in use")
     assert _row(out, "15").endswith("NodeResourcePool: pool underlay-ip has no capacity on this node")
     assert "excluded from pool underlay-ip" in _row(out, "10")
     assert _row(out, "18").split()[1] == "pass" and _row(out, "18").split()[-1] == "10"
-    assert out.rstrip().endswith("4/10 nodes pass")
+    assert out.rstrip().endswith("5/10 nodes pass")
     # without the pool's resource the pod is no consumer: the pool neither rejects nor scores
-    plain = _replay("extenderargs_nocache_n10.json", "--cluster-state", str(STATE))
+    plain = _replay("extenderargs_nocache_n10.json", "--cluster-state", str(STATE), "--profile", "pool")
     assert "NodeResourcePool(0-100)" not in plain and "note: NodeResourcePool did not score" in plain
 
 

@@ -14,7 +14,7 @@ from app.cluster.requeue import ANNOTATION
 from tests.cluster.conftest import wait_for
 from tests.conftest import Server
 from tests.e2e.test_restart_and_takeover import POOL, config, pool_pods
-from tests.e2e.test_stateful_server import IP, _args, populate
+from tests.e2e.test_stateful_server import IP, _args, _pool, populate
 from tests.support.apiserver import FakeAPIServer, pod
 
 
@@ -37,7 +37,7 @@ def test_a_pod_rejected_by_the_pool_is_requeued_when_a_slot_frees(tmp_path: Path
     server = Server(config(tmp_path, api, "5s", 2.0))
     try:
         exhausted = {POOL: "pool underlay-ip exhausted: 10/10 in use"}
-        wait_for(lambda: server.post("filter", _args(waiting, [POOL])).json()["FailedNodes"] == exhausted)
+        wait_for(lambda: _pool(server, "filter", _args(waiting, [POOL])).json()["FailedNodes"] == exhausted)
         time.sleep(1.0)
         assert api.patches == []  # nothing was freed: no reason to retry it
         api.delete("pods", "net/bound-0")
@@ -46,6 +46,6 @@ def test_a_pod_rejected_by_the_pool_is_requeued_when_a_slot_frees(tmp_path: Path
         assert key == "net/waiting" and set(annotations) == {ANNOTATION}
         stored = api.pod("net", "waiting")
         assert stored is not None and ANNOTATION in stored["metadata"]["annotations"]
-        assert server.post("filter", _args(waiting, [POOL])).json()["NodeNames"] == [POOL]
+        assert _pool(server, "filter", _args(waiting, [POOL])).json()["NodeNames"] == [POOL]
     finally:
         server.stop()

@@ -93,16 +93,25 @@ async def _bind_all(server: Server, bodies: list[bytes]) -> list[str]:
     return [a.json()["Error"] for a in answers]
 
 
+def _pool(server: Server, verb: str, body: bytes) -> httpx.Response:
+    """POST to the pool profile (examples/stateful.yaml's second extenders: entry)."""
+    return httpx.post(f"{server.url}/pool/{verb}", content=body, timeout=30)
+
+
 def test_fit_and_pool_verdicts_on_the_fixture(server: Server) -> None:
+    """kube-scheduler calls the two extenders in turn: the default profile (every pod), then the
+    pool profile (pods that request an underlay IP) with the nodes that passed."""
     r = server.post("filter", fixture_bytes("extenderargs_cache_n10_extres.json"))
     assert r.status_code == 200
-    result = r.json()
+    first = r.json()
+    assert first["Error"] == ""
+    assert first["FailedNodes"] == {NAMES[3]: "Insufficient cpu"}  # big-batch takes 7800m of 7910m
+    body = fixture("extenderargs_cache_n10_extres.json")
+    body["NodeNames"] = first["NodeNames"]
+    result = _pool(server, "filter", go_marshal(body)).json()
     assert result["Error"] == ""
     failed, unresolvable = result["FailedNodes"], result["FailedAndUnresolvableNodes"]
-    assert failed == {
-        NAMES[3]: "Insufficient cpu",  # big-batch takes 7800m of 7910m
-        NAMES[4]: "pool underlay-ip exhausted: 16/16 in use",
-    }
+    assert failed == {NAMES[4]: "pool underlay-ip exhausted: 16/16 in use"}
     for control_plane in NAMES[:3]:
         assert unresolvable[control_plane] == (
             "node is excluded from pool underlay-ip (label node-role.kubernetes.io/control-plane)"
@@ -110,9 +119,8 @@ def test_fit_and_pool_verdicts_on_the_fixture(server: Server) -> None:
     assert unresolvable[NAMES[5]] == "pool underlay-ip has no capacity on this node"
     assert result["NodeNames"] == [NAMES[6], NAMES[7], NAMES[8], NAMES[9]]
     # prioritize: the pool prefers free slots (node -18 has 32 free, -16 only 1)
-    body = fixture("extenderargs_cache_n10_extres.json")
     body["NodeNames"] = result["NodeNames"]
-    scores = {h["Host"]: h["Score"] for h in server.post("prioritize", go_marshal(body)).json()}
+    scores = {h["Host"]: h["Score"] for h in _pool(server, "prioritize", go_marshal(body)).json()}
     assert scores[NAMES[8]] == max(scores.values()) and scores[NAMES[6]] == min(scores.values())
 
 
@@ -122,7 +130,8 @@ def test_pool_never_overcommits_under_concurrent_binds(server: Server, api: Fake
         p = pod(f"ip-{i}", "net", cpu="10m", memory="16Mi")
         p["spec"]["containers"][0]["resources"]["requests"][IP] = "1"
         pods.append(api.put("pods", p))
-    wait_for(lambda: server.post("filter", _args(pods[-1], ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    wait_for(lambda: _pool(server, "filter", _args(pods[-1], ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    # bind is the default profile's: the pool's slots are reserved there too (a pool is cluster-wide)
     errors = asyncio.run(_bind_all(server, [_binding(p, "pool-node") for p in pods]))
     assert errors.count("") == 10, errors
     refused = [e for e in errors if e]
@@ -131,12 +140,12 @@ def test_pool_never_overcommits_under_concurrent_binds(server: Server, api: Fake
     assert len(bound) == 10
     # the node is full for the next consumer, in filter too
     late = pods[next(i for i, e in enumerate(errors) if e)]
-    verdict = server.post("filter", _args(late, ["pool-node"])).json()
+    verdict = _pool(server, "filter", _args(late, ["pool-node"])).json()
     assert verdict["FailedNodes"] == {"pool-node": "pool underlay-ip exhausted: 10/10 in use"}
     # deleting a bound consumer frees its slot
     gone = bound[0]["metadata"]
     api.delete("pods", f"{gone['namespace']}/{gone['name']}")
-    wait_for(lambda: server.post("filter", _args(late, ["pool-node"])).json()["NodeNames"] == ["pool-node"])
+    wait_for(lambda: _pool(server, "filter", _args(late, ["pool-node"])).json()["NodeNames"] == ["pool-node"])
     assert asyncio.run(_bind_all(server, [_binding(late, "pool-node")])) == [""]
 
 

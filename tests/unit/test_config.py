@@ -86,6 +86,16 @@ INVALID = [
         mutate(base(), "profiles.0.extender.managedResources", [{"name": "kubernetes.io/foo"}]),
         "profiles[0].extender.managedResources[0].name: 'kubernetes.io/foo' is not a valid extended resource name",
     ),
+    (  # kube-scheduler would send only the pods that request example.com/ip (HTTPExtender.IsInterested)
+        mutate(
+            base(plugins={"filter": [{"name": "AnnotationNodeAffinity"}], "score": [{"name": "DiceRoll"}]}),
+            "profiles.0.extender.managedResources",
+            [{"name": "example.com/ip"}],
+        ),
+        "profiles[0].extender.managedResources: kube-scheduler calls this extender only for pods that request or "
+        "limit example.com/ip (HTTPExtender.IsInterested), so AnnotationNodeAffinity would never see the other "
+        "pods: move them, and bind, to a second profile without managedResources",
+    ),
     (
         mutate(base(), "profiles.0.plugins.score", []),
         "profiles[0].plugins.score: the profile serves prioritize but enables no score plugin",

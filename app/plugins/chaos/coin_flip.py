@@ -45,5 +45,6 @@ PLUGIN = PluginEntry(
     name=NAME,
     factory=CoinFlip,
     args=CoinFlipArgs,
+    sees_every_pod=False,
     summary="filter: keeps a node on heads, rejects it on tails (chaos testing)",
 )

@@ -36,5 +36,6 @@ PLUGIN = PluginEntry(
     name=NAME,
     factory=DiceRoll,
     args=DiceRollArgs,
+    sees_every_pod=False,
     summary="score: a random 0..10 per node (chaos testing)",
 )
