@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO, Server, cluster_config
 from tests.e2e.test_cluster_server import populate
-from tests.support.apiserver import FakeAPIServer
+from tests.support.apiserver import FakeAPIServer, running
 from tests.support.bodies import fixture, fixture_bytes
 
 
@@ -54,10 +54,8 @@ def tls_config(tmp: Path, api: FakeAPIServer, pki: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer().start()
-    populate(server)
-    yield server
-    server.stop()
+    with running(populate) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

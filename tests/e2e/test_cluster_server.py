@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import Server, cluster_config, free_port
-from tests.support.apiserver import FakeAPIServer, pod
+from tests.support.apiserver import FakeAPIServer, pod, running
 from tests.support.bodies import cluster_nodes, fixture, fixture_bytes
 
 NODE_NAMES: list[str] = fixture("extenderargs_cache_n500.json")["NodeNames"]
@@ -42,10 +42,8 @@ def populate(api: FakeAPIServer) -> None:
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer().start()
-    populate(server)
-    yield server
-    server.stop()
+    with running(populate) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -15,15 +15,13 @@ from tests.cluster.conftest import wait_for
 from tests.conftest import Server
 from tests.e2e.test_restart_and_takeover import POOL, config, pool_pods
 from tests.e2e.test_stateful_server import IP, _args, _pool, populate
-from tests.support.apiserver import FakeAPIServer, pod
+from tests.support.apiserver import FakeAPIServer, pod, running
 
 
 @pytest.fixture
 def api() -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer().start()
-    populate(server)
-    yield server
-    server.stop()
+    with running(populate) as server:
+        yield server
 
 
 def test_a_pod_rejected_by_the_pool_is_requeued_when_a_slot_frees(tmp_path: Path, api: FakeAPIServer) -> None:

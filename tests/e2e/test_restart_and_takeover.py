@@ -18,7 +18,7 @@ import pytest
 from tests.cluster.conftest import wait_for
 from tests.conftest import Server, cluster_config
 from tests.e2e.test_stateful_server import IP, _binding, populate
-from tests.support.apiserver import FakeAPIServer, lease, pod
+from tests.support.apiserver import FakeAPIServer, lease, pod, running
 
 POOL = "pool-node"
 
@@ -82,10 +82,8 @@ def retry_until(url: str, bodies: list[bytes], deadline: float, done: Callable[[
 
 @pytest.fixture
 def api() -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer().start()
-    populate(server)
-    yield server
-    server.stop()
+    with running(populate) as server:
+        yield server
 
 
 def test_sigkill_with_binds_in_flight_and_restart_never_overcommits(tmp_path: Path, api: FakeAPIServer) -> None:

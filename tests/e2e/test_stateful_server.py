@@ -16,7 +16,7 @@ import pytest
 
 from tests.cluster.conftest import wait_for
 from tests.conftest import REPO, Server, cluster_config
-from tests.support.apiserver import FakeAPIServer, node, pod, pod_group
+from tests.support.apiserver import FakeAPIServer, node, pod, pod_group, running
 from tests.support.bodies import fixture, fixture_bytes, go_marshal
 
 STATE = json.loads((REPO / "examples" / "cluster-state-n10.json").read_text())
@@ -60,10 +60,8 @@ def write_config(tmp: Path, api: FakeAPIServer) -> Path:
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer().start()
-    populate(server)
-    yield server
-    server.stop()
+    with running(populate) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,8 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -535,3 +536,14 @@ def lease(holder: str, name: str = "kube-scheduler", namespace: str = "kube-syst
             "leaseTransitions": 0,
         },
     }
+
+
+@contextmanager
+def running(populate: Callable[[FakeAPIServer], None]) -> Iterator[FakeAPIServer]:
+    """A started :class:`FakeAPIServer` holding what ``populate`` puts in it; stopped on exit."""
+    server = FakeAPIServer().start()
+    try:
+        populate(server)
+        yield server
+    finally:
+        server.stop()
