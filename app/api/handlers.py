@@ -73,7 +73,7 @@ class ExtenderService:
     does not know as ``UnschedulableAndUnresolvable`` with :data:`UNKNOWN_NODE`, prioritize scores
     it 0, and preempt resolves victim UIDs to the cached pods. Filter counts the pods nominated to
     a node with at least the pod's priority, as kube-scheduler does
-    (:meth:`~app.cluster.state.ClusterState.with_nominated`). Before the first sync, filter
+    (:meth:`~app.cluster.state.Snapshot.with_nominated`). Before the first sync, filter
     answers ``Error`` and prioritize/preempt answer 503. Nodes sent in full (``Nodes``) find their
     pods and requests in the same snapshot. ``observer`` receives each filter outcome.
     """
@@ -177,9 +177,8 @@ class ExtenderService:
         if snapshot is not None and not snapshot.synced:
             return Answer(200, codec.encode_filter_error(NOT_SYNCED), True)
         resolved = self.resolve_nodes(framework, args, snapshot)
-        if self.cluster is not None and (nominated := self.cluster.state.nominated()):
-            with_nominated = self.cluster.state.with_nominated
-            resolved.nodes = [with_nominated(node, args.pod, nominated) for node in resolved.nodes]
+        if snapshot is not None and snapshot.nominated:
+            resolved.nodes = [snapshot.with_nominated(node, args.pod) for node in resolved.nodes]
         outcome = framework.run_filter(args.pod, resolved.nodes)
         if self.observer is not None:
             self.observer.filtered(framework.profile, outcome)

@@ -74,8 +74,8 @@ class Verb:
         return answer
 
     def run(self, service: ExtenderService, framework: Framework, body: bytes | bytearray) -> Answer:
-        """Decode and answer a blocking verb's body (``replay``, and the worker thread's job for a
-        large preempt body)."""
+        """Decode and answer a blocking verb's body (the worker thread's job for a large preempt
+        body, whose decoding is not one msgspec pass)."""
         args = self.decoded(service, body)
         return args if isinstance(args, Answer) else self.answer(service, framework, args)
 

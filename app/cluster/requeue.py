@@ -100,7 +100,8 @@ class Requeuer:
 
     def step(self, allowed: int) -> int:
         """Move the tracked pods to the re-queue list when capacity was freed since the last
-        step, and patch up to ``allowed`` of them; returns how many were patched (or failed)."""
+        step, and take up to ``allowed`` of them: each is patched, or skipped when the cache does
+        not know it as pending; returns how many were taken (what the rate budget is charged)."""
         generation = self.state.freed_generation
         with self._lock:
             if generation != self._seen:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.framework import objects
@@ -99,13 +99,35 @@ class Snapshot:
     whether both reflectors had completed their first list when the snapshot was taken.
     """
 
-    __slots__ = ("known", "nodes", "synced")
+    __slots__ = ("_pools", "known", "nodes", "nominated", "synced")
 
-    def __init__(self, nodes: Mapping[str, NodeInfo], known: Mapping[str, NodeInfo], synced: bool) -> None:
+    def __init__(
+        self,
+        nodes: Mapping[str, NodeInfo],
+        known: Mapping[str, NodeInfo],
+        synced: bool,
+        nominated: Mapping[str, tuple[PodInfo, ...]] | None = None,
+        pools: Sequence[PoolSpec] = (),
+    ) -> None:
         self.nodes = nodes
         #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
         self.known = known
         self.synced = synced
+        #: node name -> the pending pods nominated to it (:meth:`ClusterState.nominated`)
+        self.nominated = nominated or {}
+        self._pools = pools
+
+    def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
+        """``info`` with the pods nominated to its node whose priority is at least ``pod``'s
+        (``pod`` itself excepted) counted as if they ran there, as kube-scheduler's
+        ``addNominatedPods`` does before Filter (pkg/scheduler/framework/runtime/framework.go,
+        ``RunFilterPluginsWithNominatedPods``), so a preemptor's room is not given away. ``info``
+        itself when none apply."""
+        extra = tuple(p for p in self.nominated.get(info.name, ()) if p.uid != pod.uid and p.priority >= pod.priority)
+        if not extra:
+            return info
+        usage = info.usage
+        return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
 
     def get(self, name: str) -> NodeInfo | None:
         """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
@@ -282,7 +304,8 @@ class ClusterState:
         """Load ``nodes`` and ``pods`` as a completed list of each would, and mark both synced:
         cluster state without an API server (``replay --cluster-state``, tests).
 
-        Raises :class:`app.framework.resources.QuantityError` for a malformed pod quantity.
+        Raises :class:`~app.framework.types.ObjectDecodeError` (a ``ValueError``) for a malformed
+        pod quantity.
         """
         self.replace_nodes(nodes)
         self.replace_pods([self.record(p) for p in pods])
@@ -379,7 +402,10 @@ class ClusterState:
             self._expire()
             if self._snapshot is None:
                 self._flush()
-                self._snapshot = Snapshot(dict(self._infos), dict(self._known), self._synced())
+                nominated = self._nominated() if self._indexes[NOMINATED][1] else None
+                self._snapshot = Snapshot(
+                    dict(self._infos), dict(self._known), self._synced(), nominated, tuple(self._pools)
+                )
             return self._snapshot
 
     def pod(self, uid: str) -> PodInfo | None:
@@ -532,26 +558,17 @@ class ClusterState:
     def nominated(self) -> dict[str, tuple[PodInfo, ...]]:
         """Node name -> the pending pods nominated to it (``status.nominatedNodeName``: a
         preemptor waiting for its victims to leave), except those this service already assumed
-        onto a node at bind. Usually empty."""
+        onto a node at bind. Usually empty. Each :class:`Snapshot` carries it."""
         with self._lock:
-            out: dict[str, tuple[PodInfo, ...]] = {}
-            for node, pods in self._indexes[NOMINATED][1].items():
-                waiting = tuple(p for p in pods.values() if p.uid not in self._ledger)
-                if waiting:
-                    out[node] = waiting
-            return out
+            return self._nominated()
 
-    def with_nominated(self, info: NodeInfo, pod: PodInfo, nominated: Mapping[str, tuple[PodInfo, ...]]) -> NodeInfo:
-        """``info`` with the pods nominated to its node whose priority is at least ``pod``'s
-        (``pod`` itself excepted) counted as if they ran there, as kube-scheduler's
-        ``addNominatedPods`` does before Filter (pkg/scheduler/framework/runtime/framework.go,
-        ``RunFilterPluginsWithNominatedPods``), so a preemptor's room is not given away. ``info``
-        itself when none apply. ``nominated``: :meth:`nominated`, read once per request."""
-        extra = tuple(p for p in nominated.get(info.name, ()) if p.uid != pod.uid and p.priority >= pod.priority)
-        if not extra:
-            return info
-        usage = info.usage
-        return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
+    def _nominated(self) -> dict[str, tuple[PodInfo, ...]]:
+        out: dict[str, tuple[PodInfo, ...]] = {}
+        for node, pods in self._indexes[NOMINATED][1].items():
+            waiting = tuple(p for p in pods.values() if p.uid not in self._ledger)
+            if waiting:
+                out[node] = waiting
+        return out
 
     def _recount(self, uid: str) -> None:
         want = self._effective(uid)
@@ -610,7 +627,7 @@ def _nominated_node(pod: PodInfo) -> str | None:
 
 
 def _account(
-    usage: NodeUsage, pods: tuple[PodInfo, ...], changed: Iterable[PodInfo], sign: int, pools: list[PoolSpec]
+    usage: NodeUsage, pods: tuple[PodInfo, ...], changed: Iterable[PodInfo], sign: int, pools: Sequence[PoolSpec]
 ) -> NodeUsage:
     """``usage`` with the ``changed`` pods' requests, non-zero requests and pool slots added
     (``sign`` 1) or taken away (-1); ``pods`` is the node's new pod list. Zero totals are dropped."""

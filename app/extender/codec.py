@@ -8,7 +8,7 @@ Why not the pydantic models: a non-cache request carries hundreds of ~15 KB node
 - each node's raw bytes into a slim :class:`app.framework.objects.Node` only when a plugin reads
   it (unknown fields are skipped in C, never built);
 - filter survivors are echoed as the very bytes kube-scheduler sent, and the answer is handed to
-  the HTTP layer as a list of byte chunks (:class:`Answer`), never joined into one large copy.
+  the HTTP layer as a list of byte chunks (:data:`Chunks`), never joined into one large copy.
 
 Go compatibility (PROTOCOL.md 1.1): bodies produced by kube-scheduler use the exact Go key names
 and take the fast path. Any other body (keys in another letter case, unknown or repeated keys)
@@ -35,7 +35,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import msgspec
 import orjson
@@ -44,8 +44,6 @@ from app.extender.gojson import fold_index, match_field
 from app.framework import objects
 from app.framework.status import Code, Status
 from app.framework.types import NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
-
-T = TypeVar("T")
 
 
 class DecodeError(ObjectDecodeError):
@@ -252,14 +250,7 @@ def _go(data: Any, plan: _Plan, where: str) -> Any:
         obj = decode_as(data, _RAW_OBJECT, where)
         if obj is None:
             return None if plan.optional else plan.cls()
-        assert plan.fields is not None and plan.index is not None
-        kwargs: dict[str, Any] = {}
-        for key, value in obj.items():
-            name = match_field(key, plan.names, plan.index)
-            if name is not None:
-                f = plan.fields[name]
-                kwargs[f.attr] = _go(value, f.plan, f"{where}.{name}")
-        return plan.cls(**kwargs)
+        return _fill(obj, plan, where)
     assert plan.item is not None
     if kind == "list":
         items = decode_as(data, _RAW_ARRAY, where)
@@ -270,6 +261,18 @@ def _go(data: Any, plan: _Plan, where: str) -> Any:
     if entries is None:
         return None
     return {key: _go(value, plan.item, f"{where}[{key}]") for key, value in entries.items()}
+
+
+def _fill(obj: dict[str, msgspec.Raw], plan: _Plan, where: str) -> Any:
+    """The struct of ``plan`` from an object's raw values, its keys folded as Go's decoder would."""
+    assert plan.fields is not None and plan.index is not None
+    kwargs: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = match_field(key, plan.names, plan.index)
+        if name is not None:
+            f = plan.fields[name]
+            kwargs[f.attr] = _go(value, f.plan, f"{where}.{name}")
+    return plan.cls(**kwargs)
 
 
 def top_object(body: bytes | bytearray, kind: str) -> dict[str, msgspec.Raw]:
@@ -417,9 +420,7 @@ def decode_extender_args(
         if bytes(raw.nodes.metadata) != _NULL:
             meta = raw.nodes.metadata
         if isinstance(raw, _RawArgs):
-            raws = raw.nodes.items or []
-            _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
-            nodes = [NodeInfo.lazy((i, item), _load_node) for i, item in enumerate(raws)]
+            raws, nodes = _lazy_nodes(raw.nodes.items, limits)
         else:
             views = raw.nodes.items or []
             _cap(len(views), limits.max_nodes, "Nodes.items", "maxNodes")
@@ -430,6 +431,13 @@ def decode_extender_args(
                     return _decode_extender_args_general(body, limits)
                 nodes.append(NodeInfo(name, view))
     return _assemble(PodInfo(pod_view), nodes, raws, meta, raw.node_names, limits)
+
+
+def _lazy_nodes(items: list[msgspec.Raw] | None, limits: Limits) -> tuple[list[msgspec.Raw], list[NodeInfo]]:
+    """``Nodes.items`` (at most ``limits.max_nodes``) and a NodeInfo per item, decoded on first read."""
+    raws = items or []
+    _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
+    return raws, [NodeInfo.lazy((i, item), _load_node) for i, item in enumerate(raws)]
 
 
 def _load_node(indexed: tuple[int, msgspec.Raw]) -> objects.Node:
@@ -456,17 +464,14 @@ def _decode_extender_args_general(body: bytes | bytearray, limits: Limits = DEFA
     if args.nodes is not None:
         if args.nodes.metadata is not None and bytes(args.nodes.metadata) != _NULL:
             meta = args.nodes.metadata
-        raws = args.nodes.items or []
-        _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
-        nodes = [NodeInfo.lazy((i, item), _load_node) for i, item in enumerate(raws)]
+        raws, nodes = _lazy_nodes(args.nodes.items, limits)
     return _assemble(PodInfo(pod), nodes, raws, meta, args.node_names, limits)
 
 
-def _go_top(body: bytes | bytearray, t: type[T], kind: str) -> T:
-    """The whole body decoded the Go way as ``t``, after :func:`top_object`'s checks."""
-    top_object(body, kind)
-    result: T = go_decode(body, t, kind)
-    return result
+def _go_top(body: bytes | bytearray, t: Any, kind: str) -> Any:
+    """The whole body decoded the Go way as the struct ``t``: :func:`top_object` (one pass, with
+    its messages for an empty or non-object body), then its keys folded."""
+    return _fill(top_object(body, kind), plan_for(t), kind)
 
 
 def _assemble(

@@ -47,7 +47,7 @@ def insufficient(
     ``ignored`` names extended resources not to check, ``ignored_groups`` their domains (the part
     before ``/``): ``NodeResourcesFitArgs.ignoredResources``/``ignoredResourceGroups``, or the
     resources an extender manages with ``ignoredByScheduler``. ``node.usage`` must hold the pods
-    already on the node. Raises :class:`~app.framework.resources.QuantityError` for a malformed
+    already on the node. Raises :class:`~app.framework.types.ObjectDecodeError` for a malformed
     node quantity.
     """
     out: list[InsufficientResource] = []

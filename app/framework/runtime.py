@@ -38,7 +38,6 @@ from app.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from app.framework.resources import QuantityError
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, ObjectDecodeError, PodInfo, PodRef, Victims
 
@@ -85,10 +84,10 @@ PLUGIN_FAILED = "plugin failed unexpectedly (the extender's log has the details)
 
 
 def _describe(exc: BaseException) -> str:
-    """The answer's text for a plugin exception; logs the exception with its traceback. A
-    malformed quantity names the quantity (it is the data's fault, not the plugin's)."""
-    if isinstance(exc, QuantityError):
-        return f"invalid quantity: {exc}"
+    """The answer's text for a plugin exception; logs the exception with its traceback. (A
+    malformed quantity in a request is the data's fault: ``PodInfo.requests`` and
+    ``NodeInfo.allocatable`` raise :class:`ObjectDecodeError` for it, which the runtime lets
+    through as a 400.)"""
     log.error("plugin raised %s", type(exc).__name__, exc_info=exc)
     return PLUGIN_FAILED
 

@@ -93,7 +93,7 @@ class PodInfo:
         requests are computed, annotations are cut to ``keep_annotations`` (``None``: keep all),
         and repeated strings (namespaces, node names, label keys and values) are interned.
 
-        Raises :class:`app.framework.resources.QuantityError` for a malformed quantity.
+        Raises :class:`ObjectDecodeError` (a ``ValueError``) for a malformed quantity.
         """
         info = cls(pod)
         info.requests  # noqa: B018 - computed now, while the spec is at hand

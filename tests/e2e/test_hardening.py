@@ -100,8 +100,9 @@ def test_deep_nesting_is_a_400_naming_the_limit(server: Server, verb: str, templ
     assert "RecursionError" not in r.text
 
 
-def test_deep_nesting_in_bind_is_a_400(server: Server) -> None:
-    # no profile serves bind here: the request is refused before its body is read, still no 5xx
+def test_a_deep_bind_body_to_a_profile_without_binder_is_not_read(server: Server) -> None:
+    # no profile serves bind here: the request is answered before its body is read (bind's own
+    # decoder refuses the nesting: tests/unit/test_codec.py)
     r = post(server, "/bind", b'{"PodName":' + nested(5000) + b"}")
     assert r.status_code == 200 and "no binder is configured" in r.json()["Error"]
 
@@ -121,8 +122,9 @@ def test_victim_flood_is_refused_by_the_per_node_cap(server: Server) -> None:
     assert r.json()["NodeNameToMetaVictims"] is None
 
 
-def test_victims_are_folded_in_linear_time(server: Server) -> None:
-    """Lower-cased victims under the caps take the Go folding path: answered, not stalled."""
+def test_lower_cased_victims_are_folded_and_capped(server: Server) -> None:
+    """Lower-cased victims take the Go folding path (one plan per type, not per victim) and count
+    against maxVictims like exact ones."""
     pods = [{"metadata": {"name": f"v{i}", "uid": f"u-{i}"}} for i in range(100)]
     doc = {"pod": {"metadata": {"name": "p"}}, "nodenametovictims": {f"n{j}": {"pods": pods} for j in range(5)}}
     r = post(server, "/preempt", json.dumps(doc).encode(), timeout=5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -177,3 +178,14 @@ def test_schema_files_match_the_models(tmp_path: Path) -> None:
         committed = repo_schemas / path.name
         assert committed.exists(), f"schemas/{path.name} is missing: run `make schemas`"
         assert committed.read_text() == path.read_text(), f"schemas/{path.name} drifted: run `make schemas`"
+
+
+@pytest.mark.parametrize(
+    "decode",
+    [codec.decode_binding_args, codec.decode_preemption_args, codec.decode_extender_args],
+)
+def test_deep_nesting_is_a_decode_error_in_every_decoder(decode: Any) -> None:
+    deep = b"[" * 5000 + b"]" * 5000
+    for body in (b'{"PodName":' + deep + b"}", b'{"pod":{"metadata":{"x":' + deep + b"}}}"):
+        with pytest.raises(codec.DecodeError, match="nests JSON values deeper than the decoder allows"):
+            decode(body)

@@ -420,13 +420,12 @@ def test_pods_nominated_to_a_node_are_counted_for_pods_of_lower_or_equal_priorit
     preemptor["status"]["nominatedNodeName"] = "n1"
     load(rt, [node_doc("n1", cpu="4")], [preemptor])
     fit = NodeResourcesFit(NodeResourcesFitArgs(), Handle("p", cluster=rt))
-    state = rt.state
-    nominated = state.nominated()
-    assert [p.name for p in nominated["n1"]] == ["preemptor"]
+    snapshot = rt.state.snapshot()
+    assert [p.name for p in snapshot.nominated["n1"]] == ["preemptor"] == [p.name for p in rt.state.nominated()["n1"]]
 
     def verdict(doc: dict[str, Any]) -> str:
         pod = as_pod(doc)
-        node = state.with_nominated(info(rt, "n1"), pod, nominated)
+        node = snapshot.with_nominated(info(rt, "n1"), pod)
         status = fit.filter(State(), pod, node)
         return "" if status.is_success() else status.message
 
