@@ -510,15 +510,20 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     passed: list[int] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
+    messages: dict[int, str] = {}  # plugins share one status among many nodes: join its reasons once
     name = args.names.__getitem__ if args.names is not None else args.node_name
     for i, status in enumerate(statuses):
         code = status.code
         if code is Code.SUCCESS:
             passed.append(i)
-        elif code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            unresolvable[name(i)] = status.message
+            continue
+        message = messages.get(id(status))
+        if message is None:
+            message = messages[id(status)] = status.message
+        if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            unresolvable[name(i)] = message
         else:
-            failed[name(i)] = status.message
+            failed[name(i)] = message
     out: Chunks = [b'{"Nodes":']
     if args.node_raws is not None:
         raws = args.node_raws

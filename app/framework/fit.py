@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource_name
 from app.framework.types import NodeInfo
 
-_NATIVE = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE, PODS))
+#: the resources Filter always checks (``ignoredResources`` never applies to them)
+NATIVE = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE, PODS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +67,9 @@ def insufficient(
             out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have, want > have))
     skip_some = bool(ignored or ignored_groups)
     for name, want in requests.items():
-        if want == 0 or name in _NATIVE:
+        if want == 0 or name in NATIVE:
             continue
-        if (
-            skip_some
-            and is_extended_resource_name(name)
-            and (name in ignored or name.split("/", 1)[0] in ignored_groups)
-        ):
+        if skip_some and is_ignored(name, ignored, ignored_groups):
             continue
         have, used = allocatable.get(name, 0), requested.get(name, 0)
         if want > have - used:
@@ -80,8 +77,10 @@ def insufficient(
     return out
 
 
-def _ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+def is_ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+    """Whether Filter skips resource ``name``: an extended resource named in ``ignored`` or
+    whose domain (before ``/``) is in ``groups``."""
     return is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in groups)
 
 
-__all__ = ["InsufficientResource", "insufficient"]
+__all__ = ["NATIVE", "InsufficientResource", "insufficient", "is_ignored"]

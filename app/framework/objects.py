@@ -15,7 +15,7 @@ import msgspec
 QuantityValue = str | int | float
 
 
-class OwnerReference(msgspec.Struct, rename="camel", frozen=True):
+class OwnerReference(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``metav1.OwnerReference``: who owns a pod (a ReplicaSet, Job, ...)."""
 
     api_version: str | None = None
@@ -25,7 +25,7 @@ class OwnerReference(msgspec.Struct, rename="camel", frozen=True):
     controller: bool | None = None
 
 
-class ObjectMeta(msgspec.Struct, rename="camel", frozen=True):
+class ObjectMeta(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``metav1.ObjectMeta``: the identity, labels and annotations of an object."""
 
     name: str | None = None
@@ -38,7 +38,7 @@ class ObjectMeta(msgspec.Struct, rename="camel", frozen=True):
     owner_references: list[OwnerReference] | None = None
 
 
-class Taint(msgspec.Struct, rename="camel", frozen=True):
+class Taint(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.Taint``."""
 
     key: str | None = None
@@ -46,21 +46,21 @@ class Taint(msgspec.Struct, rename="camel", frozen=True):
     effect: str | None = None
 
 
-class NodeSpec(msgspec.Struct, rename="camel", frozen=True):
+class NodeSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """The parts of ``v1.NodeSpec`` policies read."""
 
     unschedulable: bool | None = None
     taints: list[Taint] | None = None
 
 
-class NodeStatus(msgspec.Struct, rename="camel", frozen=True):
+class NodeStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """The parts of ``v1.NodeStatus`` policies read: quantities as strings."""
 
     allocatable: dict[str, QuantityValue] | None = None
     capacity: dict[str, QuantityValue] | None = None
 
 
-class Node(msgspec.Struct, rename="camel", frozen=True):
+class Node(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """A ``v1.Node`` reduced to metadata, spec.taints/unschedulable and status.allocatable/capacity."""
 
     metadata: ObjectMeta | None = None
@@ -68,14 +68,14 @@ class Node(msgspec.Struct, rename="camel", frozen=True):
     status: NodeStatus | None = None
 
 
-class ResourceRequirements(msgspec.Struct, rename="camel", frozen=True):
+class ResourceRequirements(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.ResourceRequirements``."""
 
     requests: dict[str, QuantityValue] | None = None
     limits: dict[str, QuantityValue] | None = None
 
 
-class Container(msgspec.Struct, rename="camel", frozen=True):
+class Container(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """A container or init container: its name, resources and (init containers) restart policy."""
 
     name: str | None = None
@@ -83,7 +83,7 @@ class Container(msgspec.Struct, rename="camel", frozen=True):
     restart_policy: str | None = None
 
 
-class Toleration(msgspec.Struct, rename="camel", frozen=True):
+class Toleration(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.Toleration``."""
 
     key: str | None = None
@@ -93,7 +93,7 @@ class Toleration(msgspec.Struct, rename="camel", frozen=True):
     toleration_seconds: int | None = None
 
 
-class PodSpec(msgspec.Struct, rename="camel", frozen=True):
+class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """The parts of ``v1.PodSpec`` policies read."""
 
     node_name: str | None = None
@@ -109,14 +109,14 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True):
     resources: ResourceRequirements | None = None
 
 
-class PodStatus(msgspec.Struct, rename="camel", frozen=True):
+class PodStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.PodStatus`` phase and nominated node."""
 
     phase: str | None = None
     nominated_node_name: str | None = None
 
 
-class Pod(msgspec.Struct, rename="camel", frozen=True):
+class Pod(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """A ``v1.Pod`` reduced to what scheduling policies read."""
 
     metadata: ObjectMeta | None = None

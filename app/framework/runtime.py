@@ -27,6 +27,8 @@ from functools import partial
 from typing import Any
 
 from app.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
     BindPlugin,
     FilterPlugin,
     NormalizeScorePlugin,
@@ -196,27 +198,34 @@ class Framework:
                     return FilterOutcome([rejected] * len(nodes), "", ignored)
             active.append(ep)
 
+        # plugin by plugin (profile order), each on the nodes every earlier plugin passed: a node's
+        # verdict is still the first non-success status in profile order, as RunFilterPlugins
         statuses: list[Status] = [SUCCESS] * len(nodes)
-        for i, node in enumerate(nodes):
-            for ep in active:
-                try:
-                    status = ep.plugin.filter(state, pod, node)  # type: ignore[attr-defined]
-                except ObjectDecodeError:
-                    raise
-                except Exception as exc:
-                    status = Status.error(_describe(exc))
+        pending = list(range(len(nodes)))
+        for ep in active:
+            if not pending:
+                break
+            subset = nodes if len(pending) == len(nodes) else [nodes[i] for i in pending]
+            verdicts = _filter_nodes(ep, state, pod, subset)
+            still: list[int] = []
+            attributed: dict[int, Status] = {}
+            for i, node, status in zip(pending, subset, verdicts, strict=True):
                 code = status.code
                 if code is Code.SUCCESS:
-                    continue
-                if code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    if not status.reasons:
-                        status = Status(code, (f"rejected by {ep.name}",))
-                    statuses[i] = status.with_plugin(ep.name)
-                    break
-                if ep.fail_open:
+                    still.append(i)
+                elif code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    # one attributed copy per distinct status object, not one per node
+                    named = attributed.get(id(status))
+                    if named is None:
+                        named = status if status.reasons else Status(code, (f"rejected by {ep.name}",))
+                        named = attributed[id(status)] = named.with_plugin(ep.name)
+                    statuses[i] = named
+                elif ep.fail_open:
                     ignored[ep.name] += 1
-                    continue
-                return FilterOutcome([], f"{ep.name}: node {node.name}: {_error_text(status)}", ignored, ep.name)
+                    still.append(i)
+                else:
+                    return FilterOutcome([], f"{ep.name}: node {node.name}: {_error_text(status)}", ignored, ep.name)
+            pending = still
         return FilterOutcome(statuses, "", ignored)
 
     # -- score ----------------------------------------------------------------------------------
@@ -262,16 +271,28 @@ class Framework:
                 return None
             if not status.is_success():
                 raise FrameworkError(ep.name, f"PreScore: {_error_text(status)}")
-        score = plugin.score  # type: ignore[attr-defined]
-        values: list[Any] = []
-        append = values.append
-        for node in nodes:
+        values: list[Any] | None = None
+        if isinstance(plugin, BatchScorePlugin):
             try:
-                append(score(state, pod, node))
+                values = plugin.score_nodes(state, pod, nodes)
             except ObjectDecodeError:
                 raise
             except Exception as exc:
-                raise FrameworkError(ep.name, f"node {node.name}: {_describe(exc)}") from exc
+                log.warning("plugin %s: score_nodes raised %s; scoring per node", ep.name, type(exc).__name__)
+                values = None
+            if values is not None and len(values) != len(nodes):
+                raise FrameworkError(ep.name, f"score_nodes returned {len(values)} scores for {len(nodes)} nodes")
+        if values is None:
+            values = []
+            score = plugin.score  # type: ignore[attr-defined]
+            append = values.append
+            for node in nodes:
+                try:
+                    append(score(state, pod, node))
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    raise FrameworkError(ep.name, f"node {node.name}: {_describe(exc)}") from exc
         if values and not set(map(type, values)) <= {int}:
             i = next(i for i, v in enumerate(values) if type(v) is not int)
             raise FrameworkError(ep.name, f"node {nodes[i].name}: score {values[i]!r} is not an integer")
@@ -365,6 +386,35 @@ class Framework:
             if reason:
                 return f"{plugin.name}: {reason}"
         return None
+
+
+def _filter_nodes(ep: EnabledPlugin, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Sequence[Status]:
+    """``ep``'s Filter verdict on each of ``nodes``: one :meth:`BatchFilterPlugin.filter_nodes`
+    call when the plugin has it, else ``filter`` per node; an exception becomes an ``ERROR``
+    status of the node that raised it (a batch that raises is re-run per node to find it)."""
+    plugin = ep.plugin
+    if isinstance(plugin, BatchFilterPlugin):
+        try:
+            verdicts = plugin.filter_nodes(state, pod, nodes)
+        except ObjectDecodeError:
+            raise
+        except Exception as exc:
+            log.warning("plugin %s: filter_nodes raised %s; running filter per node", ep.name, type(exc).__name__)
+        else:
+            if len(verdicts) != len(nodes):
+                message = f"filter_nodes returned {len(verdicts)} statuses for {len(nodes)} nodes"
+                return [Status.error(message)] * len(nodes)
+            return verdicts
+    out: list[Status] = []
+    filter_one = plugin.filter  # type: ignore[attr-defined]
+    for node in nodes:
+        try:
+            out.append(filter_one(state, pod, node))
+        except ObjectDecodeError:
+            raise
+        except Exception as exc:
+            out.append(Status.error(_describe(exc)))
+    return out
 
 
 def _require(ep: EnabledPlugin, protocol: Any, point: str) -> None:

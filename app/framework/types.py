@@ -17,7 +17,9 @@ from app.framework.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
+    EPHEMERAL_STORAGE,
     MEMORY,
+    PODS,
     QuantityError,
     pod_requests,
     resource_list,
@@ -227,6 +229,51 @@ class NodeUsage:
 
 
 EMPTY_USAGE = NodeUsage()
+#: The reason a plugin needing a node's object gives for a node the cluster state does not know.
+NO_NODE = "node object unavailable: the node is not in the extender's cluster state"
+
+
+class NodeResources:
+    """A node's native resources as Filter and Score read them, flattened once per
+    :class:`NodeInfo` (in cache mode: once per node version, not once per request), so that
+    per-request loops over thousands of nodes read attributes instead of walking maps.
+
+    Allocatable (``status.allocatable``, kube-scheduler's ``NodeInfo.Allocatable``):
+    ``milli_cpu`` (millicores), ``memory`` and ``ephemeral_storage`` (bytes),
+    ``allowed_pod_number``. What the pods bound or assumed there request (``NodeInfo.Requested``):
+    ``requested_milli_cpu``, ``requested_memory``, ``requested_ephemeral_storage``; with the
+    scoring defaults for pods that request nothing (``NodeInfo.NonZeroRequested``):
+    ``non_zero_milli_cpu``, ``non_zero_memory``; and ``pod_count``. A resource the node does not
+    offer has allocatable 0.
+    """
+
+    __slots__ = (
+        "allowed_pod_number",
+        "ephemeral_storage",
+        "memory",
+        "milli_cpu",
+        "non_zero_memory",
+        "non_zero_milli_cpu",
+        "pod_count",
+        "requested_ephemeral_storage",
+        "requested_memory",
+        "requested_milli_cpu",
+    )
+
+    def __init__(self, allocatable: Mapping[str, int], usage: NodeUsage) -> None:
+        get = allocatable.get
+        self.milli_cpu = get(CPU, 0)
+        self.memory = get(MEMORY, 0)
+        self.ephemeral_storage = get(EPHEMERAL_STORAGE, 0)
+        self.allowed_pod_number = get(PODS, 0)
+        requested = usage.requested.get
+        self.requested_milli_cpu = requested(CPU, 0)
+        self.requested_memory = requested(MEMORY, 0)
+        self.requested_ephemeral_storage = requested(EPHEMERAL_STORAGE, 0)
+        self.non_zero_milli_cpu, self.non_zero_memory = usage.non_zero_requested
+        self.pod_count = len(usage.pods)
+
+
 UsageLookup = Callable[[str], "NodeUsage | None"]
 
 
@@ -246,7 +293,7 @@ class NodeInfo:
     (:meth:`use_usage_lookup`).
     """
 
-    __slots__ = ("_allocatable", "_loader", "_lookup", "_memo", "_name", "_node", "_raw", "_usage")
+    __slots__ = ("_allocatable", "_loader", "_lookup", "_memo", "_name", "_node", "_raw", "_resources", "_usage")
 
     def __init__(self, name: str = "", node: objects.Node | None = None, usage: NodeUsage | None = None) -> None:
         self._name = name
@@ -257,6 +304,7 @@ class NodeInfo:
         self._usage = usage
         self._lookup: UsageLookup | None = None
         self._memo: dict[Any, Any] | None = None
+        self._resources: NodeResources | None = None
 
     @classmethod
     def lazy(cls, raw: Any, loader: NodeLoader) -> NodeInfo:
@@ -377,6 +425,18 @@ class NodeInfo:
             except QuantityError as exc:
                 raise ObjectDecodeError(f"node {self.name}: status.allocatable: {exc}") from None
         return self._allocatable
+
+    @property
+    def resources(self) -> NodeResources | None:
+        """:class:`NodeResources` of this node with its :attr:`usage`, computed on first read and
+        kept (``None`` when the node object is unknown). Raises :class:`ObjectDecodeError` for a
+        malformed allocatable quantity."""
+        resources = self._resources
+        if resources is None:
+            if self.node is None:
+                return None
+            resources = self._resources = NodeResources(self.allocatable, self.usage)
+        return resources
 
 
 class CycleState:

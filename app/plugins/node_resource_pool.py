@@ -37,7 +37,7 @@ from app.framework.args import PluginArgs
 from app.framework.registry import Handle, PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
-from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo, Victims
+from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, Victims
 
 NAME = "NodeResourcePool"
 _SLOTS = f"{NAME}/slots"
@@ -130,6 +130,8 @@ class NodeResourcePool:
         return result
 
     def _capacity(self, node: NodeInfo) -> int | str:
+        if node.node is None:
+            return NO_NODE
         labels = node.labels
         for key, value in self._excluded:
             if _matches(labels.get(key), value):
@@ -156,7 +158,7 @@ class NodeResourcePool:
 
     def _refusal(self, node: NodeInfo, slots: int) -> Status | None:
         if node.node is None:
-            return Status.error("node object unavailable: the node is not in the extender's cluster state")
+            return Status.error(NO_NODE)
         capacity = self.capacity(node)
         if isinstance(capacity, str):
             return Status.unresolvable(capacity)
@@ -181,6 +183,26 @@ class NodeResourcePool:
         """Reject a node outside the pool or without enough free slots."""
         return self._refusal(node, state.read(_SLOTS)) or SUCCESS
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """:meth:`filter` for every node in one loop; nodes with free slots (most of them) are
+        passed after two lookups (the capacity is kept per node version)."""
+        slots = state.read(_SLOTS)
+        key, capacity_of, pool = (NAME, self.pool), self._capacity, self.pool
+        out: list[Status] = []
+        append = out.append
+        refusals: dict[tuple[int | str, int], Status] = {}  # one status per distinct refusal
+        for node in nodes:
+            capacity = node.memo(key, capacity_of)
+            used = node.usage.pool_usage.get(pool, 0) if type(capacity) is int else 0
+            if type(capacity) is int and capacity and used + slots <= capacity:
+                append(SUCCESS)
+                continue
+            refusal = refusals.get((capacity, used))
+            if refusal is None:
+                refusal = refusals[capacity, used] = self._refusal(node, slots) or SUCCESS
+            append(refusal)
+        return out
+
     # -- Score ---------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
@@ -190,9 +212,25 @@ class NodeResourcePool:
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         """Free slots on the node (0 outside the pool); raw, see :meth:`normalize_score`."""
         if node.node is None:
-            raise LookupError("node object unavailable: the node is not in the extender's cluster state")
+            raise LookupError(NO_NODE)
         capacity = self.capacity(node)
         return 0 if isinstance(capacity, str) else max(capacity - self.used(node), 0)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """:meth:`score` for every node in one loop."""
+        key, capacity_of, pool = (NAME, self.pool), self._capacity, self.pool
+        out: list[int] = []
+        append = out.append
+        for node in nodes:
+            capacity = node.memo(key, capacity_of)
+            if type(capacity) is int:
+                free = capacity - node.usage.pool_usage.get(pool, 0)
+                append(free if free > 0 else 0)
+            elif capacity == NO_NODE:
+                raise LookupError(NO_NODE)
+            else:
+                append(0)
+        return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``free * 100 / max(free)`` (kube-scheduler's ``DefaultNormalizeScore``); all 0 stay 0."""

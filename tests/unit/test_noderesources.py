@@ -80,7 +80,10 @@ def scores(plugin: Any, pod: dict[str, Any], nodes: list[dict[str, Any]], pods: 
     p = pod_info(pod)
     status = plugin.pre_score(state, p, infos)
     assert status.code in (Code.SUCCESS, Code.SKIP)
-    return [plugin.score(state, p, n) for n in infos]
+    per_node = [plugin.score(state, p, n) for n in infos]
+    if status.code is Code.SUCCESS:  # the many-nodes path agrees on every upstream case
+        assert plugin.score_nodes(state, p, infos) == per_node
+    return per_node
 
 
 CPU_MEM = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]

@@ -22,6 +22,7 @@ before ``/``) that Filter does not check. Needs cluster state: a node's pods com
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from typing import Literal
@@ -29,17 +30,22 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app.framework.args import PluginArgs
-from app.framework.fit import insufficient
+from app.framework.fit import NATIVE as _NATIVE
+from app.framework.fit import insufficient, is_ignored
 from app.framework.registry import Handle, PluginEntry
+from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from app.framework.status import SUCCESS, Code, Status
-from app.framework.types import CycleState, NodeInfo, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
+    NodesScorer,
     ResourcesArgs,
     Scorer,
     least_allocated,
+    least_allocated_nodes,
     most_allocated,
+    most_allocated_nodes,
     node_vectors,
     pod_request_list,
     requested_to_capacity_ratio,
@@ -47,7 +53,6 @@ from app.plugins.noderesources.resource_allocation import (
 
 NAME = "NodeResourcesFit"
 _PRE_SCORE = f"{NAME}/pod-requests"
-NO_NODE = "node object unavailable: the node is not in the extender's cluster state"
 
 
 class UtilizationShapePoint(PluginArgs):
@@ -114,10 +119,13 @@ class NodeResourcesFit:
         self.names = [r.name for r in strategy.resources]
         weights = [r.weight for r in strategy.resources]
         self.scorer: Scorer
+        self.nodes_scorer: NodesScorer | None = None
         if strategy.type == "LeastAllocated":
             self.scorer = least_allocated(weights)
+            self.nodes_scorer = least_allocated_nodes(self.names, weights)
         elif strategy.type == "MostAllocated":
             self.scorer = most_allocated(weights)
+            self.nodes_scorer = most_allocated_nodes(self.names, weights)
         else:
             assert strategy.requested_to_capacity_ratio is not None
             shape = [(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape]
@@ -134,6 +142,36 @@ class NodeResourcesFit:
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(r.unresolvable for r in short) else Code.UNSCHEDULABLE
         return Status(code, tuple(r.reason for r in short))
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """:meth:`filter` for every node in one loop over :class:`NodeResources` (computed once
+        per node version), with one shared status per combination of shortages. A pod requesting
+        an extended resource Filter checks goes through :meth:`filter` node by node."""
+        requests = pod.requests
+        if any(w and name not in _NATIVE and not self._ignored(name) for name, w in requests.items()):
+            return [self.filter(state, pod, node) for node in nodes]
+        cpu, memory, storage = requests.get(CPU, 0), requests.get(MEMORY, 0), requests.get(EPHEMERAL_STORAGE, 0)
+        anything = any(requests.values())  # fitsRequest checks resources only for a pod requesting any
+        out: list[Status] = []
+        append = out.append
+        for node in nodes:
+            r = node.resources
+            if r is None:
+                append(_NO_NODE_STATUS)
+                continue
+            short = 1 if r.pod_count >= r.allowed_pod_number else 0
+            if anything:
+                if cpu and cpu > r.milli_cpu - r.requested_milli_cpu:
+                    short |= 2 if cpu <= r.milli_cpu else 6
+                if memory and memory > r.memory - r.requested_memory:
+                    short |= 8 if memory <= r.memory else 24
+                if storage and storage > r.ephemeral_storage - r.requested_ephemeral_storage:
+                    short |= 32 if storage <= r.ephemeral_storage else 96
+            append(_shortage_status(short) if short else SUCCESS)
+        return out
+
+    def _ignored(self, name: str) -> bool:
+        return bool(self.ignored or self.ignored_groups) and is_ignored(name, self.ignored, self.ignored_groups)
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """Compute the pod's (non-zero) requests of the scored resources once."""
         state.write(_PRE_SCORE, pod_request_list(pod, self.names, use_requested=False))
@@ -146,12 +184,38 @@ class NodeResourcesFit:
         requested, allocatable = node_vectors(node, self.names, state.read(_PRE_SCORE), use_requested=False)
         return self.scorer(requested, allocatable)
 
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """:meth:`score` for every node in one loop (two native resources, LeastAllocated or
+        MostAllocated), else node by node."""
+        if self.nodes_scorer is None:
+            return [self.score(state, pod, node) for node in nodes]
+        return self.nodes_scorer(nodes, state.read(_PRE_SCORE))
+
     def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None:
         """At bind: the Filter's check against everything bound and assumed on the node."""
         if node.node is None:
             return NO_NODE
         short = insufficient(node, pod.requests, self.ignored, self.ignored_groups)
         return ", ".join(r.reason for r in short) or None
+
+
+_NO_NODE_STATUS = Status.error(NO_NODE)
+#: shortage bits of :meth:`NodeResourcesFit.filter_nodes`, in upstream's reason order; the bit
+#: after each resource's marks the request exceeding the node's whole allocatable (unresolvable)
+_SHORTAGES: tuple[tuple[int, str, int], ...] = (
+    (1, "Too many pods", 0),
+    (2, f"Insufficient {CPU}", 4),
+    (8, f"Insufficient {MEMORY}", 16),
+    (32, f"Insufficient {EPHEMERAL_STORAGE}", 64),
+)
+
+
+@functools.cache
+def _shortage_status(short: int) -> Status:
+    """The shared status for a combination of shortage bits (at most 2**7 of them)."""
+    reasons = tuple(reason for bit, reason, _ in _SHORTAGES if short & bit)
+    unresolvable = any(short & beyond for _, _, beyond in _SHORTAGES if beyond)
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, reasons)
 
 
 PLUGIN = PluginEntry(

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from pydantic import Field, field_validator
 
 from app.framework.args import PluginArgs
-from app.framework.resources import CPU, MEMORY, PODS, is_scalar_resource_name
+from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource_name
 from app.framework.runtime import MAX_NODE_SCORE
-from app.framework.types import NodeInfo, PodInfo
+from app.framework.types import NO_NODE, NodeInfo, NodeResources, PodInfo
 
 #: ``config.MaxCustomPriorityScore``: the top of a RequestedToCapacityRatio shape's score.
 MAX_CUSTOM_PRIORITY_SCORE = 10
@@ -204,3 +205,117 @@ def _node_side(node: NodeInfo, names: Sequence[str], use_requested: bool) -> tup
             alloc, used = allocatable[name], requested.get(name, 0)
         out.append((alloc, used, is_scalar_resource_name(name)))
     return tuple(out)
+
+
+# -- the same scorers over many nodes at once ------------------------------------------------------
+#
+# A scheduling cycle may score thousands of nodes (``percentageOfNodesToScore: 100``); calling a
+# scorer per node with freshly built vectors costs more than the arithmetic. For the common case,
+# two of cpu, memory and ephemeral-storage, the scorers below read each node's
+# :class:`NodeResources` (computed once per node version) and inline the formula; they return
+# exactly what the per-node scorers above return (tests/unit/test_noderesources_batch.py checks it
+# on generated nodes). Other cases return ``None`` and the plugin scores node by node.
+
+#: NodeResources attributes of a native resource: allocatable, requested, non-zero requested.
+_COLUMNS = {
+    CPU: ("milli_cpu", "requested_milli_cpu", "non_zero_milli_cpu"),
+    MEMORY: ("memory", "requested_memory", "non_zero_memory"),
+    EPHEMERAL_STORAGE: ("ephemeral_storage", "requested_ephemeral_storage", "requested_ephemeral_storage"),
+}
+#: ``(nodes, pod's requests per resource) -> scores``; raises ``LookupError`` for a node whose
+#: object is unknown.
+NodesScorer = Callable[[Sequence[NodeInfo], Sequence[int]], list[int]]
+_Reader = Callable[[NodeResources], tuple[int, int, int, int]]
+
+
+def _pair_reader(names: Sequence[str], use_requested: bool) -> _Reader | None:
+    """Reads ``(allocatable, requested)`` of two native resources from a node's NodeResources
+    (non-zero requests for cpu and memory unless ``use_requested``), or ``None`` when ``names``
+    are not two of cpu, memory and ephemeral-storage."""
+    if len(names) != 2 or not all(n in _COLUMNS for n in names):
+        return None
+    used = 1 if use_requested else 2
+    first, second = _COLUMNS[names[0]], _COLUMNS[names[1]]
+    return attrgetter(first[0], first[used], second[0], second[used])
+
+
+def least_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
+    """:func:`least_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
+    read = _pair_reader(names, use_requested=False)
+    if read is None:
+        return None
+    w1, w2 = weights
+
+    def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
+        p1, p2 = pod
+        out: list[int] = []
+        for node in nodes:
+            r = node.resources
+            if r is None:
+                raise LookupError(NO_NODE)
+            a1, u1, a2, u2 = read(r)
+            u1 += p1
+            u2 += p2
+            total = ws = 0
+            if a1:
+                total, ws = (0 if u1 > a1 else (a1 - u1) * MAX_NODE_SCORE // a1) * w1, w1
+            if a2:
+                total += (0 if u2 > a2 else (a2 - u2) * MAX_NODE_SCORE // a2) * w2
+                ws += w2
+            out.append(total // ws if ws else 0)
+        return out
+
+    return score
+
+
+def most_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
+    """:func:`most_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
+    read = _pair_reader(names, use_requested=False)
+    if read is None:
+        return None
+    w1, w2 = weights
+
+    def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
+        p1, p2 = pod
+        out: list[int] = []
+        for node in nodes:
+            r = node.resources
+            if r is None:
+                raise LookupError(NO_NODE)
+            a1, u1, a2, u2 = read(r)
+            u1 += p1
+            u2 += p2
+            total = ws = 0
+            if a1:
+                total, ws = min(u1, a1) * MAX_NODE_SCORE // a1 * w1, w1
+            if a2:
+                total += min(u2, a2) * MAX_NODE_SCORE // a2 * w2
+                ws += w2
+            out.append(total // ws if ws else 0)
+        return out
+
+    return score
+
+
+def balanced_nodes(names: Sequence[str]) -> NodesScorer | None:
+    """:func:`balanced` over many nodes (requests as they are), or ``None`` (see above)."""
+    read = _pair_reader(names, use_requested=True)
+    if read is None:
+        return None
+
+    def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
+        p1, p2 = pod
+        out: list[int] = []
+        for node in nodes:
+            r = node.resources
+            if r is None:
+                raise LookupError(NO_NODE)
+            a1, u1, a2, u2 = read(r)
+            if a1 and a2:
+                std = abs((min((u1 + p1) / a1, 1.0) - min((u2 + p2) / a2, 1.0)) / 2)
+                out.append(int((1 - std) * MAX_NODE_SCORE))
+            else:  # one fraction or none: no deviation
+                out.append(MAX_NODE_SCORE)
+        return out
+
+    return score
