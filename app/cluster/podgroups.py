@@ -14,7 +14,6 @@ from typing import Any
 
 import msgspec
 
-from app.cluster.reflector import ListMeta
 from app.framework import objects
 
 GROUP = "scheduling.x-k8s.io"
@@ -38,11 +37,6 @@ class PodGroup(msgspec.Struct):
     spec: PodGroupSpec | None = None
 
 
-class _PodGroupList(msgspec.Struct):
-    metadata: ListMeta | None = None
-    items: list[PodGroup] | None = None
-
-
 def _key(group: PodGroup) -> str:
     meta = group.metadata or objects.EMPTY_META
     return f"{meta.namespace or ''}/{meta.name or ''}"
@@ -54,7 +48,6 @@ class PodGroupStore:
     States: *pending* (before the first list), *synced*, or *absent* (the CRD is not installed).
     """
 
-    list_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_PodGroupList)
     object_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(PodGroup)
 
     def __init__(self) -> None:

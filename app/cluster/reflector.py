@@ -22,6 +22,7 @@ pods then become slim :class:`~app.framework.types.PodInfo` records.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import random
 import threading
@@ -41,7 +42,9 @@ log = logging.getLogger(__name__)
 class ListerWatcher(Protocol):
     """What a reflector needs from the API (implemented by :class:`app.kube.client.KubeClient`)."""
 
-    def list(self, kind: str, limit: int, continue_token: str | None, timeout: float) -> bytes: ...
+    def list(
+        self, kind: str, limit: int, continue_token: str | None, timeout: float, resource_version: str = ""
+    ) -> bytes: ...
 
     def watch(self, kind: str, resource_version: str, timeout_seconds: int) -> Any: ...
 
@@ -52,14 +55,11 @@ class ListMeta(msgspec.Struct, rename="camel"):
     continue_: str | None = msgspec.field(default=None, name="continue")
 
 
-class _NodeList(msgspec.Struct):
-    metadata: ListMeta | None = None
-    items: list[objects.Node] | None = None
+class _List(msgspec.Struct):
+    """A list page: its metadata and its items, undecoded (views into the page's bytes)."""
 
-
-class _PodList(msgspec.Struct):
     metadata: ListMeta | None = None
-    items: list[objects.Pod] | None = None
+    items: list[msgspec.Raw] | None = None
 
 
 class _Event(msgspec.Struct):
@@ -80,10 +80,7 @@ class _MetaOnly(msgspec.Struct):
 _EVENT = msgspec.json.Decoder(_Event)
 _STATUS = msgspec.json.Decoder(_Status)
 _META_ONLY = msgspec.json.Decoder(_MetaOnly)
-_LISTS: dict[str, msgspec.json.Decoder[Any]] = {
-    "nodes": msgspec.json.Decoder(_NodeList),
-    "pods": msgspec.json.Decoder(_PodList),
-}
+_LIST = msgspec.json.Decoder(_List)
 _OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
     "nodes": msgspec.json.Decoder(objects.Node),
     "pods": msgspec.json.Decoder(objects.Pod),
@@ -94,14 +91,12 @@ class Sink(Protocol):
     """Where a reflector's objects go, and where it reports its health.
 
     :class:`ClusterState` is the sink of nodes and pods (through :func:`state_sink`); other kinds
-    (PodGroups) bring their own. ``list_decoder`` decodes a list page into an object with
-    ``metadata`` (``resourceVersion``, ``continue``) and ``items``; ``object_decoder`` one watched
-    object. ``prepare`` turns a decoded item into what ``replace``/``apply`` take. ``missing`` is
+    (PodGroups) bring their own. ``object_decoder`` decodes one object (a list item or a watched
+    object). ``prepare`` turns a decoded item into what ``replace``/``apply`` take. ``missing`` is
     called when the collection does not exist (HTTP 404: a CRD that is not installed); the
     reflector then retries at its longest backoff.
     """
 
-    list_decoder: msgspec.json.Decoder[Any]
     object_decoder: msgspec.json.Decoder[Any]
 
     def prepare(self, obj: Any) -> Any: ...
@@ -127,7 +122,6 @@ class _StateSink:
     def __init__(self, kind: str, state: ClusterState) -> None:
         self.kind = kind
         self.state = state
-        self.list_decoder = _LISTS[kind]
         self.object_decoder = _OBJECTS[kind]
         self.mark_synced = state.mark_synced
         self.mark_ok = state.mark_ok
@@ -163,9 +157,45 @@ class _StateSink:
 def state_sink(kind: str, state: ClusterState) -> Sink:
     """The sink of ``kind`` (``nodes`` or ``pods``) into ``state``. Raises ``ValueError`` for
     another kind."""
-    if kind not in _LISTS:
+    if kind not in _OBJECTS:
         raise ValueError(f"unknown kind {kind!r}")
     return _StateSink(kind, state)
+
+
+class _GcPause:
+    """The collector's state shared by concurrent lists (see :func:`gc_paused`)."""
+
+    lock = threading.Lock()
+    lists = 0
+    was_enabled = True
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a list builds its records, then freeze what
+    survived (``gc.freeze``: moved out of the generations the collector scans).
+
+    Listing 150,000 pods allocates millions of long-lived, acyclic objects; each collection the
+    allocations trigger would scan all of them again (several times the cost of decoding them),
+    and a full collection later would pause a request for tens of milliseconds. One collection
+    runs before the freeze, so no garbage is frozen; records are still freed by reference
+    counting when replaced, frozen or not. Concurrent lists (several
+    reflectors at once) re-enable the collector when the last one ends.
+    """
+    with _GcPause.lock:
+        _GcPause.lists += 1
+        if _GcPause.lists == 1:
+            _GcPause.was_enabled = gc.isenabled()
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _GcPause.lock:
+            _GcPause.lists -= 1
+            if _GcPause.lists == 0 and _GcPause.was_enabled:
+                gc.collect()  # no garbage cycle made meanwhile (by any thread) is frozen for ever
+                gc.freeze()
+                gc.enable()
 
 
 class _RelistError(Exception):
@@ -217,7 +247,10 @@ class Reflector:
         self._thread: threading.Thread | None = None
         self._stream: Any = None
         self._lock = threading.Lock()
+        #: the resourceVersion to watch from; ``None``: list first
         self.resource_version: str | None = None
+        #: the resourceVersion the next list asks for (client-go's ``relistResourceVersion``)
+        self._relist_version = "0"
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -254,6 +287,8 @@ class Reflector:
                 raise APIError(0, "WatchClosed", "the watch ended at once without an event")
             except _RelistError:
                 log.info("%s: resourceVersion %s is gone (410): relisting", self.kind, self.resource_version)
+                # relist from the last version seen, as client-go after an expired watch
+                self._relist_version = self.resource_version or ""
                 self.resource_version = None
                 self.sink.count(self.kind, "relist")
             except Exception as exc:  # any failure: back off, then resume (never kill the thread)
@@ -281,32 +316,41 @@ class Reflector:
     # -- list --------------------------------------------------------------------------------------
 
     def _list(self) -> None:
-        decoder = self.sink.list_decoder
+        decode = self.sink.object_decoder.decode
         prepare = self.sink.prepare
         items: list[Any] = []
         token: str | None = None
+        # client-go's relistResourceVersion: the first list asks for resourceVersion "0", which
+        # kube-apiserver serves from its watch cache (in one response: the limit is ignored) instead
+        # of paging through etcd; a relist asks for the last version seen; after a 410 on a list,
+        # "" (a consistent read)
+        list_version = self._relist_version
         resource_version = ""
-        while True:
-            try:
-                body = self.lister.list(self.kind, self.page_size, token, self.request_timeout)
-            except APIError as exc:
-                if exc.gone and token is not None:
-                    log.info("%s: list continue token expired (410): listing again from the start", self.kind)
-                    items, token = [], None
-                    continue
-                raise
-            page = decoder.decode(body)
-            meta = page.metadata or ListMeta()
-            # pods become slim records page by page, so the decoded views of 150,000 pods never
-            # exist at once (they are several times larger than the records)
-            page_items = page.items or []
-            items.extend(map(prepare, page_items))
-            resource_version = meta.resource_version or resource_version
-            token = meta.continue_
-            if not token or self._stop.is_set():
-                break
-        self.sink.replace(items)
+        with gc_paused():
+            while True:
+                try:
+                    body = self.lister.list(self.kind, self.page_size, token, self.request_timeout, list_version)
+                except APIError as exc:
+                    if exc.gone:
+                        log.info("%s: list at resourceVersion %r is gone (410): listing again", self.kind, list_version)
+                        items, token, list_version = [], None, ""
+                        continue
+                    raise
+                page = _LIST.decode(body)
+                meta = page.metadata or ListMeta()
+                # items are decoded and made slim records one at a time, so the decoded views of
+                # 150,000 pods (several times larger than the records) never exist at once, even
+                # when the whole list comes in one response
+                for raw in page.items or ():
+                    items.append(prepare(decode(raw)))
+                del page
+                resource_version = meta.resource_version or resource_version
+                token = meta.continue_
+                if not token or self._stop.is_set():
+                    break
+            self.sink.replace(items)
         self.resource_version = resource_version
+        self._relist_version = resource_version
         self.sink.mark_synced(self.kind)
         log.info("%s: listed %d at resourceVersion %s", self.kind, len(items), resource_version)
 

@@ -136,11 +136,18 @@ class KubeClient:
         except Exception as exc:
             raise api_error(exc) from exc
 
-    def list(self, kind: str, limit: int, continue_token: str | None, timeout: float) -> bytes:
-        """One page of ``nodes`` or (non-terminal) ``pods``: the raw ``NodeList``/``PodList`` JSON."""
+    def list(
+        self, kind: str, limit: int, continue_token: str | None, timeout: float, resource_version: str = ""
+    ) -> bytes:
+        """One page of ``nodes``, (non-terminal) ``pods`` or ``podgroups``: the raw list JSON.
+        ``resource_version`` as ``ListOptions.resourceVersion`` (``"0"``: any version, served from
+        kube-apiserver's watch cache; ``""``: the latest, a consistent read); a continue token
+        carries its own."""
         kwargs: dict[str, Any] = {"limit": limit, "_request_timeout": timeout}
         if continue_token:
             kwargs["_continue"] = continue_token
+        elif resource_version:
+            kwargs["resource_version"] = resource_version
         data: bytes = self._list_or_watch(kind, **kwargs).data
         return data
 

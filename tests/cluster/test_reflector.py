@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
 
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import ClusterState
@@ -17,7 +20,11 @@ def _pods_on(state: ClusterState, name: str) -> list[str]:
     return sorted(p.name for p in usage.pods) if usage is not None else []
 
 
-def test_initial_sync_pages_and_aggregates(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> None:
+@pytest.mark.parametrize("watch_cache", [True, False])
+def test_initial_sync_pages_and_aggregates(
+    api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime], watch_cache: bool
+) -> None:
+    api.watch_cache = watch_cache
     for i in range(7):
         api.put("nodes", node(f"n{i}", cpu="4", memory="8Gi"))
     api.put("pods", pod("a", node_name="n0", cpu="250m", memory="1Gi"))
@@ -38,8 +45,11 @@ def test_initial_sync_pages_and_aggregates(api: FakeAPIServer, make_runtime: Cal
     assert info.non_zero_requested == (350, 1024**3 + 200 * 1024**2)
     assert info.usage.pod_count == 2
     assert state.pod("uid-default-pending") is not None
-    # the lists really were chunked: three pages of nodes
-    assert sum(1 for r in api.requests if r.startswith("GET /api/v1/nodes?") and "watch" not in r) >= 3
+    lists = [r for r in api.requests if r.startswith("GET /api/v1/nodes?") and "watch" not in r]
+    # client-go's first list: resourceVersion=0 with the page limit; the watch cache answers it
+    # whole, an API server without one in pages (three pages of nodes)
+    assert "resourceVersion=0" in lists[0] and "limit=3" in lists[0]
+    assert len(lists) == (1 if watch_cache else 3)
 
 
 def test_events_update_node_info(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> None:
@@ -108,6 +118,12 @@ def test_gone_forces_relist_without_losing_or_duplicating(
     wait_for(lambda: _pods_on(state, "n1") == ["p1", "p2", "p3", "p4", "p5"], what="state after relist")
     usage = state.snapshot().usage("n1")
     assert usage is not None and usage.pod_count == 5 and usage.requested["cpu"] == 500
+    # client-go's relistResourceVersion: the first list at "0", the relist after an expired watch at
+    # the last version the watch saw (not "0": never older than what the cache already showed)
+    lists = [parse_qs(urlsplit(r).query) for r in api.requests if r.startswith("GET /api/v1/pods?")]
+    lists = [q for q in lists if "watch" not in q]
+    assert lists[0]["resourceVersion"] == ["0"]
+    assert int(lists[-1]["resourceVersion"][0]) > 100
 
 
 def test_api_server_down_at_start_and_later(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> None:

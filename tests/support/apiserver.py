@@ -7,7 +7,8 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
 - **list** returns ``metadata.resourceVersion`` (the collection's version) and supports
   ``limit``/``continue`` chunking, each chunk from the same snapshot; a continue token older than
   the compacted history is ``410 Gone`` with reason ``Expired`` ("Retrieving large results sets
-  in chunks").
+  in chunks"). ``resourceVersion=0`` is answered whole, as the watch cache does ("Resource
+  versions": semantics for list).
 - **watch** (``watch=true``) streams newline-delimited ``{"type","object"}`` events with HTTP
   chunked transfer encoding: ``ADDED``/``MODIFIED``/``DELETED``, and ``BOOKMARK`` events carrying
   only ``metadata.resourceVersion`` when ``allowWatchBookmarks=true`` ("Watch bookmarks").
@@ -45,6 +46,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import orjson
 
 Obj = dict[str, Any]
 
@@ -109,6 +112,9 @@ class FakeAPIServer:
         self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}, "leases": {}}
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
         self.podgroup_crd = True
+        #: whether lists at resourceVersion 0 are served whole, from the watch cache (kube-apiserver's
+        #: default); ``False``: paged like any other list (``--watch-cache=false``)
+        self.watch_cache = True
         self.rv = 100
         self.compacted_rv = 0
         self.history: list[tuple[int, str, str, Obj]] = []
@@ -117,7 +123,7 @@ class FakeAPIServer:
         #: (namespace/name, annotations) of every PATCH of a pod's annotations
         self.patches: list[tuple[str, Obj]] = []
         self.requests: list[str] = []
-        self.snapshots: dict[str, tuple[int, list[Obj]]] = {}
+        self.snapshots: dict[str, tuple[int, list[bytes]]] = {}
         self.binding_delay = 0.0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -216,8 +222,17 @@ class FakeAPIServer:
 
     # -- request handling --------------------------------------------------------------------------
 
-    def list(self, kind: str, query: dict[str, str]) -> tuple[int, Obj]:
+    def list(self, kind: str, query: dict[str, str]) -> tuple[int, Obj | bytes]:
+        """A list answer: ``(status, body)``, the body already encoded for a list.
+
+        ``resourceVersion=0`` without ``continue`` is served whole, ``limit`` ignored, as
+        kube-apiserver serves it from its watch cache (client-go's first list asks for it; a
+        paginated answer to it means the watch cache is off). Otherwise ``limit`` pages the list,
+        each page from the snapshot taken by the first (items are encoded when the snapshot is
+        taken: a consistent copy without deep-copying objects).
+        """
         selector = query.get("fieldSelector")
+        list_kind = {"nodes": "NodeList", "pods": "PodList", "podgroups": "PodGroupList"}[kind]
         with self.lock:
             token = query.get("continue")
             if token:
@@ -231,8 +246,10 @@ class FakeAPIServer:
                 list_rv, items = snap
             else:
                 list_rv = self.rv
-                items = [copy.deepcopy(o) for _, o in sorted(self.objects[kind].items()) if _matches(kind, selector, o)]
+                items = [orjson.dumps(o) for _, o in sorted(self.objects[kind].items()) if _matches(kind, selector, o)]
             limit = int(query.get("limit") or 0)
+            if self.watch_cache and query.get("resourceVersion") == "0" and not token:
+                limit = 0
             meta: Obj = {"resourceVersion": str(list_rv)}
             if limit and len(items) > limit:
                 page, rest = items[:limit], items[limit:]
@@ -242,8 +259,8 @@ class FakeAPIServer:
                 meta["remainingItemCount"] = len(rest)
             else:
                 page = items
-        list_kind = {"nodes": "NodeList", "pods": "PodList", "podgroups": "PodGroupList"}[kind]
-        return 200, {"kind": list_kind, "apiVersion": "v1", "metadata": meta, "items": page}
+        head = orjson.dumps({"kind": list_kind, "apiVersion": "v1", "metadata": meta})
+        return 200, head[:-1] + b',"items":[' + b",".join(page) + b"]}"
 
     def open_watch(self, kind: str, query: dict[str, str]) -> tuple[_Watcher, list[tuple[str, Obj]], bool]:
         """Register a watcher; returns it, the replayed events and whether the version is gone."""
@@ -308,8 +325,8 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _send(self, code: int, body: Obj) -> None:
-            data = json.dumps(body).encode()
+        def _send(self, code: int, body: Obj | bytes) -> None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
