@@ -117,8 +117,9 @@ class FilterOutcome:
     statuses: list[Status]
     error: str = ""
     ignored_errors: Counter[str] = field(default_factory=Counter)
-    #: the fail-closed plugin whose error set ``error``
+    #: the fail-closed plugin whose error set ``error``, and its status's ``reason_code``
     error_plugin: str = ""
+    error_code: str = ""
 
 
 @dataclass
@@ -190,7 +191,8 @@ class Framework:
                     if ep.fail_open:
                         ignored[ep.name] += 1
                         continue
-                    return FilterOutcome([], f"{ep.name}: PreFilter: {_error_text(status)}", ignored, ep.name)
+                    message = f"{ep.name}: PreFilter: {_error_text(status)}"
+                    return FilterOutcome([], message, ignored, ep.name, status.reason_code)
                 if status.is_rejected():
                     if not status.reasons:
                         status = Status(status.code, (f"rejected by {ep.name}",))
@@ -224,7 +226,8 @@ class Framework:
                     ignored[ep.name] += 1
                     still.append(i)
                 else:
-                    return FilterOutcome([], f"{ep.name}: node {node.name}: {_error_text(status)}", ignored, ep.name)
+                    message = f"{ep.name}: node {node.name}: {_error_text(status)}"
+                    return FilterOutcome([], message, ignored, ep.name, status.reason_code)
             pending = still
         return FilterOutcome(statuses, "", ignored)
 

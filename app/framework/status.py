@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -30,12 +31,15 @@ class Status:
 
     Reasons for rejected nodes are short, lowercase and stable, and never name the node (the
     ``FailedNodes`` map key does), so kube-scheduler's "0/N nodes are available: ..." event groups
-    identical reasons.
+    identical reasons. ``reason_code`` is a short, stable CamelCase code for the reason (like a
+    Kubernetes Event's ``reason``: ``InsufficientCPU``, ``PoolExhausted``), for metrics labels and
+    machine reading; :func:`reason_code` falls back to the code's name when a plugin sets none.
     """
 
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    reason_code: str = ""
 
     @property
     def message(self) -> str:
@@ -52,22 +56,48 @@ class Status:
 
     def with_plugin(self, plugin: str) -> Status:
         """This status, attributed to ``plugin`` (kube-scheduler's ``Status.WithPlugin``)."""
-        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin, self.reason_code)
 
     @staticmethod
-    def error(message: str) -> Status:
-        """An ``ERROR`` status with one reason."""
-        return Status(Code.ERROR, (message,))
+    def error(message: str, code: str = "") -> Status:
+        """An ``ERROR`` status with one reason; ``code``: its ``reason_code``."""
+        return Status(Code.ERROR, (message,), reason_code=code)
 
     @staticmethod
-    def unschedulable(*reasons: str) -> Status:
-        """An ``UNSCHEDULABLE`` status (the node may fit after preemption)."""
-        return Status(Code.UNSCHEDULABLE, reasons)
+    def unschedulable(*reasons: str, code: str = "") -> Status:
+        """An ``UNSCHEDULABLE`` status (the node may fit after preemption); ``code``: its
+        ``reason_code``."""
+        return Status(Code.UNSCHEDULABLE, reasons, reason_code=code)
 
     @staticmethod
-    def unresolvable(*reasons: str) -> Status:
-        """An ``UNSCHEDULABLE_AND_UNRESOLVABLE`` status (preemption cannot help on this node)."""
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+    def unresolvable(*reasons: str, code: str = "") -> Status:
+        """An ``UNSCHEDULABLE_AND_UNRESOLVABLE`` status (preemption cannot help on this node);
+        ``code``: its ``reason_code``."""
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons, reason_code=code)
+
+
+_CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+}
+_REASON_CODE = re.compile(r"^[A-Z][A-Za-z0-9]{0,47}$")
+
+
+def code_name(code: Code) -> str:
+    """kube-scheduler's name of ``code`` (``framework.Code.String``): ``Unschedulable``,
+    ``UnschedulableAndUnresolvable``, ``Error``..."""
+    return _CODE_NAMES[code]
+
+
+def reason_code(status: Status) -> str:
+    """``status.reason_code`` when it is a CamelCase word of at most 48 characters, else the
+    name of its code (:func:`code_name`): a bounded, stable label value."""
+    given = status.reason_code
+    return given if given and _REASON_CODE.match(given) else _CODE_NAMES[status.code]
 
 
 #: The shared success status; plugins return it rather than allocating one per node.

@@ -53,11 +53,13 @@ class AnnotationNodeAffinity:
         a = args
         self._requires = Status.unresolvable(
             f"pod annotation {a.annotation_key}={a.annotation_value} requires node label "
-            f"{a.node_label_key}={a.node_label_value}"
+            f"{a.node_label_key}={a.node_label_value}",
+            code="NodeLabelRequired",
         )
         self._reserved = Status.unresolvable(
             f"node label {a.node_label_key}={a.node_label_value} is reserved for pods annotated "
-            f"{a.annotation_key}={a.annotation_value}"
+            f"{a.annotation_key}={a.annotation_value}",
+            code="NodeReserved",
         )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:

@@ -136,17 +136,21 @@ class Coscheduling:
             namespace, _, name = group.partition("/")
             found = store.min_member(namespace, name)
             if found is None:
-                return Status.unresolvable(f"PodGroup {group} not found")
+                return Status.unresolvable(f"PodGroup {group} not found", code="PodGroupNotFound")
             return found
         raw = pod.annotations.get(self.annotation)
         if raw is None:
-            return Status.unresolvable(f"pod group {group}: no PodGroup CRD and no {self.annotation} annotation")
+            return Status.unresolvable(
+                f"pod group {group}: no PodGroup CRD and no {self.annotation} annotation", code="PodGroupNotFound"
+            )
         try:
             value = int(raw)
         except ValueError:
             value = -1
         if value < 0:
-            return Status.unresolvable(f"pod group {group}: annotation {self.annotation}={raw!r} is not a count")
+            return Status.unresolvable(
+                f"pod group {group}: annotation {self.annotation}={raw!r} is not a count", code="PodGroupInvalid"
+            )
         return value
 
     def members(self, group: str) -> tuple[PodInfo, ...]:
@@ -184,7 +188,8 @@ class Coscheduling:
         if until is not None:
             return Status.error(
                 f"pod group {group} is denied for {until - self._clock():.0f}s more after its Permit timed out "
-                "(kube-scheduler retries it with backoff)"
+                "(kube-scheduler retries it with backoff)",
+                code="PodGroupDenied",
             )
         need = self.min_member(pod, group)
         if isinstance(need, Status):
@@ -202,9 +207,12 @@ class Coscheduling:
         if now - since <= timeout:
             return Status.error(
                 f"pod group {group} has {total} of minMember {need} pods: waiting up to {timeout:g}s for the "
-                "rest to be created (kube-scheduler retries it with backoff)"
+                "rest to be created (kube-scheduler retries it with backoff)",
+                code="PodGroupWaiting",
             )
-        return Status.unresolvable(f"pod group {group} has {total} of minMember {need} pods after {timeout:g}s")
+        return Status.unresolvable(
+            f"pod group {group} has {total} of minMember {need} pods after {timeout:g}s", code="PodGroupIncomplete"
+        )
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Nothing per node: PreFilter decided."""

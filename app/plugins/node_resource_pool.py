@@ -161,12 +161,13 @@ class NodeResourcePool:
             return Status.error(NO_NODE)
         capacity = self.capacity(node)
         if isinstance(capacity, str):
-            return Status.unresolvable(capacity)
+            code = "NodeExcludedFromPool" if capacity.startswith("node is excluded") else "PoolCapacityInvalid"
+            return Status.unresolvable(capacity, code=code)
         if capacity == 0:
-            return Status.unresolvable(f"pool {self.pool} has no capacity on this node")
+            return Status.unresolvable(f"pool {self.pool} has no capacity on this node", code="PoolNoCapacity")
         used = self.used(node)
         if used + slots > capacity:
-            return Status.unschedulable(f"pool {self.pool} exhausted: {used}/{capacity} in use")
+            return Status.unschedulable(f"pool {self.pool} exhausted: {used}/{capacity} in use", code="PoolExhausted")
         return None
 
     # -- Filter --------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.chaos import draw
 
 NAME = "CoinFlip"
-TAILS = Status.unschedulable("coin is tails")
+TAILS = Status.unschedulable("coin is tails", code="CoinTails")
 
 
 class CoinFlipArgs(PluginArgs):

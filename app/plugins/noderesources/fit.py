@@ -33,7 +33,7 @@ from app.framework.args import PluginArgs
 from app.framework.fit import NATIVE as _NATIVE
 from app.framework.fit import insufficient, is_ignored
 from app.framework.registry import Handle, PluginEntry
-from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (
@@ -140,7 +140,7 @@ class NodeResourcesFit:
         if not short:
             return SUCCESS
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(r.unresolvable for r in short) else Code.UNSCHEDULABLE
-        return Status(code, tuple(r.reason for r in short))
+        return Status(code, tuple(r.reason for r in short), reason_code=shortage_code([r.resource for r in short]))
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
         """:meth:`filter` for every node in one loop over :class:`NodeResources` (computed once
@@ -214,8 +214,28 @@ _SHORTAGES: tuple[tuple[int, str, int], ...] = (
 def _shortage_status(short: int) -> Status:
     """The shared status for a combination of shortage bits (at most 2**7 of them)."""
     reasons = tuple(reason for bit, reason, _ in _SHORTAGES if short & bit)
+    resources = [resource for (bit, _, _), resource in zip(_SHORTAGES, _NATIVE_ORDER, strict=True) if short & bit]
     unresolvable = any(short & beyond for _, _, beyond in _SHORTAGES if beyond)
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, reasons)
+    code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+    return Status(code, reasons, reason_code=shortage_code(resources))
+
+
+_NATIVE_ORDER = (PODS, CPU, MEMORY, EPHEMERAL_STORAGE)
+_SHORTAGE_CODES = {
+    PODS: "TooManyPods",
+    CPU: "InsufficientCPU",
+    MEMORY: "InsufficientMemory",
+    EPHEMERAL_STORAGE: "InsufficientEphemeralStorage",
+}
+
+
+def shortage_code(resources: Sequence[str]) -> str:
+    """The reason code of a fit failure: ``TooManyPods``, ``InsufficientCPU``,
+    ``InsufficientMemory``, ``InsufficientEphemeralStorage``, ``InsufficientExtendedResource``,
+    or ``InsufficientResources`` when several resources fall short."""
+    if len(resources) != 1:
+        return "InsufficientResources"
+    return _SHORTAGE_CODES.get(resources[0], "InsufficientExtendedResource")
 
 
 PLUGIN = PluginEntry(
