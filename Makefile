@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_http.py
 	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_bind.py
+	$(BIN)/python bench/bench_decisions.py
 	$(BIN)/python bench/bench_cluster.py
 
 ## fuzz: the hypothesis fuzz tests of the verbs with many more examples (minutes; FUZZ_EXAMPLES=N)

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 import orjson
@@ -38,10 +39,12 @@ from app.cluster.runtime import ClusterRuntime
 from app.config import ConfigError, Configuration, bind_exposure, build_framework, load_config
 from app.extender import codec
 from app.framework import objects
+from app.framework.profile import parse_duration
 from app.framework.registry import Registry
 from app.framework.runtime import Framework, FrameworkError
 from app.framework.status import Code
 from app.framework.types import NodeInfo
+from app.observe.logs import setup_logging
 from app.plugins import default_registry
 
 
@@ -54,7 +57,7 @@ def build_service(config_path: str | None, registry: Registry | None = None) -> 
     config = load_config(config_path, registry)
     cluster = ClusterRuntime(config.cluster.settings()) if config.cluster is not None else None
     frameworks = {p.name: build_framework(p, registry, cluster) for p in config.profiles}
-    return ExtenderService(config, frameworks, cluster)
+    return ExtenderService(config, frameworks, cluster, decisions=config.diagnostics.decisions.store())
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -65,12 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
     server = service.config.server
     host = args.host or server.host
     port = args.port if args.port is not None else server.port
-    logging.basicConfig(
-        level=server.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    options: dict[str, Any] = {"log_level": server.log_level, "access_log": server.access_log}
+    setup_logging(server.log_level, server.log_format)
+    options: dict[str, Any] = {"log_level": server.log_level, "access_log": server.access_log, "log_config": None}
     if server.tls is not None:
         import ssl
 
@@ -103,6 +102,10 @@ def _serve(args: argparse.Namespace) -> int:
         except KubeConfigError as exc:
             print(f"error: cluster state is configured but {exc}", file=sys.stderr)
             return 1
+        events = service.config.diagnostics.events
+        if events.enabled:
+            recorder = service.cluster.record_events(events.qps, events.burst, parse_duration(events.series_window))
+            service.listeners.append(recorder.observe)
     else:
         for profile in service.config.profiles:
             if profile.extender.node_cache_capable:
@@ -111,6 +114,19 @@ def _serve(args: argparse.Namespace) -> int:
                     profile.name,
                 )
     app = create_app(service)
+    capture = service.config.diagnostics.capture
+    if capture.enabled:
+        from app.observe.capture import Capture
+
+        app.capture = Capture(
+            capture.path, capture.max_bytes, capture.max_files, capture.namespaces, capture.label_selector
+        )
+        app.capture.start()
+        log.warning(
+            "capturing filter/prioritize/preempt requests and answers to %s (diagnostics.capture): the files hold "
+            "pod and node specs; keep them as sensitive as the cluster's objects",
+            capture.path,
+        )
     # Everything allocated so far (modules, app, plugins) lives as long as the process: move it out
     # of the collector's reach, so the full collections that large request bodies trigger stay cheap.
     gc.collect()
@@ -119,6 +135,8 @@ def _serve(args: argparse.Namespace) -> int:
     # less often (measured: a few ms less p50 for 100- and 500-node bodies, `make bench`).
     gc.set_threshold(50_000, 50, 100)
     run(app, host, port, options)
+    if app.capture is not None:
+        app.capture.stop()
     if service.cluster is not None:
         service.cluster.stop()
     return 0
@@ -197,6 +215,11 @@ def load_cluster_state(service: ExtenderService, paths: Sequence[str]) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    if bool(args.capture) == bool(args.body):
+        print("error: give a request body file or --capture FILE (not both)", file=sys.stderr)
+        return 2
+    if args.capture:
+        return _replay_capture(args)
     if args.url:
         return _replay_remote(args.url, args.profile, Path(args.body).read_bytes(), args.body)
     service = build_service(args.config)
@@ -223,6 +246,25 @@ def _replay(args: argparse.Namespace) -> int:
         print("error: bind bodies are not replayed offline (binding needs a cluster)", file=sys.stderr)
         return 1
     return _replay_args(service, framework, body, args.verb)
+
+
+def _replay_capture(args: argparse.Namespace) -> int:
+    """``replay --capture FILE... --config NEW``: the decisions NEW would change (app.observe.replay)."""
+    from app.observe.replay import read_capture, replay_capture
+
+    service = build_service(args.config)
+    if service.cluster is not None:
+        load_cluster_state(service, args.cluster_state or [])
+    try:
+        report = replay_capture(service, read_capture(args.capture), args.profile)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(report.text(), end="")
+    return 0
 
 
 def _replay_args(service: ExtenderService, framework: Framework, body: bytes, verb: str) -> int:
@@ -295,6 +337,44 @@ def _replay_args(service: ExtenderService, framework: Framework, body: bytes, ve
     print(_table(rows, header))
     if verb in ("filter", "all"):
         print(f"{len(feasible)}/{len(nodes)} nodes pass")
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    """``explain NAMESPACE/NAME``: GET ``/explain/...`` from a running service and print it."""
+    import httpx
+
+    from app.api.explain import render
+
+    namespace, slash, name = args.pod.partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        print(f"error: expected NAMESPACE/NAME, got {args.pod!r}", file=sys.stderr)
+        return 2
+    verify: Any = True
+    if args.cacert or args.cert:
+        import ssl
+
+        verify = ssl.create_default_context(cafile=args.cacert)
+        if args.cert:
+            verify.load_cert_chain(args.cert, args.key)
+    url = f"{args.url.rstrip('/')}/explain/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    try:
+        with httpx.Client(timeout=10, verify=verify) as client:
+            response = client.get(url)
+    except (httpx.HTTPError, OSError) as exc:
+        print(f"error: cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 1
+    if response.status_code != 200:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text[:500]
+        print(f"error: HTTP {response.status_code}: {detail}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(orjson.dumps(response.json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(render(response.json(), top=args.top), end="")
     return 0
 
 
@@ -460,8 +540,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--host", help="listen address (overrides server.host)")
     serve.add_argument("--port", type=int, help="listen port (overrides server.port)")
     serve.set_defaults(func=_serve)
-    replay = sub.add_parser("replay", help="run a recorded request body through a profile offline")
-    replay.add_argument("body", help="ExtenderArgs or ExtenderPreemptionArgs JSON file")
+    replay = sub.add_parser(
+        "replay", help="run a recorded request body, or a capture of live traffic, through a configuration offline"
+    )
+    replay.add_argument("body", nargs="?", help="ExtenderArgs or ExtenderPreemptionArgs JSON file")
+    replay.add_argument(
+        "--capture",
+        action="append",
+        metavar="FILE",
+        help="captured traffic (diagnostics.capture, JSON lines): replay every request through --config and "
+        "print what would be decided differently; repeatable (oldest file first)",
+    )
+    replay.add_argument("--json", action="store_true", help="with --capture: print the diff as JSON")
     replay.add_argument("--config", help="configuration file (default: the embedded default)")
     replay.add_argument("--profile", help="profile name (default: the default profile)")
     replay.add_argument("--verb", choices=["filter", "prioritize", "all"], default="all")
@@ -504,6 +594,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     certs.add_argument("--days", type=int, default=365, help="validity of the two leaf certificates (default 365)")
     certs.add_argument("--force", action="store_true", help="replace existing files")
     certs.set_defaults(func=_certs)
+    exp = sub.add_parser("explain", help="why a pod was (not) placed: the service's recent decisions for it")
+    exp.add_argument("pod", help="NAMESPACE/NAME")
+    exp.add_argument(
+        "--url", default="http://127.0.0.1:8888", help="the running service (default http://127.0.0.1:8888)"
+    )
+    exp.add_argument("--cacert", help="CA that signed the service's certificate (https)")
+    exp.add_argument("--cert", help="client certificate (when the service sets server.tls.clientCAFile)")
+    exp.add_argument("--key", help="the client certificate's key")
+    exp.add_argument("--json", action="store_true", help="print the /explain JSON instead of the table")
+    exp.add_argument("--top", type=int, default=5, help="highest-scored nodes to show per prioritize (default 5)")
+    exp.set_defaults(func=_explain)
+
     chk = sub.add_parser("check-scheduler-config", help="preflight a KubeSchedulerConfiguration against this service")
     chk.add_argument("file", help="KubeSchedulerConfiguration YAML")
     chk.add_argument("--url", help="reach the service here instead of each urlPrefix's scheme://host:port")

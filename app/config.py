@@ -37,6 +37,8 @@ from app.framework.profile import PluginRef, Profile, parse_duration
 from app.framework.registry import Handle, Registry
 from app.framework.resources import is_extended_resource_name
 from app.framework.runtime import EnabledPlugin, Framework
+from app.observe.capture import parse_selector
+from app.observe.decisions import DecisionStore
 
 API_VERSION = "config.scheduler-extender.dev/v1alpha1"
 KIND = "ExtenderConfiguration"
@@ -160,7 +162,8 @@ class ServerConfig(_Model):
     ``defaultProfile``: the profile that also answers at ``/{verb}`` (defaults to the only profile
     when there is one). ``insecureBind``: serve ``bind`` to any caller, without TLS client
     certificates (see :func:`bind_exposure`); ``serve`` refuses a profile that serves bind without
-    ``tls.clientCAFile`` otherwise.
+    ``tls.clientCAFile`` otherwise. ``logLevel`` (info), ``logFormat`` (``text``, or ``json``:
+    one object per line) and ``accessLog`` (false) apply to the service's and uvicorn's logs alike.
     """
 
     host: str = "127.0.0.1"
@@ -174,6 +177,7 @@ class ServerConfig(_Model):
     tls: TLSConfig | None = None
     insecure_bind: bool = False
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
     access_log: bool = False
     default_profile: str | None = None
 
@@ -231,7 +235,20 @@ def memory_limit_bytes(config: Configuration) -> int:
     total = IDLE_MEMORY_BYTES + BODY_MEMORY_FACTOR * config.server.in_flight_bytes
     if config.cluster is not None:
         total += CLUSTER_MEMORY_BYTES
+    decisions = config.diagnostics.decisions
+    if decisions.enabled:
+        total += _round_mib(DECISION_ENTRY_BYTES * decisions.max_node_verdicts + 1000 * decisions.max_records)
     return total
+
+
+#: What one kept node verdict of a decision record costs (its name packed as JSON, a list slot).
+DECISION_ENTRY_BYTES = 64
+
+
+def _round_mib(n: int) -> int:
+    """``n`` bytes rounded up to a multiple of 32 MiB."""
+    step = 32 * 1024 * 1024
+    return -(-n // step) * step
 
 
 def _positive_duration(value: str) -> str:
@@ -323,6 +340,83 @@ class ClusterConfig(_Model):
         )
 
 
+class DecisionsConfig(_Model):
+    """``diagnostics.decisions``: decision records for ``/explain`` (:mod:`app.observe.decisions`).
+    ``maxRecords`` (10000): decisions kept in all; ``maxNodeVerdicts`` (1,000,000): node entries
+    kept in all (one per node of a filter or prioritize: this bounds the memory, about 64 bytes
+    each, which ``render`` adds to the pod's memory limit); ``maxAge`` (15m): how long one is kept;
+    ``attemptsPerPod`` (8): the most recent kept per pod. ``enabled: false`` keeps none (``/explain``
+    then answers 404 for every pod)."""
+
+    enabled: bool = True
+    max_records: int = Field(default=10_000, gt=0, le=1_000_000)
+    max_node_verdicts: int = Field(default=1_000_000, gt=0, le=100_000_000)
+    max_age: str = "15m"
+    attempts_per_pod: int = Field(default=8, gt=0, le=100)
+
+    @pydantic.field_validator("max_age")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _positive_duration(value)
+
+    def store(self) -> DecisionStore | None:
+        """The configured store, or ``None`` when disabled."""
+        if not self.enabled:
+            return None
+        return DecisionStore(
+            self.max_records, parse_duration(self.max_age), self.attempts_per_pod, self.max_node_verdicts
+        )
+
+
+class EventsConfig(_Model):
+    """``diagnostics.events``: Kubernetes Events (``events.k8s.io/v1``) posted on pods for the
+    decisions an operator must see (:mod:`app.observe.events`); needs ``cluster:`` and the
+    ``events: create, patch`` RBAC that ``render`` emits. ``qps`` (2) and ``burst`` (25): the
+    rate of API calls for events (calls over it are dropped and counted); ``seriesWindow`` (6m,
+    client-go's ``finishTime``): a series of the same event on the same pod ends when it has not
+    repeated for this long (its final count is then written)."""
+
+    enabled: bool = True
+    qps: float = Field(default=2.0, gt=0)
+    burst: int = Field(default=25, gt=0)
+    series_window: str = "6m"
+
+    @pydantic.field_validator("series_window")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _positive_duration(value)
+
+
+class CaptureConfig(_Model):
+    """``diagnostics.capture``: record request bodies and answers to rotating JSONL files for
+    ``replay --capture`` (off by default). **Sensitive**: the files hold pods' and nodes' specs
+    (names, labels, annotations, images, environment of the request pods). ``path`` is the file
+    (rotated to ``path.1`` .. ``path.N``); ``maxBytes`` (64 MiB) per file, ``maxFiles`` (4)
+    rotated files kept; ``namespaces`` / ``labelSelector`` (``key``, ``key=value``, comma-separated,
+    all must match) restrict which pods' requests are captured."""
+
+    enabled: bool = False
+    path: str = "scheduler-extender-capture.jsonl"
+    max_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    max_files: int = Field(default=4, ge=0, le=100)
+    namespaces: list[str] = Field(default_factory=list)
+    label_selector: str = ""
+
+    @pydantic.field_validator("label_selector")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        parse_selector(value)
+        return value
+
+
+class DiagnosticsConfig(_Model):
+    """``diagnostics:``: decision records, pod events and traffic capture."""
+
+    decisions: DecisionsConfig = Field(default_factory=DecisionsConfig)
+    events: EventsConfig = Field(default_factory=EventsConfig)
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+
+
 class Configuration(_Model):
     """The whole service configuration (see the module doc)."""
 
@@ -330,6 +424,7 @@ class Configuration(_Model):
     kind: Literal["ExtenderConfiguration"]
     server: ServerConfig = Field(default_factory=ServerConfig)
     cluster: ClusterConfig | None = None
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
     profiles: list[Profile] = Field(min_length=1)
 
     @property

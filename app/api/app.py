@@ -1,5 +1,6 @@
 """The application: :class:`~app.api.edge.VerbRouter` (the verbs) in front of a FastAPI app that
-serves ``GET /healthz``, ``/readyz``, ``/profiles``, ``/version``, ``/metrics`` and the OpenAPI
+serves ``GET /healthz``, ``/readyz``, ``/profiles``, ``/explain/{namespace}/{name}``, ``/version``,
+``/metrics`` and the OpenAPI
 document (``/openapi.json``, ``/docs``), whose verb paths come from the same table the router
 serves (:data:`~app.api.verbs.VERBS`).
 """
@@ -9,16 +10,18 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import __version__
-from app.api.edge import VerbRouter
+from app.api.edge import PEER_CN, VerbRouter
+from app.api.explain import Explanation
 from app.api.handlers import ExtenderService
 from app.api.metrics import Metrics
 from app.api.verbs import openapi_paths
+from app.observe.logs import decision_logger
 
 
 def create_app(service: ExtenderService) -> VerbRouter:
@@ -30,6 +33,11 @@ def create_app(service: ExtenderService) -> VerbRouter:
     )
     metrics = Metrics(service.frameworks, service.cluster)
     service.observer = metrics
+    service.listeners.append(metrics.decided)
+    service.listeners.append(decision_logger())
+    if service.decisions is not None:
+        store = service.decisions
+        metrics.records.set_function(lambda: len(store))
     app.state.service = service
     app.state.metrics = metrics
 
@@ -70,6 +78,39 @@ def create_app(service: ExtenderService) -> VerbRouter:
                 for p in service.config.profiles
             ],
         }
+
+    tls = service.config.server.tls
+    explain_needs_certificate = bool(tls is not None and tls.client_ca_file)
+
+    @app.get(
+        "/explain/{namespace}/{name}",
+        tags=["diagnostics"],
+        response_model=Explanation,
+        response_model_by_alias=True,
+        response_model_exclude_none=True,
+        responses={
+            404: {"description": "No decision is recorded for this pod"},
+            403: {"description": "No client certificate"},
+        },
+    )
+    async def explain(namespace: str, name: str, request: Request) -> Any:
+        """The pod's recent decisions, oldest first: per attempt, each node's verdict, deciding
+        plugin, reason and scores, and the outcome. With ``server.tls.clientCAFile`` set, only a
+        caller with a client certificate that CA signed may read it (it names pods and nodes)."""
+        if explain_needs_certificate and not request.scope.get(PEER_CN):
+            return JSONResponse(
+                {"detail": "explain needs a TLS client certificate signed by server.tls.clientCAFile"}, 403
+            )
+        store = service.decisions
+        if store is None:
+            return JSONResponse({"detail": "decision records are off (diagnostics.decisions.enabled: false)"}, 404)
+        attempts = store.get(namespace, name)
+        if not attempts:
+            return JSONResponse(
+                {"detail": f"no decision recorded for pod {namespace}/{name} in the last {store.max_age:g}s"}, 404
+            )
+        uid = attempts[-1].uid
+        return {"pod": {"namespace": namespace, "name": name, "uid": uid}, "attempts": [a.explain() for a in attempts]}
 
     @app.get("/version", tags=["health"])
     async def version() -> dict[str, str]:

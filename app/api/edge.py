@@ -36,8 +36,9 @@ from app.api.handlers import Answer, ExtenderService
 from app.api.metrics import Metrics
 from app.api.verbs import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Verb
 from app.config import ServerConfig
-from app.extender.codec import DENSE_CHECK_BYTES, Body
+from app.extender.codec import DENSE_CHECK_BYTES, Body, Chunks
 from app.framework.runtime import Framework
+from app.observe.capture import Capture
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class VerbRouter:
             self.bind_clients = None
         self.requests_in_flight = 0
         self.bytes_in_flight = 0
+        #: where answered filter/prioritize/preempt requests are captured (``diagnostics.capture``)
+        self.capture: Capture | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -125,6 +128,9 @@ class VerbRouter:
             finally:
                 self.requests_in_flight -= 1
                 self.metrics.in_flight.dec()
+            capture = self.capture
+            if capture is not None and held.body is not None and result.status == 200 and capture.wants(result.pod):
+                capture.offer(verb.name, label, result.status, held.body, _joined(result.body))
             await _send_answer(send, result, close)
         except ClientDisconnectedError:
             return
@@ -148,6 +154,7 @@ class VerbRouter:
             if verb.name == "bind":
                 self._authorize_bind(scope)
             body = await self._read_body(scope, receive, held)
+            held.body = body
         except _RefusedError as refusal:
             retry = RETRY_AFTER if refusal.status == 503 else None
             return verb.error(refusal.status, str(refusal), retry), True
@@ -234,6 +241,8 @@ class _Held:
     def __init__(self, router: VerbRouter) -> None:
         self.router = router
         self.size = 0
+        #: the body once read (for the traffic capture)
+        self.body: bytes | bytearray | None = None
 
     def grow(self, size: int) -> None:
         """Count the body as ``size`` bytes; raises :class:`_RefusedError` (503) past the budget."""
@@ -254,6 +263,13 @@ class _Held:
         """Return the counted bytes to the budget."""
         self.router.bytes_in_flight -= self.size
         self.size = 0
+
+
+def _joined(body: bytes | Chunks) -> bytes:
+    """An answer's body as one bytes object (a capture copies it anyway)."""
+    if isinstance(body, bytes):
+        return body
+    return b"".join(bytes(chunk) for chunk in body)
 
 
 async def _chunks(receive: Receive) -> AsyncIterator[bytes]:

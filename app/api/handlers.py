@@ -17,9 +17,10 @@ preempt, whose result types have no ``Error`` field, 404 (profile, verb) or 400 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import Snapshot
@@ -28,7 +29,8 @@ from app.extender import codec
 from app.framework.profile import Verb
 from app.framework.runtime import FilterOutcome, Framework, FrameworkError
 from app.framework.status import Code, Status
-from app.framework.types import NodeInfo, PodRef, Victims
+from app.framework.types import NodeInfo, PodInfo, PodRef, Victims
+from app.observe.decisions import Decision, DecisionStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,6 +46,8 @@ class Answer:
     body: bytes | codec.Chunks
     error: bool = False
     retry_after: int | None = None
+    #: the pod the request was about (set for decided filter, prioritize and preempt answers)
+    pod: PodInfo | None = None
 
 
 class Observer(Protocol):
@@ -84,11 +88,16 @@ class ExtenderService:
         frameworks: Mapping[str, Framework],
         cluster: ClusterRuntime | None = None,
         observer: Observer | None = None,
+        decisions: DecisionStore | None = None,
     ) -> None:
         self.config = config
         self.frameworks = dict(frameworks)
         self.cluster = cluster
         self.observer = observer
+        #: where decisions are kept for /explain (None: not kept)
+        self.decisions = decisions
+        #: called with every decision (pod events, decision logs); must not block
+        self.listeners: list[Callable[[Decision], None]] = []
         self.limits = config.server.limits.codec()
         self.verbs: dict[str, tuple[Verb, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
@@ -96,6 +105,20 @@ class ExtenderService:
 
     def _snapshot(self) -> Snapshot | None:
         return self.cluster.state.snapshot() if self.cluster is not None else None
+
+    @property
+    def recording(self) -> bool:
+        """Whether decisions are kept or listened to (else none is built)."""
+        return self.decisions is not None or bool(self.listeners)
+
+    def _decided(self, decision: Decision) -> None:
+        if self.decisions is not None:
+            self.decisions.add(decision)
+        for listener in self.listeners:
+            try:
+                listener(decision)
+            except Exception:  # an observer's bug never fails the verb
+                log.exception("decision listener %r failed", listener)
 
     # -- routing and configuration mismatches ------------------------------------------------------
 
@@ -171,6 +194,7 @@ class ExtenderService:
 
     def filter(self, framework: Framework, args: codec.ExtenderArgsView) -> Answer:
         """Answer a decoded filter request."""
+        started = time.perf_counter()
         if args.names is not None and (mismatch := self._names_without_nodes(framework, "filter")):
             return mismatch
         snapshot = self._snapshot()
@@ -184,7 +208,20 @@ class ExtenderService:
             self.observer.filtered(framework.profile, outcome)
         if outcome.error:
             log.warning("filter %s: %s", args.pod.key(), outcome.error)
+            if self.recording:
+                self._record(
+                    framework,
+                    "filter",
+                    args.pod,
+                    started,
+                    error=outcome.error,
+                    error_plugin=outcome.error_plugin,
+                    error_code=outcome.error_code,
+                )
             return Answer(200, codec.encode_filter_error(outcome.error), True)
+        statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
+        if self.recording:
+            self._record(framework, "filter", args.pod, started, names=args.names_for_record, statuses=statuses)
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:
             pod = args.pod
@@ -192,10 +229,11 @@ class ExtenderService:
                 requeuer.passed(pod.uid)
             elif outcome.statuses:  # rejected on every node: kube-scheduler parks it
                 requeuer.rejected(pod.namespace, pod.name, pod.uid)
-        return Answer(200, codec.encode_filter_result(args, resolved.realign(outcome.statuses, UNKNOWN_STATUS)))
+        return Answer(200, codec.encode_filter_result(args, statuses))
 
     def prioritize(self, framework: Framework, args: codec.ExtenderArgsView) -> Answer:
         """Answer a decoded prioritize request."""
+        started = time.perf_counter()
         if args.names is not None and (mismatch := self._names_without_nodes(framework, "prioritize")):
             return mismatch
         snapshot = self._snapshot()
@@ -206,12 +244,27 @@ class ExtenderService:
             outcome = framework.run_score(args.pod, resolved.nodes)
         except FrameworkError as exc:
             log.warning("prioritize: %s", exc)
+            if self.recording:
+                self._record(framework, "prioritize", args.pod, started, error=str(exc))
             return error_answer("prioritize", 500, str(exc))
         scores = resolved.realign(outcome.scores, 0)
-        return Answer(200, codec.encode_host_priority_list(args.node_name_list(), scores))
+        names = args.node_name_list()
+        if self.recording:
+            self._record(
+                framework,
+                "prioritize",
+                args.pod,
+                started,
+                names=names,
+                scores=scores,
+                plugin_scores=outcome.plugin_scores,
+                unknown=resolved.unknown,
+            )
+        return Answer(200, codec.encode_host_priority_list(names, scores))
 
     def preempt(self, framework: Framework, args: codec.PreemptionArgsView) -> Answer:
         """Answer a decoded preempt request: always ``NodeNameToMetaVictims`` with UIDs."""
+        started = time.perf_counter()
         if args.meta and (mismatch := self._names_without_nodes(framework, "preempt")):
             return mismatch
         snapshot = self._snapshot()
@@ -219,25 +272,52 @@ class ExtenderService:
             if not snapshot.synced:
                 return error_answer("preempt", 503, NOT_SYNCED, retry_after=1)
             resolve_victims(args.candidates, snapshot)
+        dropped: dict[str, str] = {}
         try:
-            candidates = framework.run_preemption(args.pod, args.candidates)
+            candidates = framework.run_preemption(args.pod, args.candidates, dropped)
         except FrameworkError as exc:
             log.warning("preempt: %s", exc)
+            if self.recording:
+                self._record(framework, "preempt", args.pod, started, error=str(exc))
             return error_answer("preempt", 500, str(exc))
+        if self.recording:
+            victims = {node: [p.uid for p in v.pods] for node, v in candidates.items()}
+            self._record(framework, "preempt", args.pod, started, victims=victims, dropped=dropped)
         return Answer(200, codec.encode_preemption_result(candidates))
 
     async def bind(self, framework: Framework, args: tuple[PodRef, str]) -> Answer:
         """Answer a decoded bind request: ``{"Error": ""}`` when a bind plugin bound the pod."""
         pod, node = args
+        started = time.perf_counter()
         status = await framework.run_bind(pod, node)
-        if not status.is_success():
-            log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, node, status.message)
-            return Answer(200, codec.encode_binding_result(status.message), True)
-        return Answer(200, codec.encode_binding_result(""))
+        error = "" if status.is_success() else status.message
+        if error:
+            log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, node, error)
+        if self.recording:
+            self._decided(
+                Decision(
+                    time.time(),
+                    framework.profile,
+                    "bind",
+                    pod.namespace,
+                    pod.name,
+                    pod.uid,
+                    node=node,
+                    error=error,
+                    seconds=time.perf_counter() - started,
+                )
+            )
+        return Answer(200, codec.encode_binding_result(error), bool(error))
+
+    def _record(self, framework: Framework, verb: str, pod: PodInfo, started: float, **fields: Any) -> None:
+        seconds = time.perf_counter() - started
+        self._decided(
+            Decision(time.time(), framework.profile, verb, pod.namespace, pod.name, pod.uid, seconds=seconds, **fields)
+        )
 
 
 #: The verdict a cache-mode filter gives a node name the cluster state does not know.
-UNKNOWN_STATUS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNKNOWN_NODE,), "ClusterState")
+UNKNOWN_STATUS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNKNOWN_NODE,), "ClusterState", "UnknownNode")
 
 
 @dataclass

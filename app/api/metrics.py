@@ -10,7 +10,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from app.framework.runtime import FilterOutcome
-from app.framework.status import Code
+from app.framework.status import Code, Status, code_name, reason_code
+from app.observe.decisions import Decision
 
 if TYPE_CHECKING:
     from app.cluster.runtime import ClusterRuntime
@@ -44,6 +45,14 @@ class Metrics:
       ``connections``, ``requests`` or ``bytes`` in flight; ``scheduler_extender_timeouts_total{phase}``:
       connections closed for a ``header`` or ``body`` that did not arrive in time.
     - ``scheduler_extender_requests_in_flight``: verb requests being read or answered now.
+    - ``scheduler_extender_decisions_total{profile,verb,outcome}``: decisions by what they meant
+      for the pod: filter ``passed`` (some node passed), ``rejected`` (every node) or ``error``;
+      prioritize ``scored``/``error``; preempt ``victims``/``no_candidates``/``error``; bind
+      ``bound``/``error`` (an ``Error`` answered with HTTP 200 included).
+    - ``scheduler_extender_rejections_total{profile,plugin,code}``: nodes rejected, by plugin and
+      reason code (:func:`~app.framework.status.reason_code`: short and stable, never the text;
+      past 256 distinct pairs, ``Other``).
+    - ``scheduler_extender_decision_records``: decisions kept for ``/explain``.
     """
 
     def __init__(self, profiles: Iterable[str], cluster: ClusterRuntime | None = None) -> None:
@@ -93,6 +102,24 @@ class Metrics:
             "Verb requests being read or answered.",
             registry=self.registry,
         )
+        self.decisions = Counter(
+            "scheduler_extender_decisions",
+            "Decisions by profile, verb and outcome (passed, rejected, scored, victims, no_candidates, bound, error).",
+            ["profile", "verb", "outcome"],
+            registry=self.registry,
+        )
+        self.rejections = Counter(
+            "scheduler_extender_rejections",
+            "Nodes rejected by filter, by plugin and reason code.",
+            ["profile", "plugin", "code"],
+            registry=self.registry,
+        )
+        self._rejection_pairs: set[tuple[str, str, str]] = set()
+        self.records = Gauge(
+            "scheduler_extender_decision_records",
+            "Decisions kept for /explain.",
+            registry=self.registry,
+        )
 
     def profile_label(self, profile: str | None) -> str:
         """``profile`` when it is configured, else :data:`UNKNOWN_PROFILE`."""
@@ -104,26 +131,59 @@ class Metrics:
         self.duration.labels(profile, verb).observe(seconds)
 
     def filtered(self, profile: str, outcome: FilterOutcome) -> None:
-        """Count a filter's verdicts per plugin (:class:`~app.api.handlers.Observer`)."""
-        rejected: dict[tuple[str, str], int] = {}
+        """Count a filter's verdicts per plugin and reason code (:class:`~app.api.handlers.Observer`)."""
+        rejected: dict[int, tuple[Status, int]] = {}  # plugins share a status among many nodes
         passed = 0
         for status in outcome.statuses:
             if status.code is Code.SUCCESS:
                 passed += 1
             else:
-                key = (
-                    status.plugin,
-                    "Unschedulable" if status.code is Code.UNSCHEDULABLE else "UnschedulableAndUnresolvable",
-                )
-                rejected[key] = rejected.get(key, 0) + 1
+                seen = rejected.get(id(status))
+                rejected[id(status)] = (status, seen[1] + 1 if seen else 1)
         if passed:
             self.filter_passed.labels(profile).inc(passed)
-        for (plugin, result), n in rejected.items():
+        by_result: dict[tuple[str, str], int] = {}
+        by_code: dict[tuple[str, str], int] = {}
+        for status, n in rejected.values():
+            key = (status.plugin, code_name(status.code))
+            by_result[key] = by_result.get(key, 0) + n
+            key = (status.plugin, reason_code(status))
+            by_code[key] = by_code.get(key, 0) + n
+        for (plugin, result), n in by_result.items():
             self.filter_nodes.labels(profile, plugin, result).inc(n)
+        for (plugin, code), n in by_code.items():
+            pair = (profile, plugin, code)
+            if pair not in self._rejection_pairs:
+                if len(self._rejection_pairs) >= _MAX_REJECTION_PAIRS:
+                    pair = (profile, plugin, "Other")
+                self._rejection_pairs.add(pair)
+            self.rejections.labels(*pair).inc(n)
         for plugin, n in outcome.ignored_errors.items():
             self.filter_nodes.labels(profile, plugin, "IgnoredError").inc(n)
         if outcome.error:
             self.filter_nodes.labels(profile, outcome.error_plugin, "Error").inc()
+
+    def decided(self, decision: Decision) -> None:
+        """Count a decision by outcome (a listener of :class:`~app.api.handlers.ExtenderService`)."""
+        self.decisions.labels(decision.profile, decision.verb, decision_outcome(decision)).inc()
+
+
+#: Distinct (profile, plugin, code) series of ``scheduler_extender_rejections_total`` before ``Other``.
+_MAX_REJECTION_PAIRS = 256
+
+
+def decision_outcome(decision: Decision) -> str:
+    """The ``outcome`` label of a decision (see :class:`Metrics`)."""
+    if decision.error:
+        return "error"
+    verb = decision.verb
+    if verb == "filter":
+        return "rejected" if decision.rejected() else "passed"
+    if verb == "prioritize":
+        return "scored"
+    if verb == "preempt":
+        return "victims" if decision.victims else "no_candidates"
+    return "bound"
 
 
 class ClusterCollector(Collector):
@@ -138,6 +198,8 @@ class ClusterCollector(Collector):
     - ``scheduler_extender_assumed_pods_total{outcome}``: assumptions ``confirmed`` by the watch or
       ``expired`` unconfirmed.
     - ``scheduler_extender_requeued_pods_total``: pending pods annotated by re-queue assistance.
+    - ``scheduler_extender_events_posted_total``, ``..._events_dropped_total``: pod events
+      written, and dropped (queue full, over the rate budget, refused).
     - ``scheduler_extender_is_leader``: 1 while this replica's binds are admitted (the Lease's
       leader, warmed up); ``scheduler_extender_takeovers_total``: times it became the leader.
     """
@@ -193,6 +255,17 @@ class ClusterCollector(Collector):
             "scheduler_extender_takeovers",
             "Times this replica became the Lease's leader.",
             value=follower.takeovers if follower is not None else 0,
+        )
+        events = self.runtime.events
+        yield CounterMetricFamily(
+            "scheduler_extender_events_posted",
+            "Pod events written to the API server (creates and series updates).",
+            value=events.posted if events is not None else 0,
+        )
+        yield CounterMetricFamily(
+            "scheduler_extender_events_dropped",
+            "Pod events not written: queue full, over the rate budget, or refused by the API server.",
+            value=events.dropped if events is not None else 0,
         )
         requeuer = self.runtime.requeuer
         yield CounterMetricFamily(

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from app.api.handlers import Answer, ExtenderService, error_answer
 from app.extender import codec, models
 from app.framework.runtime import Framework
-from app.framework.types import ObjectDecodeError
+from app.framework.types import ObjectDecodeError, PodInfo
 
 #: Blocking verbs whose plugins evaluate at most this many nodes (or victims) run on the event
 #: loop: at the stateful plugins' ~13 us per node, at most ~15 ms; the hop to the worker thread
@@ -71,6 +71,9 @@ class Verb:
         except ObjectDecodeError as exc:
             return self.error(400, str(exc))
         assert isinstance(answer, Answer)
+        pod = getattr(args, "pod", None)
+        if isinstance(pod, PodInfo):
+            answer.pod = pod
         return answer
 
     def run(self, service: ExtenderService, framework: Framework, body: bytes | bytearray) -> Answer:

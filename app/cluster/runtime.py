@@ -25,6 +25,7 @@ from app.framework.registry import PolicyRule
 if TYPE_CHECKING:
     from app.kube.binder import Binder
     from app.kube.client import KubeClient
+    from app.observe.events import EventRecorder
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ CACHE_RBAC = (
 )
 #: What re-queue assistance needs (:mod:`app.cluster.requeue`): annotate pending pods.
 REQUEUE_RBAC = PolicyRule(("",), ("pods",), ("patch",))
+#: What pod events need (:mod:`app.observe.events`): create Events, patch their series.
+EVENTS_RBAC = PolicyRule(("events.k8s.io",), ("events",), ("create", "patch"))
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class ClusterRuntime:
         self.podgroups: PodGroupStore | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
+        self.events: EventRecorder | None = None
         #: Reserve plugins whose reservations hold cluster-wide, whichever profile binds: a
         #: resource pool's slots are the same for every profile (``NodeResourcePool`` registers
         #: itself), so a binder in a profile without the pool's filter still cannot over-commit it
@@ -191,6 +195,19 @@ class ClusterRuntime:
             )
             self.follower.start()
 
+    def record_events(self, qps: float, burst: int, finish_time: float) -> EventRecorder:
+        """Start posting pod events (:mod:`app.observe.events`) through this runtime's client;
+        returns the recorder, whose ``observe`` is the decision listener. Raises ``RuntimeError``
+        before :meth:`connect`."""
+        client = self.client
+        if client is None:
+            raise RuntimeError("the cluster connection is not started (serve connects it)")
+        from app.observe.events import EventRecorder
+
+        self.events = EventRecorder(client.create_event, client.patch_event, qps, burst, finish_time)
+        self.events.start()
+        return self.events
+
     def binder(self, timeout: float) -> Binder:
         """A :class:`~app.kube.binder.Binder` bounded by ``timeout`` seconds.
 
@@ -210,10 +227,20 @@ class ClusterRuntime:
             self.follower.stop()
         if self.requeuer is not None:
             self.requeuer.stop()
+        if self.events is not None:
+            self.events.stop()
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             self.client.close()
 
 
-__all__ = ["CACHE_RBAC", "REQUEUE_RBAC", "WARMING_UP", "WATCH_MARGIN", "ClusterRuntime", "ClusterSettings"]
+__all__ = [
+    "CACHE_RBAC",
+    "EVENTS_RBAC",
+    "REQUEUE_RBAC",
+    "WARMING_UP",
+    "WATCH_MARGIN",
+    "ClusterRuntime",
+    "ClusterSettings",
+]

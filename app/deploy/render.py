@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from app import __version__
-from app.cluster.runtime import CACHE_RBAC, REQUEUE_RBAC
+from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC
 from app.config import (
     CLUSTER_MEMORY_BYTES,
     IDLE_MEMORY_BYTES,
@@ -186,13 +186,17 @@ def service_config(config: Configuration, *, kubeconfig: str | None) -> dict[str
 
 def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
     """RBAC rules the service needs: none without ``cluster:``; else list/watch of nodes and pods
-    (the cache) plus each enabled plugin's declared :class:`~app.framework.registry.PolicyRule`
-    (``DefaultBinder``: ``pods/binding`` create and ``pods`` get), merged by group and resource."""
+    (the cache), ``pods`` patch (re-queue assistance, when on), ``events.k8s.io`` events create
+    and patch (pod events, when on), plus each enabled plugin's declared
+    :class:`~app.framework.registry.PolicyRule` (``DefaultBinder``: ``pods/binding`` create and
+    ``pods`` get), merged by group and resource."""
     if config.cluster is None:
         return []
     rules = list(CACHE_RBAC)
     if config.cluster.requeue_rejected_pods:
         rules.append(REQUEUE_RBAC)
+    if config.diagnostics.events.enabled:
+        rules.append(EVENTS_RBAC)
     for profile in config.profiles:
         refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption]
         if "bind" in profile.extender.verbs:

@@ -391,6 +391,33 @@ class ExtenderArgsView:
     def __len__(self) -> int:
         return len(self.names) if self.names is not None else len(self.nodes)
 
+    def names_for_record(self) -> list[str]:
+        """Every candidate's name without decoding the nodes (a decision record must not keep
+        the request body alive): ``NodeNames`` as sent; for whole nodes, the name read from the
+        prefix ``{"metadata":{"name":"`` that Go's encoder writes first, else (another key order,
+        an escaped name) from the node decoded as the answer decodes it."""
+        if self.names is not None:
+            return self.names
+        raws = self.node_raws
+        if raws is None:
+            return [n.name for n in self.nodes]
+        out: list[str] = []
+        append = out.append
+        prefix, start = _NAME_PREFIX, _PREFIX_LEN
+        for i, raw in enumerate(raws):
+            head = memoryview(raw)[: start + 256].tobytes()
+            if head.startswith(prefix):
+                end = head.find(b'"', start)
+                if end > start and b"\\" not in head[start:end]:
+                    append(head[start:end].decode("utf-8", "replace"))
+                    continue
+            append(self.nodes[i].name)
+        return out
+
+
+_NAME_PREFIX = b'{"metadata":{"name":"'
+_PREFIX_LEN = len(_NAME_PREFIX)
+
 
 def decode_extender_args(
     body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, *, keep_raw: bool = True

@@ -118,6 +118,7 @@ class KubeClient:
         self.core = k8s.CoreV1Api(api_client)
         self.custom = k8s.CustomObjectsApi(api_client)
         self.coordination = k8s.CoordinationV1Api(api_client)
+        self.events = k8s.EventsV1Api(api_client)
 
     def _list_or_watch(self, kind: str, **kwargs: Any) -> Any:
         """``GET`` the ``nodes``, (non-terminal) ``pods`` or ``podgroups``
@@ -205,6 +206,31 @@ class KubeClient:
                 {"metadata": {"annotations": annotations}},
                 _preload_content=False,
                 _request_timeout=timeout,
+            )
+            resp.drain_conn()
+            resp.release_conn()
+        except Exception as exc:
+            raise api_error(exc) from exc
+
+    def create_event(self, namespace: str, body: dict[str, Any], timeout: float = 5.0) -> None:
+        """POST an ``events.k8s.io/v1`` Event (``body`` as JSON) in ``namespace``."""
+        resp: Any
+        event: Any = body  # sent as JSON as it is: the client serializes a dict unchanged
+        try:
+            resp = self.events.create_namespaced_event(
+                namespace, event, _preload_content=False, _request_timeout=timeout
+            )
+            resp.drain_conn()
+            resp.release_conn()
+        except Exception as exc:
+            raise api_error(exc) from exc
+
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any], timeout: float = 5.0) -> None:
+        """Strategic-merge PATCH of an ``events.k8s.io/v1`` Event (an event series' count)."""
+        resp: Any
+        try:
+            resp = self.events.patch_namespaced_event(
+                name, namespace, patch, _preload_content=False, _request_timeout=timeout
             )
             resp.drain_conn()
             resp.release_conn()

@@ -93,6 +93,25 @@ def test_kube_schedulers_certificate_binds(secure: tuple[Server, Path], api: Fak
     assert api.bindings[-1]["metadata"]["uid"] == args["PodUID"]
 
 
+def test_explain_needs_a_client_certificate(secure: tuple[Server, Path]) -> None:
+    server, pki = secure
+    plain = client_context(pki, False)
+    httpx.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"), verify=plain)
+    meta = fixture("extenderargs_cache_n10.json")["Pod"]["metadata"]
+    url = f"{server.url}/explain/{meta['namespace']}/{meta['name']}"
+    refused = httpx.get(url, verify=plain)  # it names pods and nodes: not for any caller
+    assert refused.status_code == 403 and "client certificate" in refused.json()["detail"]
+    r = httpx.get(url, verify=client_context(pki, True))
+    assert r.status_code == 200 and r.json()["attempts"][-1]["verb"] == "filter"
+    tls = ["--cacert", str(pki / "ca.crt"), "--cert", str(pki / "scheduler.crt"), "--key", str(pki / "scheduler.key")]
+    pod = f"{meta['namespace']}/{meta['name']}"
+    cli = [sys.executable, "-m", "app", "explain", pod, "--url", server.url]
+    out = subprocess.run([*cli, *tls], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and "filter  profile default" in out.stdout
+    without = subprocess.run([*cli, "--cacert", str(pki / "ca.crt")], cwd=REPO, capture_output=True, text=True)
+    assert without.returncode == 1 and "HTTP 403" in without.stderr
+
+
 def test_rotated_certificates_are_served_without_a_restart(secure: tuple[Server, Path]) -> None:
     server, pki = secure
     old_ca = (pki / "ca.crt").read_bytes()

@@ -25,6 +25,9 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
   ``metadata.uid`` differs from the pod's (the UID precondition: the storage layer's
   ``Precondition failed: UID in precondition`` is an invalid-object error, which
   ``InterpretUpdateError`` turns into a Conflict).
+- **events.k8s.io/v1 Events**: create (201; 409 for a taken name; 422 without the required
+  fields) and PATCH (the patch's fields merged: an event series' update), recorded in
+  ``event_writes``.
 - Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
 
 Controls for tests: add/modify/delete objects, :meth:`compact` the history, :meth:`end_watches`,
@@ -109,7 +112,9 @@ class FakeAPIServer:
     def __init__(self, bookmark_interval: float = 0.5) -> None:
         self.bookmark_interval = bookmark_interval
         self.lock = threading.RLock()
-        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}, "leases": {}}
+        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}, "leases": {}, "events": {}}
+        #: ("create" | "patch", namespace/name) of every events.k8s.io write, in order
+        self.event_writes: list[tuple[str, str]] = []
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
         self.podgroup_crd = True
         #: whether lists at resourceVersion 0 are served whole, from the watch cache (kube-apiserver's
@@ -221,6 +226,43 @@ class FakeAPIServer:
             return copy.deepcopy(self.objects["pods"].get(f"{namespace}/{name}"))
 
     # -- request handling --------------------------------------------------------------------------
+
+    def create_event(self, namespace: str, body: Obj) -> tuple[int, Obj]:
+        """``POST /apis/events.k8s.io/v1/namespaces/{ns}/events``: stored under ``events``
+        (``namespace/name``); 409 ``AlreadyExists`` for a taken name, 422 without the fields the
+        API server requires of an events.k8s.io/v1 Event (``eventTime``, ``reportingController``,
+        ``reportingInstance``, ``action``, ``reason``, ``regarding``)."""
+        meta = body.get("metadata") or {}
+        key = f"{namespace}/{meta.get('name')}"
+        required = ("eventTime", "reportingController", "reportingInstance", "action", "reason", "regarding")
+        missing = [f for f in required if not body.get(f)]
+        if missing or meta.get("namespace", namespace) != namespace:
+            return 422, status_body(422, "Invalid", f"Event is invalid: missing {', '.join(missing)}")
+        with self.lock:
+            if key in self.objects["events"]:
+                return 409, status_body(
+                    409, "AlreadyExists", f'events.events.k8s.io "{meta.get("name")}" already exists'
+                )
+            self.rv += 1
+            stored = copy.deepcopy(body)
+            stored["metadata"] = {**meta, "namespace": namespace, "resourceVersion": str(self.rv)}
+            self.objects["events"][key] = stored
+            self.event_writes.append(("create", key))
+            return 201, stored
+
+    def patch_event(self, namespace: str, name: str, patch: Obj) -> tuple[int, Obj]:
+        """``PATCH .../events/{name}``: the patch's top-level fields merged in (what a strategic
+        merge of ``series`` does); 404 when there is no such Event."""
+        key = f"{namespace}/{name}"
+        with self.lock:
+            current = self.objects["events"].get(key)
+            if current is None:
+                return 404, status_body(404, "NotFound", f'events.events.k8s.io "{name}" not found')
+            self.rv += 1
+            current.update(copy.deepcopy(patch))
+            current["metadata"]["resourceVersion"] = str(self.rv)
+            self.event_writes.append(("patch", key))
+            return 200, current
 
     def list(self, kind: str, query: dict[str, str]) -> tuple[int, Obj | bytes]:
         """A list answer: ``(status, body)``, the body already encoded for a list.
@@ -387,6 +429,9 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
             if len(segs) == 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4:7:2] == ["pods", "binding"]:
                 self._send(*api.bind(segs[3], segs[5], body))
                 return
+            if segs[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and segs[5:] == ["events"]:
+                self._send(*api.create_event(segs[4], body))
+                return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
         def do_PATCH(self) -> None:
@@ -406,6 +451,9 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                     new["metadata"]["annotations"] = {k: v for k, v in merged.items() if v is not None}
                     api.patches.append((f"{segs[3]}/{segs[5]}", annotations))
                     self._send(200, api.put("pods", new))
+                return
+            if segs[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and len(segs) == 7 and segs[5] == "events":
+                self._send(*api.patch_event(segs[4], segs[6], body))
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 

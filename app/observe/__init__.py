@@ -1,0 +1,1 @@
+"""Diagnostics: decision records, structured logs, pod events and traffic capture."""

@@ -1,0 +1,143 @@
+"""Capture of live traffic: filter, prioritize and preempt requests and their answers, as JSON
+lines, for ``python -m app replay --capture`` (what would another configuration have decided?).
+
+Opt-in (``diagnostics.capture.enabled``) and **sensitive**: a line holds the whole request (the
+pod's spec, with its labels, annotations, images and environment; whole nodes when
+``nodeCacheCapable`` is false) and the answer. Only pods in ``namespaces`` (all when empty) whose
+labels match ``labelSelector`` are captured. Lines go to ``path`` through the standard library's
+``RotatingFileHandler`` (``maxBytes`` per file, ``maxFiles`` rotated files ``path.1``..``path.N``),
+written by a ``QueueListener`` thread: the request path only copies the bytes and queues them; at
+most 64 MiB wait, beyond that a line is dropped and counted (``dropped``).
+
+A line: ``{"time", "verb", "profile", "status", "request": <the body>, "answer": <the answer>}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import orjson
+
+from app.framework.types import PodInfo
+from app.observe.decisions import rfc3339
+
+#: bytes of lines waiting for the writer before new ones are dropped
+MAX_QUEUED_BYTES = 64 * 1024 * 1024
+
+
+def parse_selector(selector: str) -> list[tuple[str, str, str | None]]:
+    """``key``, ``key=value``, ``key!=value``, comma-separated (all must match) ->
+    ``(key, op, value)`` with op ``exists``, ``=`` or ``!=``. Raises ``ValueError`` for an empty term."""
+    out: list[tuple[str, str, str | None]] = []
+    for term in (t.strip() for t in selector.split(",")) if selector.strip() else ():
+        if not term:
+            raise ValueError(f"empty term in label selector {selector!r}")
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            out.append((key.strip(), "!=", value.strip()))
+        elif "=" in term:
+            key, value = term.split("=", 1)
+            out.append((key.strip(), "=", value.strip().lstrip("=")))
+        else:
+            out.append((term, "exists", None))
+    return out
+
+
+def matches(selector: Sequence[tuple[str, str, str | None]], labels: Mapping[str, str]) -> bool:
+    """Whether ``labels`` satisfy every term of ``selector`` (:func:`parse_selector`)."""
+    for key, op, value in selector:
+        have = labels.get(key)
+        if op == "exists" and have is None:
+            return False
+        if op == "=" and have != value:
+            return False
+        if op == "!=" and have == value:
+            return False
+    return True
+
+
+class _Handler(logging.handlers.QueueHandler):
+    """Queues preformatted lines; drops (and counts) past :data:`MAX_QUEUED_BYTES`."""
+
+    def __init__(self, capture: Capture) -> None:
+        super().__init__(queue.SimpleQueue())
+        self.capture = capture
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record  # the message is the line: no formatting, no copy
+
+
+class _Writer(logging.handlers.RotatingFileHandler):
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        with self.capture.lock:
+            self.capture.queued -= len(record.msg)
+
+    capture: Capture
+
+
+class Capture:
+    """Writes captured lines (see the module doc). ``offer`` is called by the HTTP layer for each
+    answered filter, prioritize and preempt; ``start``/``stop`` run the writer thread."""
+
+    def __init__(
+        self, path: str, max_bytes: int, max_files: int, namespaces: Sequence[str] = (), label_selector: str = ""
+    ) -> None:
+        self.path = Path(path)
+        self.namespaces = frozenset(namespaces)
+        self.selector = parse_selector(label_selector)
+        self.lock = threading.Lock()
+        self.queued = 0
+        self.written = 0
+        self.dropped = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        writer = _Writer(self.path, maxBytes=max_bytes, backupCount=max_files, encoding="utf-8")
+        writer.capture = self
+        writer.setFormatter(logging.Formatter("%(message)s"))
+        self._handler = _Handler(self)
+        self._listener = logging.handlers.QueueListener(self._handler.queue, writer)
+        self._writer = writer
+
+    def wants(self, pod: PodInfo | None) -> bool:
+        """Whether requests about ``pod`` are captured."""
+        if pod is None:
+            return False
+        if self.namespaces and pod.namespace not in self.namespaces:
+            return False
+        return matches(self.selector, pod.labels)
+
+    def offer(self, verb: str, profile: str, status: int, request: bytes | bytearray, answer: bytes) -> None:
+        """Queue one line (never blocks); drops it when too much is waiting."""
+        body = bytes(request)
+        if b"\n" in body or b"\r" in body:  # one line per record: re-encode a pretty-printed body
+            body = orjson.dumps(orjson.loads(body))
+        if b"\n" in answer:
+            answer = orjson.dumps(orjson.loads(answer))
+        head = orjson.dumps({"time": rfc3339(time.time()), "verb": verb, "profile": profile, "status": status})
+        line = (head[:-1] + b',"request":' + body + b',"answer":' + answer + b"}").decode("utf-8", "replace")
+        with self.lock:
+            if self.queued + len(line) > MAX_QUEUED_BYTES:
+                self.dropped += 1
+                return
+            self.queued += len(line)
+            self.written += 1
+        record = logging.LogRecord("capture", logging.INFO, "", 0, line, None, None)
+        self._handler.enqueue(record)
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._listener.start()
+
+    def stop(self) -> None:
+        """Write what is queued, then stop the writer and close the file."""
+        self._listener.stop()
+        self._writer.close()
+
+
+__all__ = ["MAX_QUEUED_BYTES", "Capture", "matches", "parse_selector"]

@@ -1,0 +1,270 @@
+"""Kubernetes Events (``events.k8s.io/v1``) on pods, for the decisions an operator must see.
+
+Which decisions (:func:`event_for`), each an Event ``regarding`` the pod, ``reportingController``
+``scheduler-extender``:
+
+- every node rejected by a filter: ``Warning`` ``FilterRejected`` (``PoolExhausted`` when a
+  resource pool was among the reasons), action ``Filter``; the note aggregates the reasons with
+  their node counts, as kube-scheduler's "0/N nodes are available: ...";
+- a gang held or denied by Coscheduling's PreFilter: ``Normal`` ``GangWaiting`` / ``Warning``
+  ``GangDenied``, action ``PreFilter``;
+- a failed bind (a Permit timeout of a gang included): ``Warning`` ``BindFailed``, action ``Bind``.
+
+Aggregation follows client-go's events library (``k8s.io/client-go/tools/events``,
+``event_broadcaster.go``, ``recordToSink``): events are *isomorphic* when type, reason, action,
+reporting controller and instance, and the pod are the same (the note is not compared). The first
+is created; the second turns it into a series (``series.count`` 2) with a PATCH; later ones only
+count, and the series is written again when it ends (no repeat for ``series_window``, upstream's
+``finishTime`` of 6 minutes) or every 30 minutes while it goes on (``refreshTime``). So a pod
+rejected at every retry makes two API calls, then one per 30 minutes, not one per request.
+
+The listener runs on the request path and only queues (at most 1000 events waiting, the rest
+dropped and counted, as upstream's ``DropIfChannelFull``); one daemon thread writes, at most
+``qps`` calls per second with bursts of ``burst`` (calls over budget are dropped and counted).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from app.framework.status import Code
+from app.kube.errors import APIError
+from app.observe.decisions import Decision
+
+log = logging.getLogger(__name__)
+
+REPORTING_CONTROLLER = "scheduler-extender"
+#: client-go's ``finishTime`` and ``refreshTime`` (seconds)
+FINISH_TIME = 6 * 60.0
+REFRESH_TIME = 30 * 60.0
+#: upstream's ``maxQueuedEvents``
+MAX_QUEUED = 1000
+#: the longest note the API server accepts (``validation.NoteLengthLimit``: 1 KiB)
+NOTE_LIMIT = 1024
+
+
+@dataclass(frozen=True)
+class PodEvent:
+    """What to say about a pod: ``type`` (``Normal``/``Warning``), ``reason`` (CamelCase),
+    ``action`` (what the service was doing), ``note`` (at most 1 KiB)."""
+
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    reason: str
+    action: str
+    note: str
+
+
+def event_for(decision: Decision) -> PodEvent | None:
+    """The event a decision deserves (see the module doc), or ``None``."""
+    ident = (decision.namespace, decision.name, decision.uid)
+    if not decision.name or not decision.namespace:
+        return None
+    if decision.verb == "filter":
+        if decision.error_code in ("PodGroupWaiting", "PodGroupDenied"):
+            waiting = decision.error_code == "PodGroupWaiting"
+            kind, reason = ("Normal", "GangWaiting") if waiting else ("Warning", "GangDenied")
+            return PodEvent(*ident, kind, reason, "PreFilter", _note(decision.error))
+        if decision.rejected() and decision.statuses:
+            counts = decision.reason_counts()
+            pool = any(s.reason_code == "PoolExhausted" for s in decision.statuses if s.code is not Code.SUCCESS)
+            summary = ", ".join(f"{n} {reason}" for reason, n in counts.items())
+            note = f"0/{len(decision.statuses)} nodes are available to extender profile {decision.profile}: {summary}."
+            return PodEvent(*ident, "Warning", "PoolExhausted" if pool else "FilterRejected", "Filter", _note(note))
+        return None
+    if decision.verb == "bind" and decision.error:
+        return PodEvent(*ident, "Warning", "BindFailed", "Bind", _note(f"binding to {decision.node}: {decision.error}"))
+    return None
+
+
+def _note(text: str) -> str:
+    data = text.encode()
+    return text if len(data) <= NOTE_LIMIT else data[: NOTE_LIMIT - 3].decode("utf-8", "ignore") + "..."
+
+
+def _micro_time(seconds: float) -> str:
+    """``metav1.MicroTime`` in JSON: RFC 3339 with microseconds, UTC."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class _Series:
+    """The cached Event of one isomorphism key (upstream's ``eventCache`` entry)."""
+
+    body: dict[str, Any]
+    event_time: float
+    count: int = 1
+    last_observed: float = 0.0
+    written_count: int = 1
+    refreshed: float = field(default=0.0)
+
+
+class EventRecorder:
+    """Posts :func:`event_for` events through ``create(namespace, body)`` and
+    ``patch(namespace, name, patch)`` (blocking API calls raising :class:`APIError`), aggregated and
+    rate-limited as the module doc says. ``observe`` is the decision listener; ``start``/``stop``
+    run the writer thread. ``posted``/``dropped`` count API writes made and events dropped."""
+
+    def __init__(
+        self,
+        create: Callable[[str, dict[str, Any]], None],
+        patch: Callable[[str, str, dict[str, Any]], None],
+        qps: float = 2.0,
+        burst: int = 25,
+        finish_time: float = FINISH_TIME,
+        refresh_time: float = REFRESH_TIME,
+        instance: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._create = create
+        self._patch = patch
+        self.qps = qps
+        self.burst = burst
+        self.finish_time = finish_time
+        self.refresh_time = refresh_time
+        self.instance = instance or f"{REPORTING_CONTROLLER}-{os.environ.get('HOSTNAME') or socket.gethostname()}"
+        self._clock = clock
+        self._queue: queue.Queue[PodEvent] = queue.Queue(MAX_QUEUED)
+        self._cache: dict[tuple[str, ...], _Series] = {}
+        self._tokens = float(burst)
+        self._refilled = clock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.posted = 0
+        self.dropped = 0
+
+    # -- the request path ----------------------------------------------------------------------
+
+    def observe(self, decision: Decision) -> None:
+        """Queue the event ``decision`` deserves, if any (never blocks)."""
+        event = event_for(decision)
+        if event is None:
+            return
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+
+    # -- the writer ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the writer in a daemon thread."""
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the writer (events still queued are not written)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                event = self._queue.get(timeout=1.0)
+            except queue.Empty:
+                event = None
+            if event is not None:
+                self.record(event)
+            self.tick()
+
+    def record(self, event: PodEvent) -> None:
+        """Aggregate ``event`` into its series and write what upstream writes (see the module doc)."""
+        now = self._clock()
+        key = (event.namespace, event.name, event.uid, event.type, event.reason, event.action)
+        series = self._cache.get(key)
+        if series is None:
+            body = self._body(event, now)
+            self._cache[key] = _Series(body, now, last_observed=now, refreshed=now)
+            self._write(event.namespace, body, None)
+            return
+        series.count += 1
+        series.last_observed = now
+        if series.count == 2:  # becomes a series: written at once
+            self._write_series(series)
+
+    def tick(self) -> None:
+        """End the series not observed for ``finish_time`` (write their final count) and refresh
+        the others every ``refresh_time`` (upstream's ``finishSeries``/``refreshExistingEventSeries``)."""
+        now = self._clock()
+        for key, series in list(self._cache.items()):
+            if now - series.last_observed >= self.finish_time:
+                if series.count > series.written_count:
+                    self._write_series(series)
+                del self._cache[key]
+            elif (
+                series.count > 1 and now - series.refreshed >= self.refresh_time and series.count > series.written_count
+            ):
+                self._write_series(series)
+
+    def _body(self, event: PodEvent, now: float) -> dict[str, Any]:
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            # upstream's name: the regarding object's name and the time in hex nanoseconds
+            "metadata": {"name": f"{event.name}.{int(now * 1e9):x}", "namespace": event.namespace},
+            "eventTime": _micro_time(now),
+            "reportingController": REPORTING_CONTROLLER,
+            "reportingInstance": self.instance,
+            "action": event.action,
+            "reason": event.reason,
+            "type": event.type,
+            "note": event.note,
+            "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": event.namespace, "name": event.name}
+            | ({"uid": event.uid} if event.uid else {}),
+        }
+
+    def _write_series(self, series: _Series) -> None:
+        series.refreshed = self._clock()
+        patch = {"series": {"count": series.count, "lastObservedTime": _micro_time(series.last_observed)}}
+        meta = series.body["metadata"]
+        if self._write(meta["namespace"], series.body, patch):
+            series.written_count = series.count
+
+    def _write(self, namespace: str, body: dict[str, Any], patch: dict[str, Any] | None) -> bool:
+        """One API write within the rate budget: create, or patch the series (create again when the
+        Event is gone, as upstream). Returns whether it was written."""
+        if not self._take_token():
+            self.dropped += 1
+            return False
+        try:
+            if patch is None:
+                self._create(namespace, body)
+            else:
+                try:
+                    self._patch(namespace, body["metadata"]["name"], patch)
+                except APIError as exc:
+                    if exc.status != 404:
+                        raise
+                    self._create(namespace, body | patch)
+        except APIError as exc:
+            self.dropped += 1
+            log.warning(
+                "cannot post a %s event on pod %s/%s: %s", body["reason"], namespace, body["regarding"]["name"], exc
+            )
+            return False
+        self.posted += 1
+        return True
+
+    def _take_token(self) -> bool:
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._refilled) * self.qps)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
+__all__ = ["REPORTING_CONTROLLER", "EventRecorder", "PodEvent", "event_for"]

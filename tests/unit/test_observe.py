@@ -1,0 +1,124 @@
+"""Decision store bounds, the log repeat filter and the JSON formatter, event aggregation and rate."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from app.framework.status import Status
+from app.kube.errors import APIError
+from app.observe.decisions import Decision, DecisionStore
+from app.observe.events import EventRecorder, event_for
+from app.observe.logs import JSONFormatter, RepeatFilter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def decision(name: str, at: float, verb: str = "filter", **fields: Any) -> Decision:
+    return Decision(at, "default", verb, "ns", name, f"uid-{name}", **fields)
+
+
+def test_store_keeps_the_last_attempts_per_pod_and_drops_the_oldest_pods_first() -> None:
+    clock = Clock()
+    store = DecisionStore(max_records=5, max_age=60, attempts_per_pod=2, clock=clock)
+    for i in range(3):
+        store.add(decision("a", clock.now + i))
+    assert [d.time for d in store.get("ns", "a")] == [1001.0, 1002.0] and len(store) == 2
+    for name in ("b", "c", "d"):
+        store.add(decision(name, clock.now + 3))
+    assert len(store) == 5
+    store.add(decision("e", clock.now + 4))  # 6 > 5: a's oldest goes first (least recently decided)
+    assert len(store) == 5 and [d.time for d in store.get("ns", "a")] == [1002.0]
+    store.add(decision("f", clock.now + 5))
+    assert store.get("ns", "a") == [] and len(store) == 5
+    clock.now += 70  # past maxAge: nothing is explained, and the next add trims
+    assert store.get("ns", "b") == []
+    store.add(decision("g", clock.now))
+    assert len(store) == 1 and store.evicted == 8 and store.recorded == 9
+
+
+def test_store_resolves_deferred_node_names() -> None:
+    store = DecisionStore()
+    d = decision("a", time.time(), names=lambda: ["n1", "n2"], statuses=[Status(), Status.unschedulable("full")])
+    store.add(d)
+    assert d.names == b'["n1","n2"]' and d.node_names() == ["n1", "n2"]  # packed: no reference to the request
+    assert store.node_verdicts == 2
+    nodes = store.get("ns", "a")[0].explain()["nodes"]
+    assert nodes["n2"] == {"verdict": "Unschedulable", "plugin": "", "reason": "full", "reasonCode": "Unschedulable"}
+
+
+def test_store_is_bounded_by_node_verdicts() -> None:
+    store = DecisionStore(max_records=100, max_node_verdicts=1000, clock=Clock())
+    for i in range(5):
+        store.add(decision(f"p{i}", 1000.0 + i, names=[f"n{j}" for j in range(300)], statuses=[Status()] * 300))
+    assert store.node_verdicts == 900 and len(store) == 3  # the two oldest pods made room
+    assert store.get("ns", "p0") == [] and store.get("ns", "p4") != []
+
+
+def test_repeat_filter_counts_identical_warnings_within_the_window() -> None:
+    clock = Clock()
+    repeat = RepeatFilter(window=60, clock=clock)
+
+    def record(msg: str, level: int = logging.WARNING) -> logging.LogRecord:
+        return logging.LogRecord("app.x", level, __file__, 1, msg, None, None)
+
+    assert repeat.filter(record("api server unreachable"))
+    assert not any(repeat.filter(record("api server unreachable")) for _ in range(4))
+    assert repeat.filter(record("another warning")) and repeat.filter(record("info line", logging.INFO))
+    clock.now += 61
+    again = record("api server unreachable")
+    assert repeat.filter(again)
+    assert again.getMessage() == "api server unreachable (repeated 4 times in the last 60s)"
+    line = json.loads(JSONFormatter().format(again))
+    assert line["repeated"] == 4 and line["level"] == "warning" and line["logger"] == "app.x"
+
+
+def test_events_aggregate_into_one_series_and_respect_the_rate() -> None:
+    clock = Clock()
+    calls: list[tuple[str, Any]] = []
+    recorder = EventRecorder(
+        lambda ns, body: calls.append(("create", body["metadata"]["name"])),
+        lambda ns, name, patch: calls.append(("patch", patch["series"]["count"])),
+        qps=1.0,
+        burst=2,
+        finish_time=360,
+        refresh_time=1800,
+        clock=clock,
+    )
+    rejected = decision("p", clock.now, statuses=[Status.unschedulable("full", code="PoolExhausted")], names=["n1"])
+    event = event_for(rejected)
+    assert event is not None and (event.reason, event.type) == ("PoolExhausted", "Warning")
+    for _ in range(5):
+        recorder.record(event)
+    assert [c[0] for c in calls] == ["create", "patch"] and calls[1][1] == 2  # then counted only
+    clock.now += 400
+    recorder.tick()  # the series ended: its final count is written once
+    assert calls[-1] == ("patch", 5) and len(calls) == 3
+    other = [event_for(decision(f"q{i}", clock.now, verb="bind", node="n1", error="boom")) for i in range(3)]
+    for e in other:
+        assert e is not None
+        recorder.record(e)
+    assert recorder.dropped == 2  # burst 2, less the series write made a moment ago: one left
+    assert event_for(decision("ok", clock.now, verb="bind", node="n1")) is None
+
+
+def test_a_series_whose_event_is_gone_is_created_again() -> None:
+    calls: list[str] = []
+
+    def patch(ns: str, name: str, body: Any) -> None:
+        raise APIError(404, "NotFound", "gone")
+
+    recorder = EventRecorder(lambda ns, body: calls.append(body.get("series", {}).get("count", 1)), patch)
+    event = event_for(decision("p", 1.0, verb="bind", node="n1", error="boom"))
+    assert event is not None
+    recorder.record(event)
+    recorder.record(event)
+    assert calls == [1, 2] and recorder.posted == 2
