@@ -2,18 +2,24 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# runtime dependencies only (make run); the development tools on top (make test, lint, bench)
+RUNTIME := $(VENV)/.runtime
 STAMP  := $(VENV)/.installed
 
 .PHONY: run test lint bench fuzz schemas clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
+	$(BIN)/pip install --quiet '.[dev]'
 	touch $(STAMP)
 
 ## run: serve the embedded default profile on 127.0.0.1:8888 (no cluster needed)
-run: $(STAMP)
+run: $(RUNTIME)
 	$(BIN)/python -m app serve
 
 ## test: lint, type-check and run every test (unit, api, e2e against the real server)

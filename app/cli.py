@@ -33,10 +33,12 @@ import msgspec
 import orjson
 import yaml
 
+from app import __version__
 from app.api.handlers import UNKNOWN_NODE, ExtenderService, resolve_victims
 from app.cluster.podgroups import PodGroup
 from app.cluster.runtime import ClusterRuntime
 from app.config import ConfigError, Configuration, bind_exposure, build_framework, load_config
+from app.deploy.render import DEFAULT_KUBERNETES_VERSION
 from app.extender import codec
 from app.framework import objects
 from app.framework.profile import parse_duration
@@ -87,13 +89,6 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if exposure is not None:
         log.warning("server.insecureBind: %s", exposure)
-    log.info(
-        "serving profiles %s on %s:%s (default profile: %s)",
-        ", ".join(service.frameworks),
-        host,
-        port,
-        service.default_profile or "none",
-    )
     if service.cluster is not None:
         from app.kube.errors import KubeConfigError
 
@@ -257,7 +252,7 @@ def _replay_capture(args: argparse.Namespace) -> int:
         load_cluster_state(service, args.cluster_state or [])
     try:
         report = replay_capture(service, read_capture(args.capture), args.profile)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:  # a line that is not JSON (an OSError is reported by main)
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.json:
@@ -487,12 +482,21 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from app.deploy.render import RenderError, RenderOptions, render, write
+    from app.deploy.render import RenderError, RenderOptions, kubernetes_release, render, write
 
     registry = default_registry()
     config = load_config(args.config, registry)
+    version = None
+    if args.kubernetes_version is not None:
+        try:
+            version, warning = kubernetes_release(args.kubernetes_version)
+        except RenderError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
     given = {
-        "kubernetes_version": args.kubernetes_version,
+        "kubernetes_version": version,
         "extender_image": args.image,
         "scheduler_name": args.scheduler_name,
         "second_scheduler_name": args.second_scheduler_name,
@@ -501,10 +505,11 @@ def _render(args: argparse.Namespace) -> int:
     options = RenderOptions(**{k: v for k, v in given.items() if v is not None})
     try:
         files = render(config, registry, options, args.config or "the embedded default configuration")
+        written = write(files, Path(args.out))
     except RenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    for path in write(files, Path(args.out)):
+    for path in written:
         print(path)
     return 0
 
@@ -533,12 +538,17 @@ def _check_scheduler_config(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m app`` and the ``scheduler-extender`` script."""
-    parser = argparse.ArgumentParser(prog="scheduler-extender", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="scheduler-extender",
+        description="A Kubernetes scheduler extender: the HTTP webhook kube-scheduler calls to filter, "
+        "prioritize, preempt and bind, with pluggable policies.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the extender service")
     serve.add_argument("--config", help="configuration file (default: the embedded default)")
     serve.add_argument("--host", help="listen address (overrides server.host)")
-    serve.add_argument("--port", type=int, help="listen port (overrides server.port)")
+    serve.add_argument("--port", type=_port, help="listen port, 0..65535 (overrides server.port)")
     serve.set_defaults(func=_serve)
     replay = sub.add_parser(
         "replay", help="run a recorded request body, or a capture of live traffic, through a configuration offline"
@@ -573,7 +583,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rend = sub.add_parser("render", help="write deployment manifests rendered from a configuration")
     rend.add_argument("--config", help="configuration file (default: the embedded default)")
     rend.add_argument("--out", required=True, help="output directory")
-    rend.add_argument("--kubernetes-version", help="kube-scheduler image tag, e.g. v1.35.0 (match your control plane)")
+    rend.add_argument(
+        "--kubernetes-version",
+        help=f"your control plane's release, vMAJOR.MINOR.PATCH, for the kube-scheduler image "
+        f"(default: {DEFAULT_KUBERNETES_VERSION}; kube-scheduler must not be newer than the API server)",
+    )
     rend.add_argument("--image", help="the extender's image (default: scheduler-extender:<version>)")
     rend.add_argument("--scheduler-name", help="add a kube-scheduler profile with this schedulerName (kubeadm config)")
     rend.add_argument(
@@ -618,4 +632,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a file that cannot be read or written: the user's to fix, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     return result
+
+
+def _port(text: str) -> int:
+    """``--port``: an integer 0..65535, as ``server.port`` in the configuration file."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected an integer 0..65535") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {port}: expected 0..65535")
+    return port

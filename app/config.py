@@ -20,6 +20,8 @@ rules (``validateExtenders`` in pkg/scheduler/apis/config/validation/validation.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +35,7 @@ from app.cluster.leader import LeaderElectionSettings
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.extender.codec import Limits
 from app.framework.interfaces import EXTENSION_POINTS
-from app.framework.profile import PluginRef, Profile, parse_duration
+from app.framework.profile import Duration, PluginRef, Profile, parse_duration
 from app.framework.registry import Handle, Registry
 from app.framework.resources import is_extended_resource_name
 from app.framework.runtime import EnabledPlugin, Framework
@@ -93,7 +95,7 @@ class TLSConfig(_Model):
     key_file: str
     client_ca_file: str | None = Field(default=None, alias="clientCAFile")
     allowed_clients: list[str] = Field(default_factory=lambda: [SCHEDULER_CLIENT_CN], min_length=1)
-    reload_interval: str = "10s"
+    reload_interval: Duration = "10s"
     scheduler: SchedulerTLSConfig = Field(default_factory=SchedulerTLSConfig)
 
     @pydantic.field_validator("reload_interval")
@@ -131,10 +133,10 @@ class TimeoutsConfig(_Model):
       process exits anyway.
     """
 
-    header: str = "5s"
-    body: str = "10s"
-    idle: str = "30s"
-    shutdown: str = "10s"
+    header: Duration = "5s"
+    body: Duration = "10s"
+    idle: Duration = "30s"
+    shutdown: Duration = "10s"
 
     @pydantic.field_validator("header", "body", "idle", "shutdown")
     @classmethod
@@ -270,8 +272,8 @@ class LeaderElectionConfig(_Model):
     lease_name: str = "kube-scheduler"
     lease_namespace: str = "kube-system"
     identity: str | None = None
-    renew_deadline: str = "10s"
-    retry_period: str = "2s"
+    renew_deadline: Duration = "10s"
+    retry_period: Duration = "2s"
 
     @pydantic.field_validator("renew_deadline", "retry_period")
     @classmethod
@@ -309,9 +311,9 @@ class ClusterConfig(_Model):
 
     kubeconfig: str | None = None
     context: str | None = None
-    assumed_pod_ttl: str = Field(default="30s", alias="assumedPodTTL")
-    watch_timeout: str = "5m"
-    stale_after: str = "60s"
+    assumed_pod_ttl: Duration = Field(default="30s", alias="assumedPodTTL")
+    watch_timeout: Duration = "5m"
+    stale_after: Duration = "60s"
     page_size: int = Field(default=500, gt=0, le=10000)
     api_workers: int = Field(default=16, gt=0, le=256)
     pod_annotations: list[str] = Field(default_factory=list)
@@ -351,7 +353,7 @@ class DecisionsConfig(_Model):
     enabled: bool = True
     max_records: int = Field(default=10_000, gt=0, le=1_000_000)
     max_node_verdicts: int = Field(default=1_000_000, gt=0, le=100_000_000)
-    max_age: str = "15m"
+    max_age: Duration = "15m"
     attempts_per_pod: int = Field(default=8, gt=0, le=100)
 
     @pydantic.field_validator("max_age")
@@ -379,7 +381,7 @@ class EventsConfig(_Model):
     enabled: bool = True
     qps: float = Field(default=2.0, gt=0)
     burst: int = Field(default=25, gt=0)
-    series_window: str = "6m"
+    series_window: Duration = "6m"
 
     @pydantic.field_validator("series_window")
     @classmethod
@@ -447,8 +449,16 @@ def _pydantic_problems(exc: pydantic.ValidationError, prefix: str = "") -> list[
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown field (keys are case-sensitive camelCase)"
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
         out.append(f"{full}: {msg}" if full else msg)
     return out
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parse_config(data: Any, registry: Registry, source: str = "") -> Configuration:
@@ -484,6 +494,11 @@ def load_config(path: str | Path | None, registry: Registry) -> Configuration:
             raise ConfigError([f"cannot read the file: {exc.strerror}"], source) from exc
     try:
         data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = "; ".join(str(p) for p in (exc.problem, exc.context) if p)
+        raise ConfigError([f"not valid YAML{where}: {what}"], source) from exc
     except yaml.YAMLError as exc:
         raise ConfigError([f"not valid YAML: {exc}"], source) from exc
     return parse_config(data, registry, source)
@@ -497,7 +512,8 @@ def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
         if name in names[:i]:
             problems.append(f"profiles[{i}].name: duplicate profile name {name!r}")
     if config.server.default_profile and config.server.default_profile not in names:
-        problems.append(f"server.defaultProfile: no profile is named {config.server.default_profile!r}")
+        name = config.server.default_profile
+        problems.append(f"server.defaultProfile: no profile is named {name!r}{did_you_mean(name, names)}")
     binders = [i for i, p in enumerate(config.profiles) if "bind" in p.extender.verbs]
     if len(binders) > 1:
         problems.append(
@@ -566,7 +582,8 @@ def _validate_profile(
                     problems.append(f"{where}.name: plugin {ref.name} failed to load: {registry.load_errors[ref.name]}")
                 else:
                     problems.append(
-                        f"{where}.name: unknown plugin {ref.name!r} (registered: {', '.join(registry.names())})"
+                        f"{where}.name: unknown plugin {ref.name!r}{did_you_mean(ref.name, registry.names())} "
+                        f"(registered: {', '.join(registry.names())})"
                     )
             elif entry.needs_cluster and cluster is None:
                 problems.append(
@@ -580,7 +597,10 @@ def _validate_profile(
             problems.append(f"{where}.name: duplicate pluginConfig for {pc.name}")
         configs.add(pc.name)
         if pc.name not in enabled:
-            problems.append(f"{where}.name: {pc.name} is not enabled at any extension point of this profile")
+            problems.append(
+                f"{where}.name: {pc.name} is not enabled at any extension point of this profile"
+                f"{did_you_mean(pc.name, enabled)}"
+            )
             continue
         entry = registry.get(pc.name)
         if entry is None:

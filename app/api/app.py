@@ -10,9 +10,10 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import __version__
@@ -26,7 +27,9 @@ from app.observe.logs import decision_logger
 
 def create_app(service: ExtenderService) -> VerbRouter:
     """Build the ASGI app serving ``service``'s profiles; its metrics observe the verbs."""
-    app = FastAPI(
+    # the /docs and /redoc pages with their scripts and styles served from the package
+    # (fastapi-offline): they work on an air-gapped control plane
+    app = FastAPIOffline(
         title="Kubernetes scheduler extender",
         version=__version__,
         description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",

@@ -208,6 +208,18 @@ class ExtenderServer(uvicorn.Server):
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
+        if not self.started:  # the socket could not be bound: uvicorn has logged why
+            return
+        app = self.config.app
+        service = getattr(app, "service", None)
+        if service is not None:
+            log.info(
+                "serving profiles %s on %s:%s (default profile: %s)",
+                ", ".join(service.frameworks),
+                self.config.host,
+                self.config.port,
+                service.default_profile or "none",
+            )
         if self.reloader is not None:
             self._reloading = asyncio.create_task(self.reloader.run())
 

@@ -24,6 +24,7 @@ kube-scheduler, client-certificate TLS without kube-scheduler's certificate.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,42 @@ class RenderError(ValueError):
     """The configuration cannot be deployed as asked; the message says what to change."""
 
 
+#: The kube-scheduler release the manifests pin by default (the newest tested).
+DEFAULT_KUBERNETES_VERSION = "v1.35.0"
+#: The oldest release whose kube-scheduler reads ``kubescheduler.config.k8s.io/v1`` (GA in 1.25).
+OLDEST_KUBERNETES_MINOR = 25
+NEWEST_TESTED_MINOR = 35
+_RELEASE = re.compile(r"^(v?)(1)\.(\d+)\.(\d+)$")
+
+
+def kubernetes_release(text: str) -> tuple[str, str]:
+    """``(tag, warning)``: ``text`` as a kube-scheduler image tag (``v1.31.4``), and a warning
+    (``""`` when none). ``1.31.4`` is normalised to ``v1.31.4`` with a warning; a release newer
+    than the newest tested is accepted with a warning. Raises :class:`RenderError` for anything
+    that is not a full release (``1.31``, ``latest``) or older than 1.25 (no
+    ``kubescheduler.config.k8s.io/v1``)."""
+    m = _RELEASE.match(text.strip())
+    if m is None:
+        raise RenderError(
+            f"--kubernetes-version {text!r}: give the full release of your control plane, such as "
+            f"{DEFAULT_KUBERNETES_VERSION} (kube-scheduler images are tagged vMAJOR.MINOR.PATCH; "
+            "kubectl version shows the API server's)"
+        )
+    prefix, _, minor, patch = m.groups()
+    tag = f"v1.{int(minor)}.{int(patch)}"
+    warning = "" if prefix else f"--kubernetes-version {text}: using the image tag {tag}"
+    if int(minor) < OLDEST_KUBERNETES_MINOR:
+        raise RenderError(
+            f"--kubernetes-version {tag}: kube-scheduler before v1.{OLDEST_KUBERNETES_MINOR} does not read "
+            "kubescheduler.config.k8s.io/v1, which the rendered configuration uses"
+        )
+    if int(minor) > NEWEST_TESTED_MINOR:
+        warning = (warning + "; " if warning else "") + (
+            f"{tag} is newer than the newest release tested (v1.{NEWEST_TESTED_MINOR})"
+        )
+    return tag, warning
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     """Parameters that are not part of the service configuration.
@@ -75,7 +112,7 @@ class RenderOptions:
     of the ``second-scheduler/`` Deployment. ``namespace``: where that Deployment runs.
     """
 
-    kubernetes_version: str = "v1.35.0"
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     kube_scheduler_image: str = "registry.k8s.io/kube-scheduler"
     extender_image: str = f"scheduler-extender:{__version__}"
     scheduler_name: str | None = None
@@ -84,7 +121,11 @@ class RenderOptions:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style, insertion order, multi-line strings as literal blocks."""
+    """Block style, insertion order, multi-line strings as literal blocks, and never anchors and
+    aliases (``&id001``/``*id001``) for objects that occur twice: each is written out in full."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -672,12 +713,39 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
     return out
 
 
+#: The list of the files ``render`` wrote into a directory (one relative path per line).
+RENDERED = ".rendered"
+
+
 def write(files: dict[str, str], out: Path) -> list[Path]:
-    """Write ``files`` under ``out``; returns the paths written."""
+    """Write ``files`` under ``out`` and list them in ``out/.rendered``; returns the paths written.
+
+    ``out`` must be missing, empty, or a directory this function rendered before (it has
+    ``.rendered``): then the files of the previous render that this one does not produce are
+    removed, so ``kubectl apply -f out/`` never applies a manifest of an older configuration.
+    Raises :class:`RenderError` for any other directory, and ``OSError`` when writing fails.
+    """
+    listing = out / RENDERED
+    previous: set[str] = set()
+    if out.exists():
+        if not out.is_dir():
+            raise RenderError(f"{out} exists and is not a directory")
+        if listing.is_file():
+            previous = {line.strip() for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()}
+        elif any(out.iterdir()):
+            raise RenderError(
+                f"{out} is not empty and was not written by render (no {RENDERED} in it): "
+                "choose an empty or new directory"
+            )
+    for stale in sorted(previous - files.keys()):
+        path = out / stale
+        if ".." not in Path(stale).parts and path.is_file():
+            path.unlink()
     written = []
     for rel, text in sorted(files.items()):
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    listing.write_text("".join(f"{rel}\n" for rel in sorted(files)), encoding="utf-8")
     return written

@@ -8,9 +8,9 @@ kube-scheduler's own component config since v1beta1; unknown keys are errors.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 Verb = Literal["filter", "prioritize", "preempt", "bind"]
@@ -42,6 +42,17 @@ def parse_duration(text: str) -> float:
     if not body or pos != len(body):
         raise ValueError(f"invalid duration {text!r}: use a Go duration such as '5s', '1m30s' or '500ms'")
     return -total if text.startswith("-") else total
+
+
+def _duration_text(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    raise ValueError(f'expected a duration such as "5s" or "1m30s" (a Go duration, quoted), got {value!r}')
+
+
+#: A Go ``time.Duration`` string in the configuration (``"5s"``); a bare number is refused with
+#: the expected form (YAML reads ``5`` as an integer).
+Duration = Annotated[str, BeforeValidator(_duration_text)]
 
 
 class _Model(BaseModel):
@@ -106,7 +117,7 @@ class ExtenderSettings(_Model):
     node_cache_capable: bool = False
     managed_resources: list[ManagedResource] = Field(default_factory=list)
     ignorable: bool = False
-    http_timeout: str = "5s"
+    http_timeout: Duration = "5s"
 
     @field_validator("verbs")
     @classmethod

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from typing import Any
 
+import httpx
 import pytest
-from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.api.handlers import ExtenderService
@@ -16,8 +18,31 @@ from app.plugins import default_registry
 from tests.support.bodies import fixture_bytes
 
 
-def client() -> TestClient:
-    return TestClient(create_app(build_service(None)))
+class AppClient:
+    """The ASGI app called in-process through httpx's ``ASGITransport`` (one event loop per call),
+    for plugins that only a test defines; the e2e tests run the real server."""
+
+    def __init__(self, app: Any, raise_server_exceptions: bool = True) -> None:
+        self.app = app
+        self.raise_app_exceptions = raise_server_exceptions
+
+    def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        async def call() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=self.raise_app_exceptions)
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+                return await c.request(method, url, **kwargs)
+
+        return asyncio.run(call())
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", url, **kwargs)
+
+
+def client() -> AppClient:
+    return AppClient(create_app(build_service(None)))
 
 
 def test_openapi_documents_the_wire_types() -> None:
@@ -59,7 +84,7 @@ def test_plugin_crash_is_an_error_answer_not_a_stack_trace() -> None:
     registry = default_registry(load_entry_points=False)
     config = load_config(None, registry)
     fw = Framework("default", [EnabledPlugin("Exploding", Exploding())])
-    c = TestClient(create_app(ExtenderService(config, {"default": fw})))
+    c = AppClient(create_app(ExtenderService(config, {"default": fw})))
     r = c.post("/filter", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 200
     assert r.json()["Error"] == "Exploding: PreFilter: plugin failed unexpectedly (the extender's log has the details)"
@@ -76,7 +101,7 @@ def test_internal_error_is_500_with_the_verb_type() -> None:
         raise RuntimeError("unexpected at 10.0.0.7:6443")
 
     service.resolve_nodes = broken  # type: ignore[method-assign]
-    c = TestClient(create_app(service), raise_server_exceptions=False)
+    c = AppClient(create_app(service), raise_server_exceptions=False)
     r = c.post("/prioritize", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 500
     assert r.json() == {"Error": "internal error while answering prioritize (the extender's log has the details)"}
@@ -94,7 +119,7 @@ class RecordingBinder:
         return Status()
 
 
-def binding_client(insecure_bind: bool = True) -> tuple[TestClient, RecordingBinder]:
+def binding_client(insecure_bind: bool = True) -> tuple[AppClient, RecordingBinder]:
     config = Configuration.model_validate(
         {
             "apiVersion": API_VERSION,
@@ -107,7 +132,7 @@ def binding_client(insecure_bind: bool = True) -> tuple[TestClient, RecordingBin
     )
     binder = RecordingBinder()
     fw = Framework("b", bind_plugins=[EnabledPlugin("RecordingBinder", binder)])
-    return TestClient(create_app(ExtenderService(config, {"b": fw}))), binder
+    return AppClient(create_app(ExtenderService(config, {"b": fw}))), binder
 
 
 def test_bind_reaches_the_binder_with_the_uid() -> None:

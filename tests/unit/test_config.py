@@ -61,8 +61,8 @@ INVALID = [
     (mutate(base(), "apiVersion", "v1"), "apiVersion: Input should be 'config.scheduler-extender.dev/v1alpha1'"),
     (mutate(base(), "kind", "Config"), "kind: Input should be 'ExtenderConfiguration'"),
     ({"apiVersion": API_VERSION, "kind": KIND, "profiles": []}, "profiles: List should have at least 1 item"),
-    (mutate(base(), "profiles.0.name", "Bad_Name"), "profiles[0].name: Value error, must be a DNS-1123 label"),
-    (mutate(base(), "profiles.0.name", "filter"), "profiles[0].name: Value error, 'filter' is reserved"),
+    (mutate(base(), "profiles.0.name", "Bad_Name"), "profiles[0].name: must be a DNS-1123 label"),
+    (mutate(base(), "profiles.0.name", "filter"), "profiles[0].name: 'filter' is reserved"),
     (mutate(base(), "profiles.0.extender.verbs", ["filter", "sort"]), "profiles[0].extender.verbs[1]: Input should be"),
     (
         mutate(base(), "profiles.0.extender.nodecachecapable", True),
@@ -70,7 +70,7 @@ INVALID = [
     ),
     (
         mutate(base(), "profiles.0.extender.httpTimeout", "5 seconds"),
-        "profiles[0].extender.httpTimeout: Value error, invalid duration",
+        "profiles[0].extender.httpTimeout: invalid duration",
     ),
     (
         mutate(base(), "profiles.0.extender.weight", 0),
@@ -214,8 +214,8 @@ def test_cluster_plugins_need_a_cluster_section() -> None:
     ("cluster", "args", "message"),
     [
         ({"assumedPodTtl": "30s"}, {}, "cluster.assumedPodTtl: unknown field"),
-        ({"assumedPodTTL": "0s"}, {}, "cluster.assumedPodTTL: Value error, must be a positive duration"),
-        ({"staleAfter": "soon"}, {}, "cluster.staleAfter: Value error, invalid duration 'soon'"),
+        ({"assumedPodTTL": "0s"}, {}, "cluster.assumedPodTTL: must be a positive duration"),
+        ({"staleAfter": "soon"}, {}, "cluster.staleAfter: invalid duration 'soon'"),
         ({}, {"timeoutSeconds": 2}, "DefaultBinder: timeoutSeconds 2 must be below the profile's httpTimeout (2s)"),
         ({}, {"verifyFit": "maybe"}, "pluginConfig[0].args.verifyFit: Input should be a valid boolean"),
     ],
