@@ -59,7 +59,7 @@ def _on_port(url_prefix: str, server: Server) -> str:
     return f"{server.url}/{path}"
 
 
-@pytest.mark.parametrize("source", ["manifests/kube-scheduler-config.yaml", "second-scheduler ConfigMap"])
+@pytest.mark.parametrize("source", ["manifests/kube-scheduler-config.yaml", "second-scheduler config"])
 def test_every_rendered_verb_is_a_route_the_running_service_answers(
     rendered_server: tuple[Server, Path], source: str
 ) -> None:
@@ -67,8 +67,7 @@ def test_every_rendered_verb_is_a_route_the_running_service_answers(
     if source.startswith("manifests"):
         text = (manifests / "kube-scheduler-config.yaml").read_text()
     else:
-        cm = next(yaml.safe_load_all((manifests / "second-scheduler" / "configmaps.yaml").read_text()))
-        text = cm["data"]["kube-scheduler-config.yaml"]
+        text = (manifests / "second-scheduler" / "kube-scheduler-config.yaml").read_text()
     entries = yaml.safe_load(text)["extenders"]
     assert entries
     for entry in entries:

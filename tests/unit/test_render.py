@@ -38,10 +38,22 @@ def _docs(text: str) -> list[dict[str, Any]]:
 
 
 def _objects(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """Every Kubernetes object rendered (not the two component configs, not kustomization.yaml)."""
+    """Every Kubernetes object rendered (not the component configs), and the ConfigMaps a
+    kustomization's configMapGenerator makes of its files (as kustomize does, less the hash)."""
     out = []
     for name, text in files.items():
-        if name.endswith(("kube-scheduler-config.yaml", "scheduler-extender-config.yaml", "kustomization.yaml")):
+        if name.endswith("kustomization.yaml"):
+            folder = name.rpartition("/")[0]
+            for generator in yaml.safe_load(text).get("configMapGenerator", []):
+                data = {}
+                for spec in generator["files"]:
+                    key, _, path = spec.rpartition("=")
+                    data[key or path] = files[f"{folder}/{path}"]
+                meta = {"name": generator["name"], "namespace": generator["namespace"]}
+                meta["labels"] = generator.get("options", {}).get("labels", {})
+                out.append((name, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}))
+            continue
+        if name.endswith(("kube-scheduler-config.yaml", "scheduler-extender-config.yaml")):
             continue
         out += [(name, doc) for doc in _docs(text)]
     return out
@@ -143,9 +155,7 @@ def test_scheduler_configurations_pass_the_strict_decoder_and_upstream_validatio
     rendered: tuple[str, Path | None, dict[str, str]],
 ) -> None:
     _, _, files = rendered
-    texts = [files["kube-scheduler-config.yaml"]]
-    (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
-    texts.append(cm["data"]["kube-scheduler-config.yaml"])
+    texts = [files["kube-scheduler-config.yaml"], files["second-scheduler/kube-scheduler-config.yaml"]]
     for text in texts:
         config = kubesched.decode(text)
         assert kubesched.validate(config) == []
@@ -155,8 +165,7 @@ def test_scheduler_configurations_pass_the_strict_decoder_and_upstream_validatio
 def test_mounted_service_configs_load_and_listen_on_loopback(rendered: tuple[str, Path | None, dict[str, str]]) -> None:
     _, source, files = rendered
     original = load_config(source, default_registry())
-    (_, cm) = _docs(files["second-scheduler/configmaps.yaml"])
-    for text in (files["scheduler-extender-config.yaml"], cm["data"]["config.yaml"]):
+    for text in (files["scheduler-extender-config.yaml"], files["second-scheduler/scheduler-extender-config.yaml"]):
         mounted = parse_config(yaml.safe_load(text), default_registry())
         assert mounted.server.host == "127.0.0.1" and mounted.server.port == original.server.port
         assert [p.model_dump() for p in mounted.profiles] == [p.model_dump() for p in original.profiles]
@@ -205,12 +214,21 @@ def test_every_volume_mount_names_a_volume_and_every_volume_is_mounted(
             assert c["resources"]["requests"], f"{name}/{c['name']}: no requests"
 
 
-def test_config_maps_mounted_by_the_deployment_exist() -> None:
+def test_config_maps_mounted_by_the_deployment_are_generated_from_rendered_files() -> None:
+    """kustomize's configMapGenerator (content-hashed names, references in the Deployment
+    rewritten): each generated ConfigMap is mounted, and its files are rendered beside it."""
     files = _render(None)
-    names = {d["metadata"]["name"] for d in _docs(files["second-scheduler/configmaps.yaml"])}
+    kustomization = yaml.safe_load(files["second-scheduler/kustomization.yaml"])
+    generators = {g["name"]: g for g in kustomization["configMapGenerator"]}
     (deployment,) = _docs(files["second-scheduler/deployment.yaml"])
     used = {v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"]}
-    assert used == names
+    assert used == set(generators)
+    for generator in generators.values():
+        assert generator["namespace"] == deployment["metadata"]["namespace"]
+        for spec in generator["files"]:
+            assert f"second-scheduler/{spec.rpartition('=')[2]}" in files
+    keys = [spec.partition("=")[0] for g in generators.values() for spec in g["files"]]
+    assert sorted(keys) == ["config.yaml", "kube-scheduler-config.yaml"]  # what the containers read
 
 
 def test_extender_static_pod_is_locked_down() -> None:
@@ -299,8 +317,7 @@ def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
 
 def test_second_scheduler_has_its_own_name_lease_and_kustomization() -> None:
     files = _render(REPO / "examples" / "cluster.yaml", RenderOptions(second_scheduler_name="edge-scheduler"))
-    (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
-    sched = yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])
+    sched = yaml.safe_load(files["second-scheduler/kube-scheduler-config.yaml"])
     assert sched["profiles"] == [{"schedulerName": "edge-scheduler"}]
     assert sched["leaderElection"]["resourceName"] == "edge-scheduler"
     assert "clientConnection" not in sched  # in-cluster service account
@@ -309,7 +326,8 @@ def test_second_scheduler_has_its_own_name_lease_and_kustomization() -> None:
     kustomization = yaml.safe_load(files["second-scheduler/kustomization.yaml"])
     listed = set(kustomization["resources"])
     present = {n.removeprefix("second-scheduler/") for n in files if n.startswith("second-scheduler/")}
-    assert listed == present - {"kustomization.yaml"}
+    generated = {"kube-scheduler-config.yaml", "scheduler-extender-config.yaml"}
+    assert listed == present - {"kustomization.yaml"} - generated
     (deployment,) = _docs(files["second-scheduler/deployment.yaml"])
     spec = deployment["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "edge-scheduler"
@@ -340,8 +358,7 @@ def test_tls_entries_carry_the_ca_and_mount_it(tmp_path: Path) -> None:
     # probe, which presents none, reaches /healthz on the same event loop as the verbs
     assert ext["spec"]["containers"][0]["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
     # the sidecar variant talks plain HTTP inside the pod
-    (cm, _) = _docs(files["second-scheduler/configmaps.yaml"])
-    (sidecar_entry,) = yaml.safe_load(cm["data"]["kube-scheduler-config.yaml"])["extenders"]
+    (sidecar_entry,) = yaml.safe_load(files["second-scheduler/kube-scheduler-config.yaml"])["extenders"]
     assert sidecar_entry["urlPrefix"].startswith("http://") and "tlsConfig" not in sidecar_entry
 
 
