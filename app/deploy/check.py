@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
+import yaml
 
 from app.deploy.kubesched import Extender, KubeConfigDecodeError, decode, validate
 from app.framework.profile import parse_duration
@@ -317,6 +318,44 @@ def _compare(
         )
 
 
+def _static_pod_config(report: Report, scope: str, text: str) -> str | None:
+    """For kube-scheduler's static pod manifest (``/etc/kubernetes/manifests/kube-scheduler.yaml``),
+    the ``--config`` file it runs with (``""`` when it has none: reported as an error); ``None``
+    when ``text`` is not a Pod (then it is a KubeSchedulerConfiguration)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "Pod":
+        return None
+    containers = ((doc.get("spec") or {}).get("containers")) or []
+    scheduler = next((c for c in containers if isinstance(c, dict) and c.get("name") == "kube-scheduler"), None)
+    words = [str(w) for w in ((scheduler or {}).get("command") or []) + ((scheduler or {}).get("args") or [])]
+    for i, word in enumerate(words):
+        if word.startswith("--config="):
+            path = word.removeprefix("--config=")
+        elif word == "--config" and i + 1 < len(words):
+            path = words[i + 1]
+        else:
+            continue
+        report.add("ok", scope, f"kube-scheduler's static pod runs with --config={path}")
+        return path
+    report.add(
+        "error",
+        scope,
+        "kube-scheduler's static pod runs without --config: it does not call the extender. kubeadm regenerates "
+        "this file on upgrade; wire it with the rendered kubeadm/ files (ClusterConfiguration scheduler.extraArgs "
+        "and extraVolumes, or --patches kubeadm/patches) and run the upgrade or `kubeadm init phase control-plane "
+        "scheduler` again",
+    )
+    return ""
+
+
+def _merge(report: Report, other: Report) -> Report:
+    report.findings += other.findings
+    return report
+
+
 def check(path: str | Path, url: str | None = None, offline: bool = False, timeout: float = 5.0) -> Report:
     """Run every check on the file at ``path``; ``url`` replaces the scheme, host and port of each
     ``urlPrefix`` for the live checks (``http://127.0.0.1:8888``). Never raises for a bad file."""
@@ -327,6 +366,11 @@ def check(path: str | Path, url: str | None = None, offline: bool = False, timeo
     except OSError as exc:
         report.add("error", scope, f"cannot read the file: {exc.strerror}")
         return report
+    pod_config = _static_pod_config(report, scope, text)
+    if pod_config is not None:
+        if pod_config == "":
+            return report
+        return _merge(report, check(pod_config, url=url, offline=offline, timeout=timeout))
     try:
         config = decode(text)
     except KubeConfigDecodeError as exc:

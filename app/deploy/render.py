@@ -45,6 +45,8 @@ from app.framework.registry import Registry
 
 #: Where the install guide puts each file on a kubeadm control-plane node.
 SCHEDULER_CONFIG_PATH = "/etc/kubernetes/kube-scheduler-config.yaml"
+#: Where the install guide puts the kubeadm patch (any directory given to ``--patches``).
+KUBEADM_PATCHES_DIR = "/etc/kubernetes/scheduler-extender/patches"
 SCHEDULER_KUBECONFIG_PATH = "/etc/kubernetes/scheduler.conf"
 EXTENDER_CONFIG_PATH = "/etc/kubernetes/scheduler-extender/config.yaml"
 EXTENDER_KUBECONFIG_PATH = "/etc/kubernetes/scheduler-extender.conf"
@@ -385,8 +387,8 @@ def kube_scheduler_static_pod(config: Configuration, options: RenderOptions) -> 
     """kubeadm's kube-scheduler static pod (cmd/kubeadm/app/phases/controlplane/manifests.go) with
     ``--config``, the config file's hostPath volume and mount, and the TLS files kube-scheduler
     needs to reach the extender; the image tag is ``options.kubernetes_version``."""
-    files = [("kubeconfig", SCHEDULER_KUBECONFIG_PATH), ("scheduler-config", SCHEDULER_CONFIG_PATH)]
-    files += _tls_files(config, "scheduler")
+    arg, wiring = _scheduler_wiring(config)
+    files = [("kubeconfig", SCHEDULER_KUBECONFIG_PATH), *wiring]
     volumes, mounts = zip(*(_host_file(n, p) for n, p in files), strict=True)
     probe = {"host": "127.0.0.1", "path": "/healthz", "port": KUBE_SCHEDULER_PORT, "scheme": "HTTPS"}
     return {
@@ -409,7 +411,7 @@ def kube_scheduler_static_pod(config: Configuration, options: RenderOptions) -> 
                         f"--authentication-kubeconfig={SCHEDULER_KUBECONFIG_PATH}",
                         f"--authorization-kubeconfig={SCHEDULER_KUBECONFIG_PATH}",
                         "--bind-address=127.0.0.1",
-                        f"--config={SCHEDULER_CONFIG_PATH}",
+                        arg,
                     ],
                     livenessProbe={
                         "httpGet": probe,
@@ -726,7 +728,76 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
         ) + dump(*rbac)
     for name, text in second_scheduler(plain, registry, options, source).items():
         out[f"second-scheduler/{name}"] = text
+    for name, text in kubeadm_wiring(config, options, source).items():
+        out[f"kubeadm/{name}"] = text
     return out
+
+
+def _scheduler_wiring(config: Configuration) -> tuple[str, list[tuple[str, str]]]:
+    """What kube-scheduler needs beyond kubeadm's manifest: the ``--config`` argument and the host
+    files to mount (the configuration, and the TLS files that reach the extender)."""
+    return f"--config={SCHEDULER_CONFIG_PATH}", [
+        ("scheduler-config", SCHEDULER_CONFIG_PATH),
+        *_tls_files(config, "scheduler"),
+    ]
+
+
+def kubeadm_patch(config: Configuration) -> list[dict[str, Any]]:
+    """A JSON patch (RFC 6902) of kubeadm's kube-scheduler static pod that adds ``--config`` and the
+    host-file mounts, leaving everything kubeadm wrote: ``kubeadm init|join|upgrade apply --patches
+    DIR`` applies ``kube-scheduler0+json.yaml`` to the manifest it generates
+    (cmd/kubeadm/app/util/patches/patches.go: target ``kube-scheduler``, patch type ``json``)."""
+    arg, files = _scheduler_wiring(config)
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/spec/containers/0/command/-", "value": arg}]
+    for name, path in files:
+        volume, mount = _host_file(name, path)
+        ops.append({"op": "add", "path": "/spec/volumes/-", "value": volume})
+        ops.append({"op": "add", "path": "/spec/containers/0/volumeMounts/-", "value": mount})
+    return ops
+
+
+def kubeadm_cluster_configuration(config: Configuration, options: RenderOptions) -> dict[str, Any]:
+    """The ``scheduler:`` part of kubeadm's ``ClusterConfiguration`` that adds ``--config`` and the
+    mounts: kept in the ``kubeadm-config`` ConfigMap, so ``kubeadm upgrade apply`` regenerates the
+    manifest with them. ``kubeadm.k8s.io/v1beta4`` (extraArgs as name/value pairs) from v1.31,
+    ``v1beta3`` (a map) before."""
+    arg, files = _scheduler_wiring(config)
+    name, _, value = arg.removeprefix("--").partition("=")
+    minor = int(options.kubernetes_version.split(".")[1])
+    volumes = [{"name": n, "hostPath": p, "mountPath": p, "readOnly": True, "pathType": "File"} for n, p in files]
+    if minor >= 31:
+        extra_args: Any = [{"name": name, "value": value}]
+        version = "kubeadm.k8s.io/v1beta4"
+    else:
+        extra_args = {name: value}
+        version = "kubeadm.k8s.io/v1beta3"
+    return {
+        "apiVersion": version,
+        "kind": "ClusterConfiguration",
+        "kubernetesVersion": options.kubernetes_version,
+        "scheduler": {"extraArgs": extra_args, "extraVolumes": volumes},
+    }
+
+
+def kubeadm_wiring(config: Configuration, options: RenderOptions, source: str) -> dict[str, str]:
+    """``kubeadm/``: the upgrade-safe ways to wire kube-scheduler to the extender without replacing
+    kubeadm's manifest: ``patches/kube-scheduler0+json.yaml`` (for ``--patches``) and
+    ``cluster-configuration.yaml`` (merge its ``scheduler:`` into your ClusterConfiguration)."""
+    return {
+        "patches/kube-scheduler0+json.yaml": _header(
+            f"kubeadm --patches {KUBEADM_PATCHES_DIR}: copy to {KUBEADM_PATCHES_DIR}/kube-scheduler0+json.yaml; "
+            "adds --config and the mounts to the kube-scheduler manifest kubeadm generates (init, join "
+            "--control-plane, upgrade apply/node).",
+            source,
+        )
+        + dump(kubeadm_patch(config)),
+        "cluster-configuration.yaml": _header(
+            "kubeadm ClusterConfiguration: merge its scheduler: section into yours (kubeadm init --config), "
+            "or into the kubeadm-config ConfigMap of a running cluster, so that upgrades keep --config.",
+            source,
+        )
+        + dump(kubeadm_cluster_configuration(config, options)),
+    }
 
 
 #: The list of the files ``render`` wrote into a directory (one relative path per line).

@@ -55,6 +55,8 @@ def _objects(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             continue
         if name.endswith(("kube-scheduler-config.yaml", "scheduler-extender-config.yaml")):
             continue
+        if name.startswith("kubeadm/"):  # a JSON patch and kubeadm's own type: tests/unit/test_kubeadm.py
+            continue
         out += [(name, doc) for doc in _docs(text)]
     return out
 
@@ -400,16 +402,16 @@ def test_host_files_the_manifests_mount_are_the_ones_the_install_guide_copies() 
         assert (REPO / src).is_file(), f"the guide copies {src}, which is not in the repository"
     targets = {dst for _, dst in installs}
     static = {dst for dst in targets if dst.startswith("/etc/kubernetes/manifests/")}
-    assert static == {
-        "/etc/kubernetes/manifests/kube-scheduler.yaml",
-        "/etc/kubernetes/manifests/scheduler-extender.yaml",
-    }
-    mounted = set()
-    for name in ("kube-scheduler.yaml", "scheduler-extender.yaml"):
-        (pod,) = _docs((MANIFESTS / name).read_text())
-        mounted |= {v["hostPath"]["path"] for v in pod["spec"]["volumes"]}
-    kubeadm_own = {"/etc/kubernetes/scheduler.conf"}
-    assert mounted - kubeadm_own == targets - static
+    # kubeadm keeps its own kube-scheduler manifest: the guide installs the extender's static pod and
+    # the patch that adds --config and the mounts to kubeadm's
+    assert static == {"/etc/kubernetes/manifests/scheduler-extender.yaml"}
+    patches = {dst for dst in targets if dst.endswith("+json.yaml")}
+    assert patches == {"/etc/kubernetes/scheduler-extender/patches/kube-scheduler0+json.yaml"}
+    (pod,) = _docs((MANIFESTS / "scheduler-extender.yaml").read_text())
+    mounted = {v["hostPath"]["path"] for v in pod["spec"]["volumes"]}
+    patch = yaml.safe_load((MANIFESTS / "kubeadm" / "patches" / "kube-scheduler0+json.yaml").read_text())
+    mounted |= {op["value"]["hostPath"]["path"] for op in patch if op["path"] == "/spec/volumes/-"}
+    assert mounted == targets - static - patches
     # and each copied file is the one whose header names that destination
     for src, dst in installs:
         assert dst in (REPO / src).read_text().splitlines()[0], f"{src}'s header does not name {dst}"
