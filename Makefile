@@ -6,7 +6,10 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench fuzz schemas clean
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE  ?= scheduler-extender:$(VERSION)
+
+.PHONY: run test lint bench fuzz schemas image clean
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +50,11 @@ fuzz: $(STAMP)
 ## schemas: regenerate schemas/ from the wire models and the configuration model
 schemas: $(STAMP)
 	$(BIN)/python -m app schemas --out schemas
+
+## image: build the extender image (IMAGE=registry.example.com/team/scheduler-extender:TAG to name it
+## for your registry; then docker push it and render with --image)
+image:
+	docker build -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

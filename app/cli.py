@@ -511,6 +511,13 @@ def _render(args: argparse.Namespace) -> int:
         return 1
     for path in written:
         print(path)
+    if args.image is None:
+        print(
+            f"warning: the manifests use the image {options.extender_image}, which no registry serves: build it "
+            "(make image IMAGE=REGISTRY/NAME:TAG), push it, and render again with --image REGISTRY/NAME:TAG "
+            "(or load it into each node's container runtime)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -66,6 +66,8 @@ class RenderError(ValueError):
     """The configuration cannot be deployed as asked; the message says what to change."""
 
 
+#: The extender image ``make image`` builds by default; no registry serves it.
+LOCAL_IMAGE = f"scheduler-extender:{__version__}"
 #: The kube-scheduler release the manifests pin by default (the newest tested).
 DEFAULT_KUBERNETES_VERSION = "v1.35.0"
 #: The oldest release whose kube-scheduler reads ``kubescheduler.config.k8s.io/v1`` (GA in 1.25).
@@ -116,7 +118,7 @@ class RenderOptions:
 
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     kube_scheduler_image: str = "registry.k8s.io/kube-scheduler"
-    extender_image: str = f"scheduler-extender:{__version__}"
+    extender_image: str = LOCAL_IMAGE
     scheduler_name: str | None = None
     second_scheduler_name: str = "extender-scheduler"
     namespace: str = "kube-system"
@@ -730,6 +732,15 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
         out[f"second-scheduler/{name}"] = text
     for name, text in kubeadm_wiring(config, options, source).items():
         out[f"kubeadm/{name}"] = text
+    if options.extender_image == LOCAL_IMAGE:
+        note = (
+            f"# NOTE: the image {LOCAL_IMAGE} is built locally (make image) and served by no registry: push it to "
+            "yours and render again with --image REGISTRY/NAME:TAG, or load it into each node's container runtime.\n"
+        )
+        for name in ("scheduler-extender.yaml", "second-scheduler/deployment.yaml"):
+            lines = out[name].splitlines(keepends=True)
+            at = next(i for i, line in enumerate(lines) if not line.startswith("#"))  # after the header
+            out[name] = "".join([*lines[:at], note, *lines[at:]])
     return out
 
 
