@@ -54,9 +54,11 @@ class Server:
         env: dict[str, str] | None = None,
         wait_ready: bool = True,
         verify: Any = None,
+        port: int | None = None,
     ) -> None:
-        """``verify``: for a TLS configuration, what httpx verifies the server with (an SSL context)."""
-        self.port = free_port()
+        """``verify``: for a TLS configuration, what httpx verifies the server with (an SSL context).
+        ``port``: listen there instead of on a free port."""
+        self.port = port if port is not None else free_port()
         self.url = f"{'https' if verify is not None else 'http'}://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
         if config is not None:

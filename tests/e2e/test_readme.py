@@ -1,0 +1,76 @@
+"""The README's runnable examples, run as a newcomer would from a clone: the blocks marked
+``<!-- runnable -->`` are executed with bash from the repository root, the virtualenv's ``python``
+first on PATH, against the real server on 127.0.0.1:8888 (the port the README uses).
+
+- a ``sh`` block runs as one script (``set -euo pipefail``); its marker lists the excerpts its
+  output must contain (``<!-- runnable; expect: A | B -->``);
+- a ``console`` block: each ``$ command`` runs, and every output line shown under it (``...``
+  lines aside) must appear in what it prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, Server
+
+README = (REPO / "README.md").read_text()
+BLOCK = re.compile(r"<!-- runnable(?:; expect: (?P<expect>.*?))? -->\n```(?P<lang>sh|console)\n(?P<body>.*?)```", re.S)
+BLOCKS = [(m.start(), m.group("lang"), m.group("body"), m.group("expect")) for m in BLOCK.finditer(README)]
+
+
+def _line(offset: int) -> int:
+    return README.count("\n", 0, offset) + 1
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 8888)) == 0:
+            pytest.fail("127.0.0.1:8888 is taken: the README's examples talk to the service there (make run)")
+    s = Server(port=8888)  # the embedded default, as `make run`
+    yield s
+    s.stop()
+
+
+def run(script: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_readme_marks_its_runnable_blocks() -> None:
+    assert len(BLOCKS) >= 3
+    for offset, _, body, _ in BLOCKS:
+        for path in re.findall(r"(?:\.\./|/etc/|/tmp/)\S*", body):
+            pytest.fail(f"README line {_line(offset)}: a runnable block uses {path}, outside the repository")
+
+
+@pytest.mark.parametrize(("offset", "lang", "body", "expect"), BLOCKS, ids=[f"line-{_line(b[0])}" for b in BLOCKS])
+def test_runnable_block(server: Server, offset: int, lang: str, body: str, expect: str | None) -> None:
+    where = f"README line {_line(offset)}"
+    if lang == "sh":
+        out = run(body)
+        assert out.returncode == 0, f"{where}: {out.stderr}"
+        for excerpt in (e.strip() for e in (expect or "").split(" | ") if e.strip()):
+            assert excerpt in out.stdout, f"{where}: {excerpt!r} not in the output:\n{out.stdout}"
+        return
+    commands = re.split(r"^\$ ", body, flags=re.M)[1:]
+    assert commands, where
+    for chunk in commands:
+        command, _, shown = chunk.partition("\n")
+        out = run(command)
+        assert out.returncode == 0, f"{where}: $ {command}\n{out.stderr}"
+        printed = [line.rstrip() for line in out.stdout.splitlines()]
+        for line in shown.splitlines():
+            if line.strip() and line.strip() != "...":
+                assert line.rstrip() in printed, f"{where}: $ {command}\nexpected line {line!r} in:\n{out.stdout}"
