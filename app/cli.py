@@ -23,6 +23,7 @@ import argparse
 import gc
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -538,7 +539,8 @@ def _certs(args: argparse.Namespace) -> int:
 def _check_scheduler_config(args: argparse.Namespace) -> int:
     from app.deploy.check import check
 
-    report = check(args.file, url=args.url, offline=args.offline, timeout=args.timeout)
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    report = check(args.file, url=args.url, offline=args.offline, timeout=args.timeout, kubeconfig=kubeconfig)
     print(report.render())
     return 1 if report.errors else 0
 
@@ -628,7 +630,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp.set_defaults(func=_explain)
 
     chk = sub.add_parser("check-scheduler-config", help="preflight a KubeSchedulerConfiguration against this service")
-    chk.add_argument("file", help="KubeSchedulerConfiguration YAML")
+    chk.add_argument(
+        "file",
+        help="a KubeSchedulerConfiguration, or kube-scheduler's static pod manifest (then: does it run with "
+        "--config, and that file's checks)",
+    )
+    chk.add_argument(
+        "--kubeconfig",
+        help="with a static pod manifest: compare its kube-scheduler image with the API server's version "
+        "(default: $KUBECONFIG when set)",
+    )
     chk.add_argument("--url", help="reach the service here instead of each urlPrefix's scheme://host:port")
     chk.add_argument("--offline", action="store_true", help="skip the checks against the running service")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request (default 5)")

@@ -21,6 +21,7 @@ Exit code 0 when there is no error (warnings allowed), 1 otherwise.
 from __future__ import annotations
 
 import base64
+import re
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -356,9 +357,64 @@ def _merge(report: Report, other: Report) -> Report:
     return report
 
 
-def check(path: str | Path, url: str | None = None, offline: bool = False, timeout: float = 5.0) -> Report:
+def _version_skew(report: Report, scope: str, text: str, kubeconfig: str, timeout: float) -> None:
+    """Compare the kube-scheduler image tag of a static pod with the API server's version (``GET
+    /version`` with ``kubeconfig``): newer than the API server is an error (the version-skew
+    policy forbids it), more than one minor older a warning."""
+    from kubernetes import client as k8s
+
+    from app.kube.client import load_client
+
+    doc = yaml.safe_load(text)
+    containers = (doc.get("spec") or {}).get("containers") or []
+    image = next((str(c.get("image", "")) for c in containers if c.get("name") == "kube-scheduler"), "")
+    tag = re.match(r"^.*:v?(\d+)\.(\d+)\.(\d+)$", image)
+    if tag is None:
+        report.add("warning", scope, f"cannot read a release from the kube-scheduler image {image!r}")
+        return
+    try:
+        loaded = load_client(kubeconfig)
+        info = k8s.VersionApi(loaded.api_client).get_code(_request_timeout=timeout)
+        loaded.api_client.close()  # type: ignore[no-untyped-call]
+    except Exception as exc:  # no credentials, an unreachable API server: reported, not raised
+        report.add("warning", scope, f"cannot read the API server's version with {kubeconfig}: {exc}")
+        return
+    server = re.match(r"^v?(\d+)\.(\d+)", str(info.git_version or ""))
+    if server is None:
+        report.add("warning", scope, f"cannot parse the API server's version {info.git_version!r}")
+        return
+    scheduler_minor, server_minor = int(tag.group(2)), int(server.group(2))
+    release = f"v{tag.group(1)}.{tag.group(2)}.{tag.group(3)}"
+    if (int(tag.group(1)), scheduler_minor) > (int(server.group(1)), server_minor):
+        report.add(
+            "error",
+            scope,
+            f"kube-scheduler {release} is newer than the API server {info.git_version}: the version-skew policy "
+            "forbids it; render with --kubernetes-version equal to the API server's",
+        )
+    elif server_minor - scheduler_minor > 1:
+        report.add(
+            "warning",
+            scope,
+            f"kube-scheduler {release} is more than one minor release older than the API server {info.git_version}",
+        )
+    else:
+        report.add(
+            "ok", scope, f"kube-scheduler {release} and the API server {info.git_version} are within the skew policy"
+        )
+
+
+def check(
+    path: str | Path,
+    url: str | None = None,
+    offline: bool = False,
+    timeout: float = 5.0,
+    kubeconfig: str | None = None,
+) -> Report:
     """Run every check on the file at ``path``; ``url`` replaces the scheme, host and port of each
-    ``urlPrefix`` for the live checks (``http://127.0.0.1:8888``). Never raises for a bad file."""
+    ``urlPrefix`` for the live checks (``http://127.0.0.1:8888``). For kube-scheduler's static pod
+    manifest, also whether it runs with ``--config`` and, with ``kubeconfig``, whether its image is
+    within the version-skew policy of the API server. Never raises for a bad file."""
     report = Report()
     scope = str(path)
     try:
@@ -368,6 +424,8 @@ def check(path: str | Path, url: str | None = None, offline: bool = False, timeo
         return report
     pod_config = _static_pod_config(report, scope, text)
     if pod_config is not None:
+        if kubeconfig:
+            _version_skew(report, scope, text, kubeconfig, timeout)
         if pod_config == "":
             return report
         return _merge(report, check(pod_config, url=url, offline=offline, timeout=timeout))

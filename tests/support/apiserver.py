@@ -120,6 +120,8 @@ class FakeAPIServer:
         #: whether lists at resourceVersion 0 are served whole, from the watch cache (kube-apiserver's
         #: default); ``False``: paged like any other list (``--watch-cache=false``)
         self.watch_cache = True
+        #: what ``GET /version`` reports (``gitVersion``)
+        self.version = "v1.35.0"
         self.rv = 100
         self.compacted_rv = 0
         self.history: list[tuple[int, str, str, Obj]] = []
@@ -391,6 +393,23 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                 "/api/v1/pods": "pods",
                 "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "podgroups",
             }.get(path)
+            if path in ("/version", "/version/"):
+                major, minor = api.version.removeprefix("v").split(".")[:2]
+                self._send(
+                    200,
+                    {
+                        "major": major,
+                        "minor": minor,
+                        "gitVersion": api.version,
+                        "gitCommit": "0" * 40,
+                        "gitTreeState": "clean",
+                        "buildDate": "2026-01-01T00:00:00Z",
+                        "goVersion": "go1.25.0",
+                        "compiler": "gc",
+                        "platform": "linux/amd64",
+                    },
+                )
+                return
             if kind == "podgroups" and not api.podgroup_crd:
                 self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
                 return

@@ -89,3 +89,29 @@ def test_check_scheduler_config_reads_the_static_pod_it_is_given(tmp_path: Path)
     wired = check(manifest, offline=True)
     assert wired.errors == 0, wired.render()
     assert f"runs with --config={config}" in wired.render() and "decodes strictly" in wired.render()
+
+
+@pytest.mark.parametrize(
+    ("api_version", "level", "words"),
+    [
+        ("v1.35.2", "ok", "within the skew policy"),
+        ("v1.34.5", "error", "newer than the API server v1.34.5"),
+        ("v1.37.0", "warning", "more than one minor release older"),
+    ],
+)
+def test_static_pod_image_against_the_api_servers_version(
+    api_version: str, level: str, words: str, tmp_path: Path
+) -> None:
+    from app.deploy.check import check
+    from tests.support.apiserver import FakeAPIServer
+
+    api = FakeAPIServer()
+    api.version = api_version
+    api.start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(api.kubeconfig())
+        report = check(FIXTURE, offline=True, kubeconfig=str(kubeconfig))  # its image: kube-scheduler:v1.35.0
+    finally:
+        api.stop()
+    assert any(lvl == level and words in message for lvl, _, message in report.findings), report.render()
