@@ -579,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cluster-state",
         action="append",
         metavar="FILE",
-        help="nodes, pods and PodGroups (a List as `kubectl get -o json` writes it) for the cluster "
+        help="nodes, pods and PodGroups (a List as kubectl get -o json writes it) for the cluster "
         "state of stateful policies, instead of an API server; repeatable",
     )
     replay.set_defaults(func=_replay)

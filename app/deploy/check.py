@@ -361,9 +361,7 @@ def _version_skew(report: Report, scope: str, text: str, kubeconfig: str, timeou
     """Compare the kube-scheduler image tag of a static pod with the API server's version (``GET
     /version`` with ``kubeconfig``): newer than the API server is an error (the version-skew
     policy forbids it), more than one minor older a warning."""
-    from kubernetes import client as k8s
-
-    from app.kube.client import load_client
+    from app.kube.client import KubeClient, load_client
 
     doc = yaml.safe_load(text)
     containers = (doc.get("spec") or {}).get("containers") or []
@@ -373,15 +371,17 @@ def _version_skew(report: Report, scope: str, text: str, kubeconfig: str, timeou
         report.add("warning", scope, f"cannot read a release from the kube-scheduler image {image!r}")
         return
     try:
-        loaded = load_client(kubeconfig)
-        info = k8s.VersionApi(loaded.api_client).get_code(_request_timeout=timeout)
-        loaded.api_client.close()  # type: ignore[no-untyped-call]
+        client = KubeClient(load_client(kubeconfig).api_client)
+        try:
+            version = client.server_version(timeout)
+        finally:
+            client.close()
     except Exception as exc:  # no credentials, an unreachable API server: reported, not raised
         report.add("warning", scope, f"cannot read the API server's version with {kubeconfig}: {exc}")
         return
-    server = re.match(r"^v?(\d+)\.(\d+)", str(info.git_version or ""))
+    server = re.match(r"^v?(\d+)\.(\d+)", version)
     if server is None:
-        report.add("warning", scope, f"cannot parse the API server's version {info.git_version!r}")
+        report.add("warning", scope, f"cannot parse the API server's version {version!r}")
         return
     scheduler_minor, server_minor = int(tag.group(2)), int(server.group(2))
     release = f"v{tag.group(1)}.{tag.group(2)}.{tag.group(3)}"
@@ -389,19 +389,17 @@ def _version_skew(report: Report, scope: str, text: str, kubeconfig: str, timeou
         report.add(
             "error",
             scope,
-            f"kube-scheduler {release} is newer than the API server {info.git_version}: the version-skew policy "
+            f"kube-scheduler {release} is newer than the API server {version}: the version-skew policy "
             "forbids it; render with --kubernetes-version equal to the API server's",
         )
     elif server_minor - scheduler_minor > 1:
         report.add(
             "warning",
             scope,
-            f"kube-scheduler {release} is more than one minor release older than the API server {info.git_version}",
+            f"kube-scheduler {release} is more than one minor release older than the API server {version}",
         )
     else:
-        report.add(
-            "ok", scope, f"kube-scheduler {release} and the API server {info.git_version} are within the skew policy"
-        )
+        report.add("ok", scope, f"kube-scheduler {release} and the API server {version} are within the skew policy")
 
 
 def check(

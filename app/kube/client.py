@@ -237,6 +237,14 @@ class KubeClient:
         except Exception as exc:
             raise api_error(exc) from exc
 
+    def server_version(self, timeout: float = 5.0) -> str:
+        """The API server's ``gitVersion`` (``GET /version``), such as ``v1.35.0``."""
+        try:
+            info = k8s.VersionApi(self.api_client).get_code(_request_timeout=timeout)
+        except Exception as exc:
+            raise api_error(exc) from exc
+        return str(info.git_version or "")
+
     def get_lease(self, namespace: str, name: str, timeout: float) -> bytes | None:
         """The raw JSON of a ``coordination.k8s.io/v1`` Lease, or ``None`` when it does not exist."""
         resp: Any

@@ -84,8 +84,10 @@ def test_version_and_plain_help() -> None:
     from app import __version__
 
     assert cli("--version").stdout.strip() == f"scheduler-extender {__version__}"
-    help_text = cli("--help").stdout + cli("render", "--help").stdout
-    assert "``" not in help_text and "`" not in help_text
+    commands = ["serve", "replay", "validate", "schemas", "render", "certs", "explain", "check-scheduler-config"]
+    help_text = cli("--help").stdout + "".join(cli(c, "--help").stdout for c in commands)
+    assert all(f"{c}" in cli("--help").stdout for c in commands)
+    assert "`" not in help_text
     assert "default: v1.35.0" in help_text
 
 
