@@ -276,13 +276,7 @@ class Framework:
                 raise FrameworkError(ep.name, f"PreScore: {_error_text(status)}")
         values: list[Any] | None = None
         if isinstance(plugin, BatchScorePlugin):
-            try:
-                values = plugin.score_nodes(state, pod, nodes)
-            except ObjectDecodeError:
-                raise
-            except Exception as exc:
-                log.warning("plugin %s: score_nodes raised %s; scoring per node", ep.name, type(exc).__name__)
-                values = None
+            values = _batch(ep.name, "score_nodes", partial(plugin.score_nodes, state, pod, nodes))
             if values is not None and len(values) != len(nodes):
                 raise FrameworkError(ep.name, f"score_nodes returned {len(values)} scores for {len(nodes)} nodes")
         if values is None:
@@ -391,19 +385,29 @@ class Framework:
         return None
 
 
+def _batch(plugin: str, method: str, call: Callable[[], Any]) -> Any:
+    """``call()`` (a plugin's ``filter_nodes``/``score_nodes``), or ``None`` when it raised: the
+    caller then asks node by node, which names the failing node (a request decode error
+    propagates: it is the client's)."""
+    try:
+        return call()
+    except ObjectDecodeError:
+        raise
+    except Exception as exc:
+        log.warning("plugin %s: %s raised %s; asking node by node", plugin, method, type(exc).__name__)
+        return None
+
+
 def _filter_nodes(ep: EnabledPlugin, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Sequence[Status]:
     """``ep``'s Filter verdict on each of ``nodes``: one :meth:`BatchFilterPlugin.filter_nodes`
     call when the plugin has it, else ``filter`` per node; an exception becomes an ``ERROR``
     status of the node that raised it (a batch that raises is re-run per node to find it)."""
     plugin = ep.plugin
     if isinstance(plugin, BatchFilterPlugin):
-        try:
-            verdicts = plugin.filter_nodes(state, pod, nodes)
-        except ObjectDecodeError:
-            raise
-        except Exception as exc:
-            log.warning("plugin %s: filter_nodes raised %s; running filter per node", ep.name, type(exc).__name__)
-        else:
+        verdicts: Sequence[Status] | None = _batch(
+            ep.name, "filter_nodes", partial(plugin.filter_nodes, state, pod, nodes)
+        )
+        if verdicts is not None:
             if len(verdicts) != len(nodes):
                 message = f"filter_nodes returned {len(verdicts)} statuses for {len(nodes)} nodes"
                 return [Status.error(message)] * len(nodes)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -107,6 +108,18 @@ def api_error(exc: BaseException) -> APIError:
     return APIError(0, type(exc).__name__, str(exc), timed_out=isinstance(exc, urllib3.exceptions.TimeoutError))
 
 
+def _discard(call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Make an API call whose answer is not needed: its body is read before the connection goes
+    back to the pool (an unread body would be taken for the start of the next response on that
+    connection: BadStatusLine). Raises :class:`APIError`."""
+    try:
+        resp = call(*args, _preload_content=False, **kwargs)
+        resp.drain_conn()
+        resp.release_conn()
+    except Exception as exc:
+        raise api_error(exc) from exc
+
+
 class KubeClient:
     """The API calls the cluster state and the binder make; every method raises :class:`APIError`.
 
@@ -174,17 +187,7 @@ class KubeClient:
             metadata=k8s.V1ObjectMeta(namespace=namespace, name=name, uid=uid),
             target=k8s.V1ObjectReference(kind="Node", name=node),
         )
-        resp: Any
-        try:
-            resp = self.core.create_namespaced_pod_binding(
-                name, namespace, body, _preload_content=False, _request_timeout=timeout
-            )
-            # read the body before the connection goes back to the pool: an unread body would be
-            # taken for the start of the next response on that connection (BadStatusLine)
-            resp.drain_conn()
-            resp.release_conn()
-        except Exception as exc:
-            raise api_error(exc) from exc
+        _discard(self.core.create_namespaced_pod_binding, name, namespace, body, _request_timeout=timeout)
 
     def get_pod(self, namespace: str, name: str, timeout: float) -> bytes:
         """The raw JSON of one pod."""
@@ -198,44 +201,17 @@ class KubeClient:
 
     def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str], timeout: float) -> None:
         """Merge ``annotations`` into a pod's (a strategic-merge PATCH of its metadata)."""
-        resp: Any
-        try:
-            resp = self.core.patch_namespaced_pod(
-                name,
-                namespace,
-                {"metadata": {"annotations": annotations}},
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-            resp.drain_conn()
-            resp.release_conn()
-        except Exception as exc:
-            raise api_error(exc) from exc
+        patch = {"metadata": {"annotations": annotations}}
+        _discard(self.core.patch_namespaced_pod, name, namespace, patch, _request_timeout=timeout)
 
     def create_event(self, namespace: str, body: dict[str, Any], timeout: float = 5.0) -> None:
         """POST an ``events.k8s.io/v1`` Event (``body`` as JSON) in ``namespace``."""
-        resp: Any
         event: Any = body  # sent as JSON as it is: the client serializes a dict unchanged
-        try:
-            resp = self.events.create_namespaced_event(
-                namespace, event, _preload_content=False, _request_timeout=timeout
-            )
-            resp.drain_conn()
-            resp.release_conn()
-        except Exception as exc:
-            raise api_error(exc) from exc
+        _discard(self.events.create_namespaced_event, namespace, event, _request_timeout=timeout)
 
     def patch_event(self, namespace: str, name: str, patch: dict[str, Any], timeout: float = 5.0) -> None:
         """Strategic-merge PATCH of an ``events.k8s.io/v1`` Event (an event series' count)."""
-        resp: Any
-        try:
-            resp = self.events.patch_namespaced_event(
-                name, namespace, patch, _preload_content=False, _request_timeout=timeout
-            )
-            resp.drain_conn()
-            resp.release_conn()
-        except Exception as exc:
-            raise api_error(exc) from exc
+        _discard(self.events.patch_namespaced_event, name, namespace, patch, _request_timeout=timeout)
 
     def server_version(self, timeout: float = 5.0) -> str:
         """The API server's ``gitVersion`` (``GET /version``), such as ``v1.35.0``."""

@@ -239,8 +239,12 @@ def _pair_reader(names: Sequence[str], use_requested: bool) -> _Reader | None:
     return attrgetter(first[0], first[used], second[0], second[used])
 
 
-def least_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
-    """:func:`least_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
+def _weighted_pair_scorer(
+    names: Sequence[str], weights: Sequence[int], resource_score: Callable[[int, int], int]
+) -> NodesScorer | None:
+    """The weighted mean over two native resources of ``resource_score(requested, allocatable)``
+    (0..100) for each node, skipping a resource the node does not offer, as the per-node scorers
+    do; ``None`` when ``names`` are not two of cpu, memory and ephemeral-storage."""
     read = _pair_reader(names, use_requested=False)
     if read is None:
         return None
@@ -254,47 +258,28 @@ def least_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> Nodes
             if r is None:
                 raise LookupError(NO_NODE)
             a1, u1, a2, u2 = read(r)
-            u1 += p1
-            u2 += p2
             total = ws = 0
             if a1:
-                total, ws = (0 if u1 > a1 else (a1 - u1) * MAX_NODE_SCORE // a1) * w1, w1
+                total, ws = resource_score(u1 + p1, a1) * w1, w1
             if a2:
-                total += (0 if u2 > a2 else (a2 - u2) * MAX_NODE_SCORE // a2) * w2
+                total += resource_score(u2 + p2, a2) * w2
                 ws += w2
             out.append(total // ws if ws else 0)
         return out
 
     return score
+
+
+def least_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
+    """:func:`least_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
+    return _weighted_pair_scorer(
+        names, weights, lambda req, alloc: 0 if req > alloc else (alloc - req) * MAX_NODE_SCORE // alloc
+    )
 
 
 def most_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
     """:func:`most_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
-    read = _pair_reader(names, use_requested=False)
-    if read is None:
-        return None
-    w1, w2 = weights
-
-    def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
-        p1, p2 = pod
-        out: list[int] = []
-        for node in nodes:
-            r = node.resources
-            if r is None:
-                raise LookupError(NO_NODE)
-            a1, u1, a2, u2 = read(r)
-            u1 += p1
-            u2 += p2
-            total = ws = 0
-            if a1:
-                total, ws = min(u1, a1) * MAX_NODE_SCORE // a1 * w1, w1
-            if a2:
-                total += min(u2, a2) * MAX_NODE_SCORE // a2 * w2
-                ws += w2
-            out.append(total // ws if ws else 0)
-        return out
-
-    return score
+    return _weighted_pair_scorer(names, weights, lambda req, alloc: min(req, alloc) * MAX_NODE_SCORE // alloc)
 
 
 def balanced_nodes(names: Sequence[str]) -> NodesScorer | None:
