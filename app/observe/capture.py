@@ -73,11 +73,42 @@ class _Handler(logging.handlers.QueueHandler):
         return record  # the message is the line: no formatting, no copy
 
 
+class _Line:
+    """One captured line, built when the writer formats it (``str``), not on the request path."""
+
+    __slots__ = ("_text", "answer", "at", "profile", "request", "size", "status", "verb")
+
+    def __init__(
+        self, at: float, verb: str, profile: str, status: int, request: bytes, answer: bytes, size: int
+    ) -> None:
+        self.at, self.verb, self.profile, self.status = at, verb, profile, status
+        self.request, self.answer, self.size = request, answer, size
+        self._text: str | None = None
+
+    def __str__(self) -> str:  # called twice by the rotating handler (rollover check, then write)
+        if self._text is None:
+            self._text = self._build()
+        return self._text
+
+    def _build(self) -> str:
+        body, answer = self.request, self.answer
+        if b"\n" in body or b"\r" in body:  # one line per record: re-encode a pretty-printed body
+            body = orjson.dumps(orjson.loads(body))
+        if b"\n" in answer:
+            answer = orjson.dumps(orjson.loads(answer))
+        head = orjson.dumps(
+            {"time": rfc3339(self.at), "verb": self.verb, "profile": self.profile, "status": self.status}
+        )
+        return (head[:-1] + b',"request":' + body + b',"answer":' + answer + b"}").decode("utf-8", "replace")
+
+
 class _Writer(logging.handlers.RotatingFileHandler):
     def emit(self, record: logging.LogRecord) -> None:
-        super().emit(record)
-        with self.capture.lock:
-            self.capture.queued -= len(record.msg)
+        try:
+            super().emit(record)
+        finally:
+            with self.capture.lock:
+                self.capture.queued -= record.msg.size if isinstance(record.msg, _Line) else 0
 
     capture: Capture
 
@@ -113,20 +144,16 @@ class Capture:
         return matches(self.selector, pod.labels)
 
     def offer(self, verb: str, profile: str, status: int, request: bytes | bytearray, answer: bytes) -> None:
-        """Queue one line (never blocks); drops it when too much is waiting."""
-        body = bytes(request)
-        if b"\n" in body or b"\r" in body:  # one line per record: re-encode a pretty-printed body
-            body = orjson.dumps(orjson.loads(body))
-        if b"\n" in answer:
-            answer = orjson.dumps(orjson.loads(answer))
-        head = orjson.dumps({"time": rfc3339(time.time()), "verb": verb, "profile": profile, "status": status})
-        line = (head[:-1] + b',"request":' + body + b',"answer":' + answer + b"}").decode("utf-8", "replace")
+        """Queue one line (never blocks: the bytes are copied here, the line is built by the
+        writer thread); drops it when too much is waiting."""
+        size = len(request) + len(answer)
         with self.lock:
-            if self.queued + len(line) > MAX_QUEUED_BYTES:
+            if self.queued + size > MAX_QUEUED_BYTES:
                 self.dropped += 1
                 return
-            self.queued += len(line)
+            self.queued += size
             self.written += 1
+        line = _Line(time.time(), verb, profile, status, bytes(request), answer, size)
         record = logging.LogRecord("capture", logging.INFO, "", 0, line, None, None)
         self._handler.enqueue(record)
 
