@@ -122,3 +122,28 @@ def test_a_series_whose_event_is_gone_is_created_again() -> None:
     recorder.record(event)
     recorder.record(event)
     assert calls == [1, 2] and recorder.posted == 2
+
+
+def test_capture_selector_and_rotation(tmp_path: Any) -> None:
+    import pytest
+
+    from app.observe.capture import Capture, matches, parse_selector
+    from tests.unit.helpers import pod
+
+    selector = parse_selector("team, tier=web, env!=prod")
+    assert matches(selector, {"team": "a", "tier": "web"}) and not matches(selector, {"team": "a", "tier": "db"})
+    assert not matches(selector, {"team": "a", "tier": "web", "env": "prod"}) and not matches(selector, {"tier": "web"})
+    with pytest.raises(ValueError, match="empty term"):
+        parse_selector("a,,b")
+    capture = Capture(str(tmp_path / "c.jsonl"), max_bytes=300, max_files=2, namespaces=["ns"], label_selector="")
+    assert capture.wants(pod()) and not capture.wants(None)
+    capture.start()
+    for i in range(6):
+        capture.offer("filter", "p", 200, b'{"Pod":{"metadata":{"name":"p%d"}}}' % i, b'{"Error":""}')
+    capture.stop()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["c.jsonl", "c.jsonl.1", "c.jsonl.2"]  # rotated, at most maxFiles kept
+    lines = [json.loads(line) for p in tmp_path.iterdir() for line in p.read_text().splitlines()]
+    assert {line["request"]["Pod"]["metadata"]["name"] for line in lines} <= {f"p{i}" for i in range(6)}
+    assert all(line["verb"] == "filter" and line["answer"] == {"Error": ""} for line in lines)
+    assert capture.written == 6 and capture.queued == 0
