@@ -419,6 +419,40 @@ class DiagnosticsConfig(_Model):
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
 
 
+class SchedulingConfig(_Model):
+    """``scheduling:``: the standalone scheduler (``python -m app schedule``) of the profiles that
+    set ``schedulerName``. ``leaderElect`` (true): replicas elect one leader per scheduler on the
+    Lease ``leaseNamespace``/``<schedulerName>``, with kube-scheduler's ``leaseDuration`` (15s),
+    ``renewDeadline`` (10s) and ``retryPeriod`` (2s). ``podInitialBackoff`` (1s) and
+    ``podMaxBackoff`` (10s): the backoff of a pod whose attempt failed; ``podMaxInUnschedulable``
+    (5m): how long a pod no node fits waits for a cluster event before it is tried again."""
+
+    leader_elect: bool = True
+    lease_namespace: str = "kube-system"
+    lease_duration: Duration = "15s"
+    renew_deadline: Duration = "10s"
+    retry_period: Duration = "2s"
+    pod_initial_backoff: Duration = "1s"
+    pod_max_backoff: Duration = "10s"
+    pod_max_in_unschedulable: Duration = "5m"
+
+    @pydantic.field_validator(
+        "lease_duration",
+        "renew_deadline",
+        "retry_period",
+        "pod_initial_backoff",
+        "pod_max_backoff",
+        "pod_max_in_unschedulable",
+    )
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return _positive_duration(value)
+
+    def seconds(self, name: str) -> float:
+        """The duration field ``name`` in seconds."""
+        return parse_duration(getattr(self, name))
+
+
 class Configuration(_Model):
     """The whole service configuration (see the module doc)."""
 
@@ -427,6 +461,7 @@ class Configuration(_Model):
     server: ServerConfig = Field(default_factory=ServerConfig)
     cluster: ClusterConfig | None = None
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
+    scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
     profiles: list[Profile] = Field(min_length=1)
 
     @property
@@ -514,6 +549,16 @@ def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
     if config.server.default_profile and config.server.default_profile not in names:
         name = config.server.default_profile
         problems.append(f"server.defaultProfile: no profile is named {name!r}{did_you_mean(name, names)}")
+    scheduler_names = [p.scheduler_name for p in config.profiles if p.scheduler_name]
+    for name in {n for n in scheduler_names if scheduler_names.count(n) > 1}:
+        problems.append(f"profiles: schedulerName {name!r} is used by more than one profile")
+    for i, profile in enumerate(config.profiles):
+        if profile.scheduler_name and config.cluster is None:
+            problems.append(f"profiles[{i}].schedulerName: scheduling needs cluster state: add a `cluster:` section")
+        if profile.scheduler_name and not profile.plugins.bind:
+            problems.append(
+                f"profiles[{i}].schedulerName: scheduling needs a bind plugin (plugins.bind: DefaultBinder)"
+            )
     binders = [i for i, p in enumerate(config.profiles) if "bind" in p.extender.verbs]
     if len(binders) > 1:
         problems.append(

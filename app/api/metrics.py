@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
@@ -115,6 +115,8 @@ class Metrics:
             registry=self.registry,
         )
         self._rejection_pairs: set[tuple[str, str, str]] = set()
+        self.schedule_attempts: Counter | None = None
+        self.attempt_duration: Histogram | None = None
         self.records = Gauge(
             "scheduler_extender_decision_records",
             "Decisions kept for /explain.",
@@ -163,6 +165,33 @@ class Metrics:
         if outcome.error:
             self.filter_nodes.labels(profile, outcome.error_plugin, "Error").inc()
 
+    def attempt(self, profile: str, result: str, seconds: float) -> None:
+        """A standalone scheduler's attempt (:class:`~app.scheduling.scheduler.SchedulerMetrics`):
+        ``scheduler_schedule_attempts_total{profile,result}`` and
+        ``scheduler_scheduling_attempt_duration_seconds{profile,result}``."""
+        if self.schedule_attempts is None:
+            self.schedule_attempts = Counter(
+                "scheduler_schedule_attempts",
+                "Scheduling attempts of the standalone scheduler by result (scheduled, unschedulable, error).",
+                ["profile", "result"],
+                registry=self.registry,
+            )
+            self.attempt_duration = Histogram(
+                "scheduler_scheduling_attempt_duration_seconds",
+                "Scheduling attempt latency in seconds (the scheduling cycle, and the binding cycle when bound).",
+                ["profile", "result"],
+                buckets=_BUCKETS,
+                registry=self.registry,
+            )
+        self.schedule_attempts.labels(profile, result).inc()
+        assert self.attempt_duration is not None
+        self.attempt_duration.labels(profile, result).observe(seconds)
+
+    def watch_queues(self, counts: Callable[[], dict[str, int]]) -> None:
+        """``scheduler_pending_pods{queue}`` (``active``, ``backoff``, ``unschedulable``) from
+        ``counts()`` at scrape time (the standalone schedulers' queues, summed)."""
+        self.registry.register(_PendingPods(counts))
+
     def decided(self, decision: Decision) -> None:
         """Count a decision by outcome (a listener of :class:`~app.api.handlers.ExtenderService`)."""
         self.decisions.labels(decision.profile, decision.verb, decision_outcome(decision)).inc()
@@ -184,6 +213,21 @@ def decision_outcome(decision: Decision) -> str:
     if verb == "preempt":
         return "victims" if decision.victims else "no_candidates"
     return "bound"
+
+
+class _PendingPods(Collector):
+    def __init__(self, counts: Callable[[], dict[str, int]]) -> None:
+        self.counts = counts
+
+    def describe(self) -> list[object]:
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("scheduler_pending_pods", "Pending pods by queue.", labels=["queue"])
+        counts = self.counts()
+        for queue in ("active", "backoff", "unschedulable"):
+            family.add_metric([queue], counts.get(queue, 0))
+        yield family
 
 
 class ClusterCollector(Collector):

@@ -22,8 +22,11 @@ import logging
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 
@@ -48,11 +51,17 @@ class LeaderElectionSettings:
 class _LeaseSpec(msgspec.Struct, rename="camel"):
     holder_identity: str | None = None
     lease_duration_seconds: int | None = None
+    acquire_time: str | None = None
     renew_time: str | None = None
     lease_transitions: int | None = None
 
 
+class _LeaseMeta(msgspec.Struct, rename="camel"):
+    resource_version: str | None = None
+
+
 class _Lease(msgspec.Struct):
+    metadata: _LeaseMeta | None = None
     spec: _LeaseSpec | None = None
 
 
@@ -147,4 +156,150 @@ class LeaseFollower:
         return LEADER if self._leading else FOLLOWER
 
 
-__all__ = ["FOLLOWER", "LEADER", "LeaderElectionSettings", "LeaseFollower"]
+def micro_time(seconds: float) -> str:
+    """``metav1.MicroTime`` (RFC 3339, microseconds, UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaseElector:
+    """Elects this process the holder of a Lease, as client-go's ``LeaderElector``
+    (k8s.io/client-go/tools/leaderelection/leaderelection.go, ``tryAcquireOrRenew``, with
+    ``resourcelock.LeaseLock``), for the standalone scheduler's replicas.
+
+    Every ``retry_period`` seconds: read the Lease; create it when it does not exist; when another
+    identity holds it and its record was seen to change less than ``lease_duration`` ago (on this
+    process's clock: client-go's ``observedTime``), wait; otherwise write ourselves as the holder
+    (``renewTime`` now; ``acquireTime`` and ``leaseTransitions`` + 1 on a change of holder) with the
+    read ``resourceVersion`` as precondition, so two candidates never both win. The leader stops
+    leading when it has not renewed for ``renew_deadline`` seconds. ``read`` as for
+    :class:`LeaseFollower`; ``create(namespace, body)`` and ``replace(namespace, name, body)``
+    raise :class:`APIError` (409 when another write came first). ``identity``: ``<hostname>_<uuid>``
+    as kube-scheduler's. ``on_start``/``on_stop`` are called from the thread.
+    """
+
+    def __init__(
+        self,
+        settings: LeaderElectionSettings,
+        read: Callable[[str, str], bytes | None],
+        create: Callable[[str, dict[str, Any]], None],
+        replace: Callable[[str, str, dict[str, Any]], None],
+        on_start: Callable[[], None] = lambda: None,
+        on_stop: Callable[[], None] = lambda: None,
+        identity: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.identity = identity or f"{settings.identity}_{uuid.uuid4()}"
+        self._read, self._create, self._replace = read, create, replace
+        self._on_start, self._on_stop = on_start, on_stop
+        self._clock, self._wall = clock, wall
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._record: tuple[str, str | None] | None = None
+        self._observed = 0.0
+        self._renewed = 0.0
+        self._leading = False
+        self.holder = ""
+        self.last_error = ""
+
+    def start(self) -> None:
+        """Run the election in a daemon thread."""
+        self._thread = threading.Thread(target=self._run, name="lease-elector", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop electing (the Lease is left to expire, as client-go without ``ReleaseOnCancel``)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.step()
+            self._stop.wait(self.settings.retry_period)
+
+    def is_leader(self) -> bool:
+        """This process holds the Lease (renewed within ``renew_deadline``)."""
+        return self._leading
+
+    def step(self) -> None:
+        """One ``tryAcquireOrRenew``, then start or stop leading accordingly."""
+        now = self._clock()
+        acquired = self._try_acquire_or_renew(now)
+        if acquired:
+            self._renewed = now
+        leading = acquired or (self._leading and now - self._renewed < self.settings.renew_deadline)
+        if leading and not self._leading:
+            log.info(
+                "Lease %s/%s: %s is the leader", self.settings.lease_namespace, self.settings.lease_name, self.identity
+            )
+            self._leading = True
+            self._on_start()
+        elif self._leading and not leading:
+            log.warning(
+                "Lease %s/%s: not renewed for %.0fs: stopped leading",
+                self.settings.lease_namespace,
+                self.settings.lease_name,
+                self.settings.renew_deadline,
+            )
+            self._leading = False
+            self._on_stop()
+
+    def _try_acquire_or_renew(self, now: float) -> bool:
+        s = self.settings
+        try:
+            raw = self._read(s.lease_namespace, s.lease_name)
+            if raw is None:
+                self._create(s.lease_namespace, self._body(None, None, 0))
+                self.holder = self.identity
+                return True
+            lease = _LEASE.decode(raw)
+        except (APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._error(f"Lease {s.lease_namespace}/{s.lease_name}: {exc}")
+            return False
+        spec = lease.spec or _LeaseSpec()
+        record = (spec.holder_identity or "", spec.renew_time)
+        if record != self._record:
+            self._record, self._observed = record, now
+        self.holder = record[0]
+        duration = spec.lease_duration_seconds or s.lease_duration
+        if self.holder and self.holder != self.identity and now - self._observed < duration:
+            return False  # held by another candidate, renewed recently
+        ours = self.holder == self.identity
+        transitions = (spec.lease_transitions or 0) + (0 if ours else 1)
+        version = lease.metadata.resource_version if lease.metadata is not None else None
+        body = self._body(version, spec.acquire_time if ours else None, transitions)
+        try:
+            self._replace(s.lease_namespace, s.lease_name, body)
+        except APIError as exc:
+            self._error(f"Lease {s.lease_namespace}/{s.lease_name}: {exc}")
+            return False
+        self.holder = self.identity
+        self._record = None  # our own write: observed anew on the next read
+        return True
+
+    def _body(self, resource_version: str | None, acquire_time: str | None, transitions: int) -> dict[str, Any]:
+        s = self.settings
+        now = micro_time(self._wall())
+        meta: dict[str, Any] = {"name": s.lease_name, "namespace": s.lease_namespace}
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(s.lease_duration),
+                "acquireTime": acquire_time or now,
+                "renewTime": now,
+                "leaseTransitions": transitions,
+            },
+        }
+
+    def _error(self, error: str) -> None:
+        if error != self.last_error:  # once per distinct error, not every retryPeriod
+            log.warning("%s", error)
+        self.last_error = error
+
+
+__all__ = ["FOLLOWER", "LEADER", "LeaderElectionSettings", "LeaseElector", "LeaseFollower", "micro_time"]

@@ -110,6 +110,11 @@ class ClusterRuntime:
     def _warm_up(self) -> None:
         self._admit_at = time.monotonic() + self.bind_deadline + WATCH_MARGIN
 
+    def start_warm_up(self) -> None:
+        """This process just became a leader (of its own Lease): admit binds only once a Binding
+        the previous leader sent can no longer be in flight (:meth:`bind_admission`)."""
+        self._warm_up()
+
     def bind_admission(self) -> str | None:
         """Why a bind may not reserve anything now, or ``None`` when it may.
 

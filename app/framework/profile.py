@@ -140,9 +140,14 @@ class ExtenderSettings(_Model):
 
 
 class Profile(_Model):
-    """One profile: served at ``/{name}/{verb}`` (and at ``/{verb}`` when it is the default)."""
+    """One profile: served at ``/{name}/{verb}`` (and at ``/{verb}`` when it is the default).
+
+    ``schedulerName``: with ``python -m app schedule``, this profile also schedules the pods whose
+    ``spec.schedulerName`` it is, on its own (the standalone scheduler, :mod:`app.scheduling`).
+    """
 
     name: str
+    scheduler_name: str | None = None
     extender: ExtenderSettings = Field(default_factory=ExtenderSettings)
     plugins: Plugins = Field(default_factory=Plugins)
     plugin_config: list[PluginConfig] = Field(default_factory=list)
@@ -162,4 +167,13 @@ class Profile(_Model):
             "openapi.json",
         ):
             raise ValueError(f"{name!r} is reserved for a route of the service")
+        return name
+
+    @field_validator("scheduler_name")
+    @classmethod
+    def _scheduler_name(cls, name: str | None) -> str | None:
+        if name is not None and (len(name) > 63 or not _DNS_LABEL.match(name)):
+            raise ValueError("must be a DNS-1123 label (it names the scheduler's Lease too)")
+        if name == "default-scheduler":
+            raise ValueError("'default-scheduler' is kube-scheduler's own: choose another name")
         return name

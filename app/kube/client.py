@@ -221,6 +221,23 @@ class KubeClient:
             raise api_error(exc) from exc
         return str(info.git_version or "")
 
+    def set_pod_condition(self, namespace: str, name: str, condition: dict[str, Any], timeout: float = 5.0) -> None:
+        """Strategic-merge PATCH of ``pods/status`` with one condition (merged by ``type``), as
+        kube-scheduler's ``updatePod`` writes ``PodScheduled``."""
+        patch = {"status": {"conditions": [condition]}}
+        _discard(self.core.patch_namespaced_pod_status, name, namespace, patch, _request_timeout=timeout)
+
+    def create_lease(self, namespace: str, body: dict[str, Any], timeout: float = 5.0) -> None:
+        """POST a ``coordination.k8s.io/v1`` Lease (409 ``AlreadyExists`` when another came first)."""
+        lease: Any = body
+        _discard(self.coordination.create_namespaced_lease, namespace, lease, _request_timeout=timeout)
+
+    def replace_lease(self, namespace: str, name: str, body: dict[str, Any], timeout: float = 5.0) -> None:
+        """PUT a Lease; ``metadata.resourceVersion`` is the precondition (409 ``Conflict`` when it
+        changed since it was read)."""
+        lease: Any = body
+        _discard(self.coordination.replace_namespaced_lease, name, namespace, lease, _request_timeout=timeout)
+
     def get_lease(self, namespace: str, name: str, timeout: float) -> bytes | None:
         """The raw JSON of a ``coordination.k8s.io/v1`` Lease, or ``None`` when it does not exist."""
         resp: Any

@@ -33,9 +33,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from app.cluster.leader import micro_time
 from app.framework.status import Code
 from app.kube.errors import APIError
 from app.observe.decisions import Decision
@@ -93,11 +93,6 @@ def _note(text: str) -> str:
     return text if len(data) <= NOTE_LIMIT else data[: NOTE_LIMIT - 3].decode("utf-8", "ignore") + "..."
 
 
-def _micro_time(seconds: float) -> str:
-    """``metav1.MicroTime`` in JSON: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 @dataclass
 class _Series:
     """The cached Event of one isomorphism key (upstream's ``eventCache`` entry)."""
@@ -126,6 +121,7 @@ class EventRecorder:
         refresh_time: float = REFRESH_TIME,
         instance: str | None = None,
         clock: Callable[[], float] = time.time,
+        reporting_controller: str = REPORTING_CONTROLLER,
     ) -> None:
         self._create = create
         self._patch = patch
@@ -133,7 +129,8 @@ class EventRecorder:
         self.burst = burst
         self.finish_time = finish_time
         self.refresh_time = refresh_time
-        self.instance = instance or f"{REPORTING_CONTROLLER}-{os.environ.get('HOSTNAME') or socket.gethostname()}"
+        self.reporting_controller = reporting_controller
+        self.instance = instance or f"{reporting_controller}-{os.environ.get('HOSTNAME') or socket.gethostname()}"
         self._clock = clock
         self._queue: queue.Queue[PodEvent] = queue.Queue(MAX_QUEUED)
         self._cache: dict[tuple[str, ...], _Series] = {}
@@ -149,8 +146,11 @@ class EventRecorder:
     def observe(self, decision: Decision) -> None:
         """Queue the event ``decision`` deserves, if any (never blocks)."""
         event = event_for(decision)
-        if event is None:
-            return
+        if event is not None:
+            self.post(event)
+
+    def post(self, event: PodEvent) -> None:
+        """Queue ``event`` (never blocks; dropped and counted when 1000 are waiting)."""
         try:
             self._queue.put_nowait(event)
         except queue.Full:
@@ -214,8 +214,8 @@ class EventRecorder:
             "kind": "Event",
             # upstream's name: the regarding object's name and the time in hex nanoseconds
             "metadata": {"name": f"{event.name}.{int(now * 1e9):x}", "namespace": event.namespace},
-            "eventTime": _micro_time(now),
-            "reportingController": REPORTING_CONTROLLER,
+            "eventTime": micro_time(now),
+            "reportingController": self.reporting_controller,
             "reportingInstance": self.instance,
             "action": event.action,
             "reason": event.reason,
@@ -227,7 +227,7 @@ class EventRecorder:
 
     def _write_series(self, series: _Series) -> None:
         series.refreshed = self._clock()
-        patch = {"series": {"count": series.count, "lastObservedTime": _micro_time(series.last_observed)}}
+        patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last_observed)}}
         meta = series.body["metadata"]
         if self._write(meta["namespace"], series.body, patch):
             series.written_count = series.count

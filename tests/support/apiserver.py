@@ -115,6 +115,10 @@ class FakeAPIServer:
         self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}, "leases": {}, "events": {}}
         #: ("create" | "patch", namespace/name) of every events.k8s.io write, in order
         self.event_writes: list[tuple[str, str]] = []
+        #: (lease name, holderIdentity) of every Lease write, in order
+        self.lease_writes: list[tuple[str, str]] = []
+        #: (namespace/name, patch) of every pods/status PATCH
+        self.status_patches: list[tuple[str, Obj]] = []
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
         self.podgroup_crd = True
         #: whether lists at resourceVersion 0 are served whole, from the watch cache (kube-apiserver's
@@ -228,6 +232,53 @@ class FakeAPIServer:
             return copy.deepcopy(self.objects["pods"].get(f"{namespace}/{name}"))
 
     # -- request handling --------------------------------------------------------------------------
+
+    def write_lease(self, namespace: str, name: str, body: Obj, create: bool) -> tuple[int, Obj]:
+        """Create (``POST``: 409 ``AlreadyExists`` when it exists) or replace (``PUT``: 404 when
+        missing, 409 ``Conflict`` when ``metadata.resourceVersion`` is not the stored one) a Lease,
+        as kube-apiserver's optimistic concurrency does; each write bumps the resourceVersion."""
+        key = f"{namespace}/{name}"
+        with self.lock:
+            current = self.objects["leases"].get(key)
+            if create and current is not None:
+                return 409, status_body(409, "AlreadyExists", f'leases.coordination.k8s.io "{name}" already exists')
+            if not create:
+                if current is None:
+                    return 404, status_body(404, "NotFound", f'leases.coordination.k8s.io "{name}" not found')
+                given = (body.get("metadata") or {}).get("resourceVersion")
+                if given != current["metadata"].get("resourceVersion"):
+                    message = (
+                        f'Operation cannot be fulfilled on leases.coordination.k8s.io "{name}": '
+                        "the object has been modified"
+                    )
+                    return 409, status_body(409, "Conflict", message)
+            self.rv += 1
+            stored = copy.deepcopy(body)
+            stored["metadata"] = {**(body.get("metadata") or {}), "name": name, "namespace": namespace}
+            stored["metadata"]["resourceVersion"] = str(self.rv)
+            self.objects["leases"][key] = stored
+            self.lease_writes.append((name, stored["spec"].get("holderIdentity", "")))
+            return (201 if create else 200), stored
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> tuple[int, Obj]:
+        """``PATCH pods/{name}/status``: ``status.conditions`` merged by ``type`` (the strategic
+        merge key), other status fields replaced; emitted as MODIFIED."""
+        with self.lock:
+            current = self.objects["pods"].get(f"{namespace}/{name}")
+            if current is None:
+                return 404, status_body(404, "NotFound", f'pods "{name}" not found')
+            new = copy.deepcopy(current)
+            status = new.setdefault("status", {})
+            for key, value in (patch.get("status") or {}).items():
+                if key == "conditions":
+                    by_type = {c.get("type"): c for c in status.get("conditions") or []}
+                    for condition in value or []:
+                        by_type[condition.get("type")] = {**by_type.get(condition.get("type"), {}), **condition}
+                    status["conditions"] = list(by_type.values())
+                else:
+                    status[key] = value
+            self.status_patches.append((f"{namespace}/{name}", copy.deepcopy(patch)))
+            return 200, self.put("pods", new)
 
     def create_event(self, namespace: str, body: Obj) -> tuple[int, Obj]:
         """``POST /apis/events.k8s.io/v1/namespaces/{ns}/events``: stored under ``events``
@@ -451,6 +502,9 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
             if segs[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and segs[5:] == ["events"]:
                 self._send(*api.create_event(segs[4], body))
                 return
+            if segs[:4] == ["apis", "coordination.k8s.io", "v1", "namespaces"] and segs[5:] == ["leases"]:
+                self._send(*api.write_lease(segs[4], (body.get("metadata") or {}).get("name", ""), body, create=True))
+                return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
         def do_PATCH(self) -> None:
@@ -471,8 +525,20 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                     api.patches.append((f"{segs[3]}/{segs[5]}", annotations))
                     self._send(200, api.put("pods", new))
                 return
+            if len(segs) == 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4:7:2] == ["pods", "status"]:
+                self._send(*api.patch_pod_status(segs[3], segs[5], body))
+                return
             if segs[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and len(segs) == 7 and segs[5] == "events":
                 self._send(*api.patch_event(segs[4], segs[6], body))
+                return
+            self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+
+        def do_PUT(self) -> None:
+            """``PUT .../leases/{name}``: a replace with ``metadata.resourceVersion`` as precondition."""
+            _path, segs, _ = self._route()
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if segs[:4] == ["apis", "coordination.k8s.io", "v1", "namespaces"] and len(segs) == 7:
+                self._send(*api.write_lease(segs[4], segs[6], body, create=False))
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 

@@ -1,0 +1,172 @@
+"""The standalone scheduler's scheduling queue, as kube-scheduler's ``PriorityQueue``
+(pkg/scheduler/backend/queue/scheduling_queue.go, v1.30's ``internal/queue``):
+
+- **activeQ**: pods ready to be tried, highest ``spec.priority`` first, then the earliest added
+  (``PrioritySort``: ``pInfo.Timestamp``, the time the pod entered the queue);
+- **backoffQ**: pods that failed with an error, or that left the unschedulable pool while still
+  backing off; a pod's backoff is ``initial_backoff`` (1 s) doubled per attempt up to
+  ``max_backoff`` (10 s) (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``);
+- **unschedulable pool**: pods no node fits. They move back (to activeQ, or to backoffQ while
+  backing off) on a cluster event that may let them fit (``move_all``: a node added or changed,
+  a pod deleted, a reservation dropped, a PodGroup changed), when their own object changes, when
+  a sibling of their pod group arrives (``activate``, as Coscheduling's ``ActivateSiblings``), or
+  after ``max_unschedulable`` seconds (``podMaxInUnschedulablePodsDuration``, 5 minutes).
+
+Not thread-safe: one scheduler thread owns it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from app.framework.types import PodInfo
+
+ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in_flight"
+
+
+@dataclass
+class QueuedPod:
+    """A pod in the queue: its latest record, attempts so far, when it entered the queue, where
+    it is, and (backoff) when it may be tried again / (unschedulable) since when it is parked."""
+
+    pod: PodInfo
+    added: float
+    attempts: int = 0
+    where: str = ACTIVE
+    ready_at: float = 0.0
+    parked_at: float = 0.0
+
+
+class SchedulingQueue:
+    """See the module doc. ``clock``: monotonic seconds (tests pass their own)."""
+
+    def __init__(
+        self,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_unschedulable: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_unschedulable = max_unschedulable
+        self._clock = clock
+        self._pods: dict[str, QueuedPod] = {}
+        self._active: list[tuple[int, float, int, str]] = []
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def counts(self) -> dict[str, int]:
+        """Pods per queue (``active``, ``backoff``, ``unschedulable``; and being scheduled)."""
+        out = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+        for entry in self._pods.values():
+            out[entry.where] += 1
+        return out
+
+    def get(self, uid: str) -> QueuedPod | None:
+        """The queued pod with ``uid``."""
+        return self._pods.get(uid)
+
+    # -- what the watch shows ------------------------------------------------------------------
+
+    def sync(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
+        """Make the queue hold exactly ``pending`` (the pods waiting for this scheduler, as the
+        watch shows them): new pods enter activeQ, a changed pod in the unschedulable pool is moved
+        back, pods no longer pending (bound, deleted) leave, except one being scheduled. Returns
+        the pods that entered."""
+        now = self._clock()
+        seen: set[str] = set()
+        added: list[PodInfo] = []
+        for pod in pending:
+            seen.add(pod.uid)
+            entry = self._pods.get(pod.uid)
+            if entry is None:
+                self._pods[pod.uid] = QueuedPod(pod, now)
+                self._push(pod.uid)
+                added.append(pod)
+            elif entry.pod is not pod:
+                entry.pod = pod
+                if entry.where == UNSCHEDULABLE:  # its object changed: worth another try
+                    self._move_back(entry, now)
+        for uid in [u for u, e in self._pods.items() if u not in seen and e.where != IN_FLIGHT]:
+            del self._pods[uid]
+        return added
+
+    # -- the scheduling loop -------------------------------------------------------------------
+
+    def pop(self) -> PodInfo | None:
+        """The next pod to try (marked in flight), or ``None`` when none is ready. Backed-off
+        pods whose time has come and pods parked for ``max_unschedulable`` join activeQ first."""
+        now = self._clock()
+        for uid, entry in self._pods.items():
+            if entry.where == BACKOFF and entry.ready_at <= now:
+                entry.where = ACTIVE
+                self._push(uid)
+            elif entry.where == UNSCHEDULABLE and now - entry.parked_at >= self.max_unschedulable:
+                self._move_back(entry, now)
+        while self._active:
+            _, _, _, uid = heapq.heappop(self._active)
+            found = self._pods.get(uid)
+            if found is not None and found.where == ACTIVE:
+                found.where = IN_FLIGHT
+                found.attempts += 1
+                return found.pod
+        return None
+
+    def done(self, uid: str) -> None:
+        """The pod was bound: it leaves the queue."""
+        self._pods.pop(uid, None)
+
+    def failed(self, uid: str, unschedulable: bool) -> None:
+        """The attempt failed: no node fits (``unschedulable``: to the unschedulable pool) or an
+        error (to backoffQ). A pod that left the cluster meanwhile is forgotten."""
+        entry = self._pods.get(uid)
+        if entry is None:
+            return
+        now = self._clock()
+        entry.ready_at = now + self.backoff(entry.attempts)
+        if unschedulable:
+            entry.where, entry.parked_at = UNSCHEDULABLE, now
+        else:
+            entry.where = BACKOFF
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds of backoff after ``attempts`` attempts (1 s doubling to 10 s)."""
+        return float(min(self.initial_backoff * 2.0 ** max(attempts - 1, 0), self.max_backoff))
+
+    def move_all(self) -> int:
+        """A cluster event that may let parked pods fit: every unschedulable pod goes back to
+        activeQ (or backoffQ while backing off). Returns how many moved."""
+        now = self._clock()
+        parked = [e for e in self._pods.values() if e.where == UNSCHEDULABLE]
+        for entry in parked:
+            self._move_back(entry, now)
+        return len(parked)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods (siblings of a pod group) straight to activeQ, backoff or not."""
+        for uid in uids:
+            entry = self._pods.get(uid)
+            if entry is not None and entry.where in (BACKOFF, UNSCHEDULABLE):
+                entry.where = ACTIVE
+                self._push(uid)
+
+    def _move_back(self, entry: QueuedPod, now: float) -> None:
+        if entry.ready_at > now:
+            entry.where = BACKOFF
+        else:
+            entry.where = ACTIVE
+            self._push(entry.pod.uid)
+
+    def _push(self, uid: str) -> None:
+        entry = self._pods[uid]
+        heapq.heappush(self._active, (-entry.pod.priority, entry.added, next(self._seq), uid))
+
+
+__all__ = ["ACTIVE", "BACKOFF", "IN_FLIGHT", "UNSCHEDULABLE", "QueuedPod", "SchedulingQueue"]

@@ -1,0 +1,185 @@
+"""The standalone scheduler (``python -m app schedule``) against the test API server: the shipped
+examples schedule their pods, the ip-scheduler never puts more than 10 on a node, pods that do not
+fit get PodScheduled=False with kube-scheduler's message and FailedScheduling events and are bound
+as soon as a pod is deleted, and two replicas elect one leader."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.conftest import REPO, free_port
+from tests.support.apiserver import FakeAPIServer, node, pod
+
+
+class Scheduler:
+    """``python -m app schedule`` as a child process."""
+
+    def __init__(self, config: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = config.parent / f"schedule-{self.port}.log"
+        cmd = [sys.executable, "-m", "app", "schedule", "--config", str(config), "--port", str(self.port)]
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def config(tmp: Path, api: FakeAPIServer, example: str, **scheduling: Any) -> Path:
+    kubeconfig = tmp / "kubeconfig"
+    kubeconfig.write_text(api.kubeconfig())
+    doc = yaml.safe_load((REPO / "examples" / example).read_text())
+    doc["cluster"] = {"kubeconfig": str(kubeconfig)}
+    # quick leader election and retries for the tests (the defaults are kube-scheduler's: 15s/10s/2s)
+    doc["scheduling"] = {"leaseDuration": "3s", "renewDeadline": "2s", "retryPeriod": "500ms", **scheduling}
+    path = tmp / example
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def pending(name: str, scheduler: str, cpu: str = "100m") -> dict[str, Any]:
+    doc = pod(name, cpu=cpu)
+    doc["spec"]["schedulerName"] = scheduler
+    return doc
+
+
+def wait_for(check: Callable[[], Any], seconds: float = 20.0, what: str = "") -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def bound(api: FakeAPIServer) -> dict[str, str]:
+    with api.lock:
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in api.objects["pods"].values()
+            if p["spec"].get("nodeName")
+        }
+
+
+def events(api: FakeAPIServer, reason: str) -> list[dict[str, Any]]:
+    with api.lock:
+        return [e for e in api.objects["events"].values() if e["reason"] == reason]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAPIServer]:
+    server = FakeAPIServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_chaos_scheduler_binds_its_pods_and_only_its_pods(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(12):
+        api.put("nodes", node(f"n{i}"))
+    for i in range(8):
+        api.put("pods", pending(f"chaos-{i}", "chaos-scheduler"))
+    api.put("pods", pending("someone-elses", "default-scheduler"))
+    scheduler = Scheduler(config(tmp_path, api, "chaos-scheduler.yaml"))
+    try:
+        placed = wait_for(lambda: len(bound(api)) >= 8 and bound(api), what="8 chaos pods bound")
+        assert set(placed) == {f"chaos-{i}" for i in range(8)}  # never the default scheduler's pod
+        assert {b["metadata"]["uid"] for b in api.bindings} == {f"uid-default-chaos-{i}" for i in range(8)}
+        scheduled = wait_for(lambda: len(events(api, "Scheduled")) >= 8 and events(api, "Scheduled"), what="events")
+        assert {e["reportingController"] for e in scheduled} == {"chaos-scheduler"}
+        assert scheduled[0]["note"].startswith("Successfully assigned default/chaos-")
+        metrics = httpx.get(f"{scheduler.url}/metrics").text
+        assert 'scheduler_schedule_attempts_total{profile="chaos",result="scheduled"} 8.0' in metrics
+        assert 'scheduler_pending_pods{queue="active"} 0.0' in metrics
+        explained = httpx.get(f"{scheduler.url}/explain/default/chaos-0").json()
+        assert [a["verb"] for a in explained["attempts"]][-1] == "bind"
+    finally:
+        scheduler.stop()
+
+
+def test_ip_scheduler_keeps_ten_per_node_and_binds_when_a_slot_frees(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(2):
+        api.put("nodes", node(f"n{i}"))
+    for i in range(23):
+        api.put("pods", pending(f"ip-{i:02d}", "ip-scheduler"))
+    scheduler = Scheduler(config(tmp_path, api, "ip-scheduler.yaml"))
+    try:
+        wait_for(lambda: len(bound(api)) == 20, what="20 pods bound")
+        time.sleep(1.0)  # the three left over stay pending
+        placed = bound(api)
+        assert len(placed) == 20 and sorted(placed.values()).count("n0") == 10
+        left = sorted({f"ip-{i:02d}" for i in range(23)} - set(placed))
+        message = "0/2 nodes are available: 2 pool underlay-ip exhausted: 10/10 in use."
+        with api.lock:
+            conditions = {
+                name: next(
+                    c
+                    for c in api.objects["pods"][f"default/{name}"]["status"]["conditions"]
+                    if c["type"] == "PodScheduled"
+                )
+                for name in left
+            }
+        assert all(
+            c["status"] == "False" and c["reason"] == "Unschedulable" and c["message"] == message
+            for c in conditions.values()
+        )
+        failed = wait_for(lambda: events(api, "FailedScheduling"), what="FailedScheduling")
+        assert {e["regarding"]["name"] for e in failed} == set(left) and failed[0]["note"] == message
+        freed_at = time.monotonic()
+        api.delete("pods", f"default/{next(iter(placed))}")  # a slot frees
+        wait_for(lambda: len(bound(api)) == 20 and set(bound(api)) & set(left), seconds=10, what="a parked pod bound")
+        assert time.monotonic() - freed_at < 5  # moved by the event, not the 5-minute flush
+    finally:
+        scheduler.stop()
+
+
+def test_two_replicas_elect_one_leader_and_the_other_takes_over(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(4):
+        api.put("nodes", node(f"n{i}"))
+    path = config(tmp_path, api, "chaos-scheduler.yaml")
+    first = Scheduler(path)
+    wait_for(lambda: api.lease_writes, what="a Lease")
+    second = Scheduler(path)
+    try:
+        time.sleep(2.0)
+        holders = {holder for _, holder in api.lease_writes}
+        assert len(holders) == 1  # the second replica never wrote itself as the holder
+        first.stop(signal.SIGKILL)  # the leader dies without releasing the Lease
+        wait_for(lambda: len({h for _, h in api.lease_writes}) == 2, seconds=15, what="a takeover")
+        for i in range(5):
+            api.put("pods", pending(f"after-{i}", "chaos-scheduler"))
+        wait_for(lambda: len(bound(api)) >= 4, seconds=20, what="pods bound by the new leader")
+        names = [b["metadata"]["name"] for b in api.bindings]
+        assert len(names) == len(set(names))  # no pod bound twice
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_schedule_refuses_a_configuration_without_scheduler_names(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "schedule", "--config", str(REPO / "examples" / "cluster.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "none")},
+        timeout=60,
+    )
+    assert out.returncode == 1 and "no profile sets schedulerName" in out.stderr
