@@ -41,7 +41,7 @@ from app.config import (
     TLSConfig,
     memory_limit_bytes,
 )
-from app.framework.registry import Registry
+from app.framework.registry import PolicyRule, Registry
 
 #: Where the install guide puts each file on a kubeadm control-plane node.
 SCHEDULER_CONFIG_PATH = "/etc/kubernetes/kube-scheduler-config.yaml"
@@ -229,12 +229,9 @@ def service_config(config: Configuration, *, kubeconfig: str | None) -> dict[str
     return mounted.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
-    """RBAC rules the service needs: none without ``cluster:``; else list/watch of nodes and pods
-    (the cache), ``pods`` patch (re-queue assistance, when on), ``events.k8s.io`` events create
-    and patch (pod events, when on), plus each enabled plugin's declared
-    :class:`~app.framework.registry.PolicyRule` (``DefaultBinder``: ``pods/binding`` create and
-    ``pods`` get), merged by group and resource."""
+def _policy_rules(config: Configuration, registry: Registry, scheduling: bool = False) -> list[PolicyRule]:
+    """The rules of :func:`extender_rules`, unmerged; ``scheduling``: of the standalone scheduler
+    (whose profiles with ``schedulerName`` bind, whatever verbs they serve)."""
     if config.cluster is None:
         return []
     rules = list(CACHE_RBAC)
@@ -244,11 +241,16 @@ def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, 
         rules.append(EVENTS_RBAC)
     for profile in config.profiles:
         refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption]
-        if "bind" in profile.extender.verbs:
+        if "bind" in profile.extender.verbs or (scheduling and profile.scheduler_name):
             refs += profile.plugins.bind
         for ref in refs:
             entry = registry.get(ref.name)
             rules += entry.rbac if entry is not None else ()
+    return rules
+
+
+def merge_rules(rules: list[PolicyRule]) -> list[dict[str, Any]]:
+    """``rules`` as ClusterRole rules, one per group and resource, verbs merged in a stable order."""
     merged: dict[tuple[str, str], set[str]] = {}
     for rule in rules:
         for g in rule.api_groups:
@@ -263,6 +265,15 @@ def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, 
         }
         for (g, r), v in sorted(merged.items())
     ]
+
+
+def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
+    """RBAC rules the service needs: none without ``cluster:``; else list/watch of nodes and pods
+    (the cache), ``pods`` patch (re-queue assistance, when on), ``events.k8s.io`` events create
+    and patch (pod events, when on), plus each enabled plugin's declared
+    :class:`~app.framework.registry.PolicyRule` (``DefaultBinder``: ``pods/binding`` create and
+    ``pods`` get), merged by group and resource."""
+    return merge_rules(_policy_rules(config, registry))
 
 
 def _extender_kubeconfig(config: Configuration) -> str | None:
@@ -732,6 +743,8 @@ def render(config: Configuration, registry: Registry, options: RenderOptions, so
         out[f"second-scheduler/{name}"] = text
     for name, text in kubeadm_wiring(config, options, source).items():
         out[f"kubeadm/{name}"] = text
+    for name, text in standalone_scheduler(plain, registry, options, source).items():
+        out[f"scheduler/{name}"] = text
     if options.extender_image == LOCAL_IMAGE:
         note = (
             f"# NOTE: the image {LOCAL_IMAGE} is built locally (make image) and served by no registry: push it to "
@@ -751,6 +764,120 @@ def _scheduler_wiring(config: Configuration) -> tuple[str, list[tuple[str, str]]
         ("scheduler-config", SCHEDULER_CONFIG_PATH),
         *_tls_files(config, "scheduler"),
     ]
+
+
+#: What the standalone scheduler needs beyond the extender's rules (kube-scheduler's own verbs):
+#: bind, write PodScheduled, post events, and elect a leader on its Lease.
+SCHEDULER_RBAC = (
+    PolicyRule(("",), ("pods",), ("get", "list", "watch")),
+    PolicyRule(("",), ("pods/binding",), ("create",)),
+    PolicyRule(("",), ("pods/status",), ("patch",)),
+    PolicyRule(("events.k8s.io",), ("events",), ("create", "patch")),
+    PolicyRule(("coordination.k8s.io",), ("leases",), ("get", "create", "update")),
+)
+
+
+def standalone_scheduler(
+    config: Configuration, registry: Registry, options: RenderOptions, source: str
+) -> dict[str, str]:
+    """``scheduler/``, for profiles with ``schedulerName``: a Deployment running ``python -m app
+    schedule`` (two replicas electing a leader on each scheduler's Lease), its configuration as a
+    ConfigMap generated with a content hash, a ServiceAccount and a ClusterRole with the
+    extender's rules plus :data:`SCHEDULER_RBAC`. The server stays on loopback; probes run
+    inside the container. Empty when no profile sets ``schedulerName``."""
+    names = [p.scheduler_name for p in config.profiles if p.scheduler_name]
+    if not names:
+        return {}
+    ns = options.namespace
+    name = names[0] if len(names) == 1 else "scheduler-extender-scheduler"
+    sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
+    rules = merge_rules([*_policy_rules(config, registry, scheduling=True), *SCHEDULER_RBAC])
+    mounted = "/etc/scheduler-extender/config.yaml"
+    probe_script = (
+        "import sys, urllib.request; "
+        f"sys.exit(urllib.request.urlopen('http://127.0.0.1:{config.server.port}/{{}}', timeout=2).status != 200)"
+    )
+
+    def probe(path: str, **timing: int) -> dict[str, Any]:
+        return {"exec": {"command": ["python", "-c", probe_script.format(path)]}, **timing}
+
+    container = {
+        "name": "scheduler",
+        "image": options.extender_image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python", "-m", "app", "schedule"],
+        "args": ["--config", mounted],
+        "startupProbe": {
+            "exec": {"command": ["python", "-c", probe_script.format("healthz")]},
+            "periodSeconds": 2,
+            "failureThreshold": 30,
+        },
+        "livenessProbe": {
+            "exec": {"command": ["python", "-c", probe_script.format("healthz")]},
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+        },
+        "readinessProbe": {
+            "exec": {"command": ["python", "-c", probe_script.format("readyz")]},
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+        },
+        "resources": extender_resources(config),
+        "securityContext": _security_context(),
+        "volumeMounts": [{"name": "config", "mountPath": "/etc/scheduler-extender", "readOnly": True}],
+    }
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, ns),
+        "spec": {
+            "replicas": SECOND_SCHEDULER_REPLICAS,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": name,
+                    "priorityClassName": "system-cluster-critical",
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [container],
+                    "volumes": [{"name": "config", "configMap": {"name": f"{name}-config"}}],
+                },
+            },
+        },
+    }
+    files = {
+        "deployment.yaml": dump(deployment),
+        "serviceaccount.yaml": dump({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, ns)}),
+        "rbac.yaml": dump(_cluster_role(name, rules), _binding("ClusterRoleBinding", name, "ClusterRole", name, sa)),
+    }
+    out = {
+        k: _header(f"scheduler/{k}: the standalone scheduler `{name}` ({', '.join(names)}).", source) + v
+        for k, v in files.items()
+    }
+    out["scheduler-extender-config.yaml"] = _header(
+        "scheduler/scheduler-extender-config.yaml: the scheduler's configuration (a ConfigMap generated by "
+        "kustomization.yaml; credentials: the in-cluster service account).",
+        source,
+    ) + dump(service_config(config, kubeconfig=None))
+    out["kustomization.yaml"] = _header(
+        "`kubectl apply -k` this directory (the ConfigMap's name carries a hash of its content).", source
+    ) + dump(
+        {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": sorted(files),
+            "configMapGenerator": [
+                {
+                    "name": f"{name}-config",
+                    "namespace": ns,
+                    "files": ["config.yaml=scheduler-extender-config.yaml"],
+                    "options": {"labels": _meta(name, ns)["labels"]},
+                }
+            ],
+        }
+    )
+    return out
 
 
 def kubeadm_patch(config: Configuration) -> list[dict[str, Any]]:

@@ -92,6 +92,7 @@ CONFIGS = {
     "cluster": lambda tmp: REPO / "examples" / "cluster.yaml",
     "two-profiles": lambda tmp: REPO / "examples" / "two-profiles.yaml",
     "stateful": lambda tmp: REPO / "examples" / "stateful.yaml",
+    "ip-scheduler": lambda tmp: REPO / "examples" / "ip-scheduler.yaml",
     "cluster-no-bind": _no_bind_cluster_config,
     "tls": lambda tmp: _tls_config(tmp, {"caFile": "/etc/kubernetes/pki/scheduler-extender-ca.crt"}),
     "mtls": lambda tmp: _tls_config(
@@ -206,7 +207,8 @@ def test_every_volume_mount_names_a_volume_and_every_volume_is_mounted(
 ) -> None:
     _, _, files = rendered
     specs = _pod_specs(files)
-    assert len(specs) == 3
+    # two static pods and the second scheduler, and the standalone scheduler with schedulerName
+    assert len(specs) == 3 + any(n.startswith("scheduler/") for n in files)
     for name, spec in specs:
         volumes = {v["name"] for v in spec.get("volumes", [])}
         mounted = {m["name"] for c in spec["containers"] for m in c.get("volumeMounts", [])}
@@ -415,3 +417,24 @@ def test_host_files_the_manifests_mount_are_the_ones_the_install_guide_copies() 
     # and each copied file is the one whose header names that destination
     for src, dst in installs:
         assert dst in (REPO / src).read_text().splitlines()[0], f"{src}'s header does not name {dst}"
+
+
+def test_standalone_scheduler_deployment_runs_schedule_with_its_rights() -> None:
+    files = _render(REPO / "examples" / "ip-scheduler.yaml")
+    (deployment,) = _docs(files["scheduler/deployment.yaml"])
+    spec = deployment["spec"]
+    assert deployment["metadata"]["name"] == "ip-scheduler" and spec["replicas"] == 2
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["command"] == ["python", "-m", "app", "schedule"]
+    assert container["args"] == ["--config", "/etc/scheduler-extender/config.yaml"]
+    assert "127.0.0.1:8888/healthz" in container["livenessProbe"]["exec"]["command"][-1]  # loopback only
+    config = yaml.safe_load(files["scheduler/scheduler-extender-config.yaml"])
+    assert config["server"]["host"] == "127.0.0.1" and config["profiles"][0]["schedulerName"] == "ip-scheduler"
+    assert config["cluster"].get("kubeconfig") is None  # the in-cluster service account
+    role = next(d for d in _docs(files["scheduler/rbac.yaml"]) if d["kind"] == "ClusterRole")
+    rights = {(r["apiGroups"][0], r["resources"][0]): set(r["verbs"]) for r in role["rules"]}
+    assert {"create"} <= rights[("", "pods/binding")] and {"patch"} <= rights[("", "pods/status")]
+    assert {"get", "create", "update"} <= rights[("coordination.k8s.io", "leases")]
+    assert {"create", "patch"} <= rights[("events.k8s.io", "events")]
+    assert {"list", "watch"} <= rights[("", "nodes")] and {"list", "watch"} <= rights[("", "pods")]
+    assert "scheduler/deployment.yaml" not in _render(REPO / "examples" / "cluster.yaml")

@@ -1,0 +1,168 @@
+"""The standalone scheduler's pieces against kube-scheduler's semantics: queue order and backoff,
+the FitError message, selectHost's reservoir sampling, and Lease election with preconditions."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from app.cluster.leader import LeaderElectionSettings, LeaseElector
+from app.framework import NodeInfo, Status
+from app.kube.errors import APIError
+from app.scheduling.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
+from app.scheduling.scheduler import fit_error_message, select_host
+from tests.unit.helpers import pod
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_queue_orders_by_priority_then_arrival_and_backs_off_errors() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    low, high, later_high = pod("low", uid="l"), pod("high", uid="h", priority=10), pod("h2", uid="h2", priority=10)
+    q.sync([low, high])
+    clock.now += 1
+    q.sync([low, high, later_high])
+    assert [q.pop(), q.pop(), q.pop()] == [high, later_high, low]
+    assert q.pop() is None
+    q.failed("h", unschedulable=False)  # an error: backoff 1 s after the first attempt
+    assert q.get("h").where == BACKOFF and q.pop() is None  # type: ignore[union-attr]
+    clock.now += 1
+    assert q.pop() is high
+    q.failed("h", unschedulable=False)  # second attempt: 2 s
+    clock.now += 1.5
+    assert q.pop() is None
+    clock.now += 0.6
+    assert q.pop() is high
+    assert [q.backoff(n) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 4, 8, 10, 10]
+
+
+def test_unschedulable_pods_wait_for_an_event_their_update_a_sibling_or_the_flush() -> None:
+    clock = Clock()
+    q = SchedulingQueue(max_unschedulable=300, clock=clock)
+    a, b = pod("a", uid="a"), pod("b", uid="b")
+    q.sync([a, b])
+    q.pop(), q.pop()
+    q.failed("a", unschedulable=True)
+    q.failed("b", unschedulable=True)
+    clock.now += 30
+    assert q.pop() is None and q.counts()[UNSCHEDULABLE] == 2  # no event: they stay parked
+    assert q.move_all() == 2
+    assert {q.pop().uid, q.pop().uid} == {"a", "b"}  # type: ignore[union-attr]
+    q.failed("a", unschedulable=True)
+    q.sync([pod("a", uid="a", annotations={"x": "y"}), b])  # its own object changed
+    assert q.get("a").where == BACKOFF  # type: ignore[union-attr]  # still backing off (2 s after a 2nd try)
+    clock.now += 2
+    assert q.pop().uid == "a"  # type: ignore[union-attr]
+    q.failed("a", unschedulable=True)
+    q.activate(["a"])  # a sibling of its pod group arrived
+    assert q.pop().uid == "a"  # type: ignore[union-attr]
+    q.failed("a", unschedulable=True)
+    clock.now += 301
+    assert q.pop().uid == "a"  # type: ignore[union-attr]  # the periodic flush
+    q.done("a")
+    q.sync([b])
+    assert q.get("a") is None and len(q) == 1
+    q.sync([])
+    assert len(q) == 1  # b is being scheduled: it stays until the attempt ends
+
+
+def test_fit_error_message_is_kube_schedulers() -> None:
+    statuses = [
+        Status(),
+        Status.unschedulable("Insufficient cpu", "Insufficient memory"),
+        Status.unschedulable("Insufficient cpu"),
+        Status.unresolvable("node(s) didn't match Pod's node affinity/selector"),
+    ]
+    assert fit_error_message(4, statuses) == (
+        "0/4 nodes are available: 1 Insufficient memory, 1 node(s) didn't match Pod's node affinity/selector, "
+        "2 Insufficient cpu."
+    )
+    assert fit_error_message(0, []) == "0/0 nodes are available:"
+
+
+def test_select_host_picks_uniformly_among_the_top_scores() -> None:
+    nodes = [NodeInfo(f"n{i}") for i in range(5)]
+    scores = [3, 7, 7, 1, 7]
+    rng = random.Random(1)
+    picks = Counter(select_host(nodes, scores, rng).name for _ in range(6000))
+    assert set(picks) == {"n1", "n2", "n4"}
+    assert all(1800 < n < 2200 for n in picks.values()), picks
+    with pytest.raises(ValueError):
+        select_host([], [], rng)
+
+
+class LeaseStore:
+    """A Lease with kube-apiserver's optimistic concurrency, in memory."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.version = 0
+
+    def read(self, namespace: str, name: str) -> bytes | None:
+        import json
+
+        return json.dumps(self.lease).encode() if self.lease is not None else None
+
+    def create(self, namespace: str, body: dict[str, Any]) -> None:
+        if self.lease is not None:
+            raise APIError(409, "AlreadyExists", "exists")
+        self._store(body)
+
+    def replace(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        if self.lease is None or body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
+            raise APIError(409, "Conflict", "the object has been modified")
+        self._store(body)
+
+    def _store(self, body: dict[str, Any]) -> None:
+        self.version += 1
+        self.lease = {**body, "metadata": {**body["metadata"], "resourceVersion": str(self.version)}}
+
+
+def test_one_leader_and_a_takeover_only_after_the_lease_expires() -> None:
+    clock, store = Clock(), LeaseStore()
+    settings = LeaderElectionSettings(
+        lease_name="chaos-scheduler", lease_duration=15, renew_deadline=10, retry_period=2
+    )
+    started: list[str] = []
+
+    def elector(identity: str) -> LeaseElector:
+        return LeaseElector(
+            settings,
+            store.read,
+            store.create,
+            store.replace,
+            on_start=lambda: started.append(identity),
+            identity=identity,
+            clock=clock,
+            wall=clock,
+        )
+
+    a, b = elector("a"), elector("b")
+    a.step()
+    b.step()
+    assert a.is_leader() and not b.is_leader() and store.lease["spec"]["holderIdentity"] == "a"  # type: ignore[index]
+    for _ in range(5):  # a renews; b keeps seeing a fresh record
+        clock.now += 2
+        a.step()
+        b.step()
+    assert a.is_leader() and not b.is_leader()
+    clock.now += 14  # a stopped renewing (killed): b waits the lease duration from its last observation
+    b.step()
+    assert not b.is_leader()
+    clock.now += 2
+    b.step()
+    assert b.is_leader() and store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
+    assert store.lease["spec"]["leaseTransitions"] == 1 and started == ["a", "b"]  # type: ignore[index]
+    clock.now += 11
+    a.step()  # a returns: b holds a fresh record, so a may not write, and its own lease has lapsed
+    assert not a.is_leader() and store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
