@@ -48,6 +48,11 @@ def config(tmp: Path, api: FakeAPIServer, example: str, **scheduling: Any) -> Pa
     doc["cluster"] = {"kubeconfig": str(kubeconfig)}
     # quick leader election and retries for the tests (the defaults are kube-scheduler's: 15s/10s/2s)
     doc["scheduling"] = {"leaseDuration": "3s", "renewDeadline": "2s", "retryPeriod": "500ms", **scheduling}
+    # a short bind timeout: a new leader waits one bind deadline before binding (its warm-up)
+    doc["profiles"][0]["pluginConfig"] = [
+        *[c for c in doc["profiles"][0].get("pluginConfig", []) if c["name"] != "DefaultBinder"],
+        {"name": "DefaultBinder", "args": {"timeoutSeconds": 1}},
+    ]
     path = tmp / example
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -122,7 +127,7 @@ def test_ip_scheduler_keeps_ten_per_node_and_binds_when_a_slot_frees(api: FakeAP
     scheduler = Scheduler(config(tmp_path, api, "ip-scheduler.yaml"))
     try:
         wait_for(lambda: len(bound(api)) == 20, what="20 pods bound")
-        time.sleep(1.0)  # the three left over stay pending
+        time.sleep(0.5)  # the three left over stay pending
         placed = bound(api)
         assert len(placed) == 20 and sorted(placed.values()).count("n0") == 10
         left = sorted({f"ip-{i:02d}" for i in range(23)} - set(placed))
