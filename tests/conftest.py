@@ -25,12 +25,19 @@ def cluster_config(
     next to it) and updated with ``cluster``; ``edit(doc)`` may change the document further.
 
     Bind is served to plain-HTTP callers (``server.insecureBind``) so the tests can call it
-    without certificates; ``tests/e2e/test_bind_security.py`` tests the secure configuration."""
+    without certificates; ``tests/e2e/test_bind_security.py`` tests the secure configuration.
+    DefaultBinder's timeout is 1 s (short warm-ups)."""
     path = tmp / "kubeconfig"
     path.write_text(kubeconfig)
     doc = yaml.safe_load((REPO / "examples" / example).read_text())
     doc["cluster"].update({"kubeconfig": str(path), **cluster})
     doc.setdefault("server", {})["insecureBind"] = True
+    # binds to the loopback test API server take milliseconds: a 1 s bind timeout keeps the
+    # warm-up after a start (one bind deadline) short; a test that needs more sets it in ``edit``
+    for profile in doc["profiles"]:
+        for pc in profile.get("pluginConfig", []):
+            if pc["name"] == "DefaultBinder":
+                pc["args"] = {**(pc.get("args") or {}), "timeoutSeconds": 1}
     if edit is not None:
         edit(doc)
     out = tmp / example
