@@ -552,6 +552,33 @@ def secure_defaults(config: Configuration) -> Configuration:
     return config.model_copy(update=update)
 
 
+def _scheduler_deployment(
+    name: str, ns: str, containers: list[dict[str, Any]], volumes: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A scheduler's Deployment: :data:`SECOND_SCHEDULER_REPLICAS` replicas (they elect a leader),
+    its ServiceAccount ``name``, ``system-cluster-critical``, the RuntimeDefault seccomp profile."""
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, ns),
+        "spec": {
+            "replicas": SECOND_SCHEDULER_REPLICAS,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": name,
+                    "priorityClassName": "system-cluster-critical",
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": containers,
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
 def second_scheduler(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
     """``second-scheduler/``: file name -> text (see the module doc). kube-scheduler reaches the
     sidecar over the pod's loopback, so everything here is rendered from ``config`` without TLS."""
@@ -632,40 +659,20 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
     probe = {"path": "/healthz", "port": KUBE_SCHEDULER_PORT, "scheme": "HTTPS"}
     extender = _extender_container(config, options, f"{SECOND_EXTENDER_CONFIG_DIR}/config.yaml")
     extender["volumeMounts"] = [ext_mount]
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(name, ns),
-        "spec": {
-            "replicas": SECOND_SCHEDULER_REPLICAS,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": name,
-                    "priorityClassName": "system-cluster-critical",
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        _kube_scheduler_container(
-                            options,
-                            [f"--config={SECOND_SCHEDULER_CONFIG_DIR}/kube-scheduler-config.yaml"],
-                            livenessProbe={"httpGet": probe, "initialDelaySeconds": 15, "periodSeconds": 10},
-                            readinessProbe={"httpGet": probe, "periodSeconds": 5},
-                            resources={"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
-                            securityContext=_security_context(),
-                            volumeMounts=[sched_mount],
-                        ),
-                        extender,
-                    ],
-                    "volumes": [
-                        {"name": "scheduler-config", "configMap": {"name": f"{name}-config"}},
-                        {"name": "extender-config", "configMap": {"name": f"{name}-extender-config"}},
-                    ],
-                },
-            },
-        },
-    }
+    kube_scheduler = _kube_scheduler_container(
+        options,
+        [f"--config={SECOND_SCHEDULER_CONFIG_DIR}/kube-scheduler-config.yaml"],
+        livenessProbe={"httpGet": probe, "initialDelaySeconds": 15, "periodSeconds": 10},
+        readinessProbe={"httpGet": probe, "periodSeconds": 5},
+        resources={"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+        securityContext=_security_context(),
+        volumeMounts=[sched_mount],
+    )
+    volumes = [
+        {"name": "scheduler-config", "configMap": {"name": f"{name}-config"}},
+        {"name": "extender-config", "configMap": {"name": f"{name}-extender-config"}},
+    ]
+    deployment = _scheduler_deployment(name, ns, [kube_scheduler, extender], volumes)
     files = {
         "serviceaccount.yaml": dump(service_account),
         "rbac.yaml": dump(*rbac),
@@ -826,26 +833,9 @@ def standalone_scheduler(
         "securityContext": _security_context(),
         "volumeMounts": [{"name": "config", "mountPath": "/etc/scheduler-extender", "readOnly": True}],
     }
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(name, ns),
-        "spec": {
-            "replicas": SECOND_SCHEDULER_REPLICAS,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": name,
-                    "priorityClassName": "system-cluster-critical",
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [container],
-                    "volumes": [{"name": "config", "configMap": {"name": f"{name}-config"}}],
-                },
-            },
-        },
-    }
+    deployment = _scheduler_deployment(
+        name, ns, [container], [{"name": "config", "configMap": {"name": f"{name}-config"}}]
+    )
     files = {
         "deployment.yaml": dump(deployment),
         "serviceaccount.yaml": dump({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, ns)}),
