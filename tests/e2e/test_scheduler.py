@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, free_port
-from tests.support.apiserver import FakeAPIServer, node, pod
+from tests.support.apiserver import FakeAPIServer, node, pod, pod_group
 
 
 class Scheduler:
@@ -188,3 +188,52 @@ def test_schedule_refuses_a_configuration_without_scheduler_names(tmp_path: Path
         timeout=60,
     )
     assert out.returncode == 1 and "no profile sets schedulerName" in out.stderr
+
+
+def test_a_gang_arriving_one_member_at_a_time_is_bound_whole(api: FakeAPIServer, tmp_path: Path) -> None:
+    """Coscheduling in the standalone scheduler: members wait (PreFilter answers an error while the
+    group gathers: backoff, not the unschedulable pool), a new member activates its siblings, Permit
+    holds the bound ones until minMember are placed; a group that cannot complete binds nothing."""
+    for i in range(3):
+        api.put("nodes", node(f"n{i}"))
+    api.put("podgroups", pod_group("train", "default", 4))
+    api.put("podgroups", pod_group("never", "default", 3))
+
+    def member(name: str, group: str) -> dict[str, Any]:
+        doc = pending(name, "gang-scheduler")
+        doc["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+        return doc
+
+    def edit(doc: dict[str, Any]) -> None:
+        profile = doc["profiles"][0]
+        profile["schedulerName"] = "gang-scheduler"
+        profile["plugins"] = {
+            "filter": [{"name": "NodeResourcesFit"}, {"name": "Coscheduling"}],
+            "score": [{"name": "NodeResourcesFit"}],
+            "bind": [{"name": "DefaultBinder"}],
+        }
+        profile["extender"] = {"httpTimeout": "10s"}
+        profile["pluginConfig"] = [
+            {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 6, "scheduleTimeoutSeconds": 60}},
+            {"name": "DefaultBinder", "args": {"timeoutSeconds": 1}},
+        ]
+
+    path = config(tmp_path, api, "chaos-scheduler.yaml")
+    doc = yaml.safe_load(path.read_text())
+    edit(doc)
+    path.write_text(yaml.safe_dump(doc))
+    scheduler = Scheduler(path)
+    try:
+        api.put("pods", member("never-0", "never"))  # 1 of minMember 3: never completes
+        for i in range(3):
+            time.sleep(0.5)
+            api.put("pods", member(f"train-{i}", "train"))
+        time.sleep(1.5)
+        assert not [n for n in bound(api) if n.startswith("train-")]  # 3 of 4: nothing bound yet
+        api.put("pods", member("train-3", "train"))
+        gang = {f"train-{i}" for i in range(4)}
+        wait_for(lambda: {n for n in bound(api) if n.startswith("train-")} == gang, seconds=30, what="the gang")
+        time.sleep(1.0)
+        assert "never-0" not in bound(api)
+    finally:
+        scheduler.stop()
