@@ -129,6 +129,17 @@ class Snapshot:
         usage = info.usage
         return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
 
+    def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        """``info`` with ``pods`` counted as if bound there (those it already counts excepted):
+        the standalone scheduler's placements whose binding cycle has not reserved them yet, as
+        kube-scheduler's scheduling cycle assumes a pod before the next one is scheduled."""
+        counted = {p.uid for p in info.usage.pods}
+        extra = tuple(p for p in pods if p.uid not in counted)
+        if not extra:
+            return info
+        usage = info.usage
+        return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
+
     def get(self, name: str) -> NodeInfo | None:
         """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
         return self.known.get(name)

@@ -7,8 +7,10 @@ and ip-scheduler cases), with kube-scheduler's semantics where they exist
   deleted, a node added or changed, a reservation dropped) move parked pods back, and a pod of a
   pod group arriving activates its parked siblings (Coscheduling's ``ActivateSiblings``);
 - one pod at a time (the scheduling cycle): Filter over every node the cluster state knows (with
-  the pods nominated to them), Score with the profile's weights, and among the top-scored nodes one
-  chosen at random with reservoir sampling (``selectHost``); a single feasible node is not scored;
+  the pods nominated to them, and the pods whose binding cycle has not reserved them yet: as
+  kube-scheduler assumes a pod before scheduling the next), Score with the profile's weights,
+  and among the top-scored nodes one chosen at random with reservoir sampling (``selectHost``);
+  a single feasible node is not scored;
 - the binding cycle runs concurrently (an asyncio task): the profile's Permit (a gang waits for
   its siblings), then its bind plugin (``DefaultBinder``: Reserve in the ledger atomically, then
   the Binding with the pod's UID as precondition);
@@ -127,6 +129,9 @@ class Scheduler:
         self._seen_generation = self.state.freed_generation
         self._conditions: dict[str, tuple[str, str]] = {}
         self._binds: set[asyncio.Task[None]] = set()
+        #: node -> pods sent to their binding cycle and not finished: counted by the next cycles
+        #: until the cluster state has them (the Reserve happens in the binding task)
+        self._placing: dict[str, dict[str, PodInfo]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         #: plugins that know a pod's group (Coscheduling): siblings are activated together
@@ -195,6 +200,9 @@ class Scheduler:
         nodes = list(snapshot.known.values())
         if snapshot.nominated:
             nodes = [snapshot.with_nominated(n, pod) for n in nodes]
+        if self._placing:
+            placing = self._placing
+            nodes = [snapshot.with_pods(n, tuple(placing[n.name].values())) if n.name in placing else n for n in nodes]
         outcome = self.framework.run_filter(pod, nodes)
         names = [n.name for n in nodes]
         self._decided(pod, "filter", started, names=names, statuses=outcome.statuses, error=outcome.error)
@@ -222,12 +230,19 @@ class Scheduler:
                 scores=scored.scores,
                 plugin_scores=scored.plugin_scores,
             )
+        self._placing.setdefault(node.name, {})[pod.uid] = pod
         task = asyncio.get_running_loop().create_task(self._bind(pod, node.name, started))
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
 
     async def _bind(self, pod: PodInfo, node: str, started: float) -> None:
-        status = await self.framework.run_bind(PodRef(pod.namespace, pod.name, pod.uid), node)
+        try:
+            status = await self.framework.run_bind(PodRef(pod.namespace, pod.name, pod.uid), node)
+        finally:
+            placing = self._placing.get(node, {})
+            placing.pop(pod.uid, None)
+            if not placing:
+                self._placing.pop(node, None)
         error = "" if status.is_success() else status.message
         self._decided(pod, "bind", started, node=node, error=error)
         if error:
