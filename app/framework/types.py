@@ -52,6 +52,7 @@ class PodInfo:
         "name",
         "namespace",
         "node_name",
+        "node_selector",
         "nominated_node_name",
         "owner_references",
         "phase",
@@ -59,6 +60,7 @@ class PodInfo:
         "priority",
         "priority_class_name",
         "scheduler_name",
+        "tolerations",
         "uid",
     )
 
@@ -81,6 +83,9 @@ class PodInfo:
         self.priority_class_name: str = spec.priority_class_name or ""
         self.phase: str = (status.phase if status is not None else None) or ""
         self.nominated_node_name: str = (status.nominated_node_name if status is not None else None) or ""
+        #: ``spec.nodeSelector`` and ``spec.tolerations`` (what the standalone scheduler checks)
+        self.node_selector: Mapping[str, str] = spec.node_selector or _EMPTY
+        self.tolerations: tuple[objects.Toleration, ...] = tuple(spec.tolerations or ())
         self._requests: dict[str, int] | None = None
         self._non_zero: tuple[int, int] | None = None
 
@@ -122,6 +127,10 @@ class PodInfo:
         if keep_annotations is not None:
             kept = {k: v for k, v in info.annotations.items() if k in keep_annotations}
             info.annotations = kept or _EMPTY
+        if info.node_selector:
+            info.node_selector = {intern(k): intern(v) for k, v in info.node_selector.items()}
+        if info.tolerations:  # most pods carry the same few: one shared tuple per distinct set
+            info.tolerations = _shared_tolerations(info.tolerations)
         return info
 
     @classmethod
@@ -176,6 +185,16 @@ class PodInfo:
 
 
 _NON_MISSING = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+_TOLERATIONS: dict[tuple[objects.Toleration, ...], tuple[objects.Toleration, ...]] = {}
+
+
+def _shared_tolerations(tolerations: tuple[objects.Toleration, ...]) -> tuple[objects.Toleration, ...]:
+    shared = _TOLERATIONS.get(tolerations)
+    if shared is None:
+        if len(_TOLERATIONS) > 10_000:
+            _TOLERATIONS.clear()
+        shared = _TOLERATIONS[tolerations] = tolerations
+    return shared
 
 
 def _pod_requests(spec: objects.PodSpec, non_missing: Mapping[str, int] | None = None) -> dict[str, int]:

@@ -6,7 +6,9 @@ and ip-scheduler cases), with kube-scheduler's semantics where they exist
   :class:`~app.scheduling.queue.SchedulingQueue`; the cluster state's freed-capacity events (a pod
   deleted, a node added or changed, a reservation dropped) move parked pods back, and a pod of a
   pod group arriving activates its parked siblings (Coscheduling's ``ActivateSiblings``);
-- one pod at a time (the scheduling cycle): Filter over every node the cluster state knows (with
+- one pod at a time (the scheduling cycle): the node constraints of every kube-scheduler profile
+  (:mod:`app.scheduling.constraints`: cordoned nodes, untolerated taints, ``nodeSelector``), then
+  the profile's Filter over every node the cluster state knows (with
   the pods nominated to them, and the pods whose binding cycle has not reserved them yet: as
   kube-scheduler assumes a pod before scheduling the next), Score with the profile's weights,
   and among the top-scored nodes one chosen at random with reservoir sampling (``selectHost``);
@@ -42,10 +44,11 @@ from typing import Any
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import PodIndex
 from app.framework.runtime import Framework, FrameworkError
-from app.framework.status import Code, Status
+from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import NodeInfo, PodInfo, PodRef
 from app.observe.decisions import Decision
 from app.observe.events import PodEvent
+from app.scheduling.constraints import split_by_constraints
 from app.scheduling.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -203,15 +206,19 @@ class Scheduler:
         if self._placing:
             placing = self._placing
             nodes = [snapshot.with_pods(n, tuple(placing[n.name].values())) if n.name in placing else n for n in nodes]
-        outcome = self.framework.run_filter(pod, nodes)
+        passing, statuses = split_by_constraints(pod, nodes)  # kube-scheduler's default node filters
+        outcome = self.framework.run_filter(pod, [nodes[i] for i in passing])
+        all_statuses = [statuses.get(i, SUCCESS) for i in range(len(nodes))]
+        for i, status in zip(passing, outcome.statuses, strict=False):
+            all_statuses[i] = status
         names = [n.name for n in nodes]
-        self._decided(pod, "filter", started, names=names, statuses=outcome.statuses, error=outcome.error)
+        self._decided(pod, "filter", started, names=names, statuses=all_statuses, error=outcome.error)
         if outcome.error:
             self._failed(pod, started, f"running filter plugins: {outcome.error}", unschedulable=False)
             return
-        feasible = [n for n, s in zip(nodes, outcome.statuses, strict=True) if s.code is Code.SUCCESS]
+        feasible = [n for n, s in zip(nodes, all_statuses, strict=True) if s.code is Code.SUCCESS]
         if not feasible:
-            self._failed(pod, started, fit_error_message(len(nodes), outcome.statuses), unschedulable=True)
+            self._failed(pod, started, fit_error_message(len(nodes), all_statuses), unschedulable=True)
             return
         node = feasible[0]
         if len(feasible) > 1:

@@ -99,6 +99,12 @@ def api() -> Iterator[FakeAPIServer]:
 def test_chaos_scheduler_binds_its_pods_and_only_its_pods(api: FakeAPIServer, tmp_path: Path) -> None:
     for i in range(12):
         api.put("nodes", node(f"n{i}"))
+    control_plane = node("control-plane")
+    control_plane["spec"] = {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}
+    cordoned = node("cordoned")
+    cordoned["spec"] = {"unschedulable": True}
+    api.put("nodes", control_plane)
+    api.put("nodes", cordoned)
     for i in range(8):
         api.put("pods", pending(f"chaos-{i}", "chaos-scheduler"))
     api.put("pods", pending("someone-elses", "default-scheduler"))
@@ -106,6 +112,7 @@ def test_chaos_scheduler_binds_its_pods_and_only_its_pods(api: FakeAPIServer, tm
     try:
         placed = wait_for(lambda: len(bound(api)) >= 8 and bound(api), what="8 chaos pods bound")
         assert set(placed) == {f"chaos-{i}" for i in range(8)}  # never the default scheduler's pod
+        assert not {"control-plane", "cordoned"} & set(placed.values())  # taints and cordons hold
         assert {b["metadata"]["uid"] for b in api.bindings} == {f"uid-default-chaos-{i}" for i in range(8)}
         scheduled = wait_for(lambda: len(events(api, "Scheduled")) >= 8 and events(api, "Scheduled"), what="events")
         assert {e["reportingController"] for e in scheduled} == {"chaos-scheduler"}

@@ -166,3 +166,31 @@ def test_one_leader_and_a_takeover_only_after_the_lease_expires() -> None:
     clock.now += 11
     a.step()  # a returns: b holds a fresh record, so a may not write, and its own lease has lapsed
     assert not a.is_leader() and store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
+
+
+def test_node_constraints_are_kube_schedulers_default_filters() -> None:
+    from app.scheduling.constraints import node_constraints
+    from tests.unit.helpers import node
+
+    control_plane = node(
+        "cp", spec={"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}
+    )
+    cordoned = node("c", spec={"unschedulable": True})
+    prefer = node("p", spec={"taints": [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]})
+    gpu = node("g", labels={"accelerator": "a100"})
+    plain = pod("p")
+    assert node_constraints(plain, control_plane).reasons == (  # type: ignore[union-attr]
+        "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",
+    )
+    assert node_constraints(plain, cordoned).reasons == ("node(s) were unschedulable",)  # type: ignore[union-attr]
+    assert node_constraints(plain, prefer) is None and node_constraints(plain, gpu) is None
+    tolerant = pod("t", tolerations=[{"operator": "Exists"}])  # tolerates every taint
+    assert node_constraints(tolerant, control_plane) is None and node_constraints(tolerant, cordoned) is None
+    keyed = pod(
+        "k",
+        tolerations=[{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    assert node_constraints(keyed, control_plane) is None and node_constraints(keyed, cordoned) is not None
+    selective = pod("s", nodeSelector={"accelerator": "a100"})
+    assert node_constraints(selective, gpu) is None
+    assert node_constraints(selective, prefer).reasons == ("node(s) didn't match Pod's node affinity/selector",)  # type: ignore[union-attr]
