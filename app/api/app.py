@@ -35,7 +35,6 @@ def create_app(service: ExtenderService) -> VerbRouter:
         description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
     )
     metrics = Metrics(service.frameworks, service.cluster)
-    service.observer = metrics
     service.listeners.append(metrics.decided)
     service.listeners.append(decision_logger())
     if service.decisions is not None:

@@ -20,14 +20,14 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import Snapshot
 from app.config import Configuration
 from app.extender import codec
 from app.framework.profile import Verb
-from app.framework.runtime import FilterOutcome, Framework, FrameworkError
+from app.framework.runtime import Framework, FrameworkError
 from app.framework.status import Code, Status
 from app.framework.types import NodeInfo, PodInfo, PodRef, Victims
 from app.observe.decisions import Decision, DecisionStore
@@ -48,13 +48,6 @@ class Answer:
     retry_after: int | None = None
     #: the pod the request was about (set for decided filter, prioritize and preempt answers)
     pod: PodInfo | None = None
-
-
-class Observer(Protocol):
-    """Receives what the verbs decided, for metrics (and later, decision records)."""
-
-    def filtered(self, profile: str, outcome: FilterOutcome) -> None:
-        """A filter ran its plugins; ``outcome`` holds each node's verdict."""
 
 
 def error_answer(verb: str, status: int, message: str, retry_after: int | None = None) -> Answer:
@@ -79,7 +72,7 @@ class ExtenderService:
     a node with at least the pod's priority, as kube-scheduler does
     (:meth:`~app.cluster.state.Snapshot.with_nominated`). Before the first sync, filter
     answers ``Error`` and prioritize/preempt answer 503. Nodes sent in full (``Nodes``) find their
-    pods and requests in the same snapshot. ``observer`` receives each filter outcome.
+    pods and requests in the same snapshot. ``listeners`` receive every decision.
     """
 
     def __init__(
@@ -87,16 +80,14 @@ class ExtenderService:
         config: Configuration,
         frameworks: Mapping[str, Framework],
         cluster: ClusterRuntime | None = None,
-        observer: Observer | None = None,
         decisions: DecisionStore | None = None,
     ) -> None:
         self.config = config
         self.frameworks = dict(frameworks)
         self.cluster = cluster
-        self.observer = observer
         #: where decisions are kept for /explain (None: not kept)
         self.decisions = decisions
-        #: called with every decision (pod events, decision logs); must not block
+        #: called with every decision (metrics, pod events, decision logs); must not block
         self.listeners: list[Callable[[Decision], None]] = []
         self.limits = config.server.limits.codec()
         self.verbs: dict[str, tuple[Verb, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
@@ -204,8 +195,7 @@ class ExtenderService:
         if snapshot is not None and snapshot.nominated:
             resolved.nodes = [snapshot.with_nominated(node, args.pod) for node in resolved.nodes]
         outcome = framework.run_filter(args.pod, resolved.nodes)
-        if self.observer is not None:
-            self.observer.filtered(framework.profile, outcome)
+        ignored = dict(outcome.ignored_errors)
         if outcome.error:
             log.warning("filter %s: %s", args.pod.key(), outcome.error)
             if self.recording:
@@ -217,11 +207,14 @@ class ExtenderService:
                     error=outcome.error,
                     error_plugin=outcome.error_plugin,
                     error_code=outcome.error_code,
+                    ignored=ignored,
                 )
             return Answer(200, codec.encode_filter_error(outcome.error), True)
         statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
         if self.recording:
-            self._record(framework, "filter", args.pod, started, names=args.names_for_record, statuses=statuses)
+            self._record(
+                framework, "filter", args.pod, started, names=args.names_for_record, statuses=statuses, ignored=ignored
+            )
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:
             pod = args.pod
@@ -352,7 +345,6 @@ __all__ = [
     "UNKNOWN_NODE",
     "Answer",
     "ExtenderService",
-    "Observer",
     "ResolvedNodes",
     "error_answer",
     "resolve_victims",

@@ -9,7 +9,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from app.framework.runtime import FilterOutcome
 from app.framework.status import Code, Status, code_name, reason_code
 from app.observe.decisions import Decision
 
@@ -30,7 +29,7 @@ UNKNOWN_PROFILE = "unknown"
 
 class Metrics:
     """The service's collectors; label values come only from the configured profiles and plugins,
-    the four verbs and fixed words. Also the verbs' :class:`~app.api.handlers.Observer`.
+    the four verbs and fixed words. :meth:`decided` is a listener of every decision.
 
     - ``scheduler_extender_requests_total{profile,verb,code,outcome}``: answered verb requests by
       HTTP status; ``outcome`` is ``error`` for a non-200 and for a 200 filter or bind answer
@@ -132,11 +131,12 @@ class Metrics:
         self.requests.labels(profile, verb, str(status), "error" if error or status != 200 else "success").inc()
         self.duration.labels(profile, verb).observe(seconds)
 
-    def filtered(self, profile: str, outcome: FilterOutcome) -> None:
-        """Count a filter's verdicts per plugin and reason code (:class:`~app.api.handlers.Observer`)."""
+    def _filtered(self, decision: Decision) -> int:
+        """Count a filter's verdicts per plugin and reason code; returns the nodes that passed."""
+        profile = decision.profile
         rejected: dict[int, tuple[Status, int]] = {}  # plugins share a status among many nodes
         passed = 0
-        for status in outcome.statuses:
+        for status in decision.statuses:
             if status.code is Code.SUCCESS:
                 passed += 1
             else:
@@ -160,10 +160,11 @@ class Metrics:
                     pair = (profile, plugin, "Other")
                 self._rejection_pairs.add(pair)
             self.rejections.labels(*pair).inc(n)
-        for plugin, n in outcome.ignored_errors.items():
+        for plugin, n in decision.ignored.items():
             self.filter_nodes.labels(profile, plugin, "IgnoredError").inc(n)
-        if outcome.error:
-            self.filter_nodes.labels(profile, outcome.error_plugin, "Error").inc()
+        if decision.error_plugin:
+            self.filter_nodes.labels(profile, decision.error_plugin, "Error").inc()
+        return passed
 
     def attempt(self, profile: str, result: str, seconds: float) -> None:
         """A standalone scheduler's attempt (:class:`~app.scheduling.scheduler.SchedulerMetrics`):
@@ -193,26 +194,25 @@ class Metrics:
         self.registry.register(_PendingPods(counts))
 
     def decided(self, decision: Decision) -> None:
-        """Count a decision by outcome (a listener of :class:`~app.api.handlers.ExtenderService`)."""
-        self.decisions.labels(decision.profile, decision.verb, decision_outcome(decision)).inc()
+        """Count a decision by outcome and, for a filter, its verdicts per plugin and reason code
+        (a listener of :class:`~app.api.handlers.ExtenderService` and of the standalone scheduler)."""
+        verb = decision.verb
+        passed = self._filtered(decision) if verb == "filter" else 0
+        if decision.error:
+            outcome = "error"
+        elif verb == "filter":
+            outcome = "passed" if passed else "rejected"
+        elif verb == "prioritize":
+            outcome = "scored"
+        elif verb == "preempt":
+            outcome = "victims" if decision.victims else "no_candidates"
+        else:
+            outcome = "bound"
+        self.decisions.labels(decision.profile, verb, outcome).inc()
 
 
 #: Distinct (profile, plugin, code) series of ``scheduler_extender_rejections_total`` before ``Other``.
 _MAX_REJECTION_PAIRS = 256
-
-
-def decision_outcome(decision: Decision) -> str:
-    """The ``outcome`` label of a decision (see :class:`Metrics`)."""
-    if decision.error:
-        return "error"
-    verb = decision.verb
-    if verb == "filter":
-        return "rejected" if decision.rejected() else "passed"
-    if verb == "prioritize":
-        return "scored"
-    if verb == "preempt":
-        return "victims" if decision.victims else "no_candidates"
-    return "bound"
 
 
 class _PendingPods(Collector):

@@ -66,6 +66,8 @@ class Decision:
     error: str = ""
     error_plugin: str = ""
     error_code: str = ""
+    #: filter: plugin -> nodes on which its error was ignored (``failurePolicy: Ignore``)
+    ignored: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     #: node entries it holds (set by the store)
     entries: int = 1
