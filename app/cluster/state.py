@@ -123,16 +123,16 @@ class Snapshot:
         ``addNominatedPods`` does before Filter (pkg/scheduler/framework/runtime/framework.go,
         ``RunFilterPluginsWithNominatedPods``), so a preemptor's room is not given away. ``info``
         itself when none apply."""
-        extra = tuple(p for p in self.nominated.get(info.name, ()) if p.uid != pod.uid and p.priority >= pod.priority)
-        if not extra:
-            return info
-        usage = info.usage
-        return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
+        nominated = self.nominated.get(info.name, ())
+        return self.with_pods(info, [p for p in nominated if p.uid != pod.uid and p.priority >= pod.priority])
 
     def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
-        """``info`` with ``pods`` counted as if bound there (those it already counts excepted):
-        the standalone scheduler's placements whose binding cycle has not reserved them yet, as
+        """``info`` with ``pods`` counted as if bound there (those it already counts excepted),
+        ``info`` itself when there are none: the pods nominated to the node, or the standalone
+        scheduler's placements whose binding cycle has not reserved them yet, as
         kube-scheduler's scheduling cycle assumes a pod before the next one is scheduled."""
+        if not pods:
+            return info
         counted = {p.uid for p in info.usage.pods}
         extra = tuple(p for p in pods if p.uid not in counted)
         if not extra:
