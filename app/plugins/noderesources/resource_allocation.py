@@ -72,35 +72,40 @@ def pod_request_list(pod: PodInfo, names: Sequence[str], use_requested: bool) ->
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
 
 
-def least_allocated(weights: Sequence[int]) -> Scorer:
-    """``leastResourceScorer``: ``sum((alloc - req) * 100 / alloc * w) / sum(w)`` over resources
-    the node offers; a resource requested beyond allocatable scores 0."""
+def _least_resource(req: int, alloc: int) -> int:
+    """One resource of ``leastResourceScorer``: ``(alloc - req) * 100 / alloc``, 0 beyond allocatable."""
+    return 0 if req > alloc else (alloc - req) * MAX_NODE_SCORE // alloc
+
+
+def _most_resource(req: int, alloc: int) -> int:
+    """One resource of ``mostResourceScorer``: ``min(req, alloc) * 100 / alloc``."""
+    return min(req, alloc) * MAX_NODE_SCORE // alloc
+
+
+def _weighted_mean(weights: Sequence[int], resource_score: Callable[[int, int], int]) -> Scorer:
+    """``sum(resource_score(req, alloc) * w) / sum(w)`` over the resources the node offers."""
 
     def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
         total = weight_sum = 0
         for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
             if alloc == 0:
                 continue
-            total += (0 if req > alloc else (alloc - req) * MAX_NODE_SCORE // alloc) * weight
+            total += resource_score(req, alloc) * weight
             weight_sum += weight
         return total // weight_sum if weight_sum else 0
 
     return score
+
+
+def least_allocated(weights: Sequence[int]) -> Scorer:
+    """``leastResourceScorer``: ``sum((alloc - req) * 100 / alloc * w) / sum(w)`` over resources
+    the node offers; a resource requested beyond allocatable scores 0."""
+    return _weighted_mean(weights, _least_resource)
 
 
 def most_allocated(weights: Sequence[int]) -> Scorer:
     """``mostResourceScorer``: ``sum(min(req, alloc) * 100 / alloc * w) / sum(w)``."""
-
-    def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-        total = weight_sum = 0
-        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
-            if alloc == 0:
-                continue
-            total += min(req, alloc) * MAX_NODE_SCORE // alloc * weight
-            weight_sum += weight
-        return total // weight_sum if weight_sum else 0
-
-    return score
+    return _weighted_mean(weights, _most_resource)
 
 
 def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
@@ -158,13 +163,18 @@ def balanced(requested: Sequence[int], allocatable: Sequence[int]) -> int:
     deviation of the resources' requested fractions (each capped at 1); with two resources it is
     ``|f1 - f2| / 2``, with one or none it is 0."""
     fractions = [min(req / alloc, 1.0) for req, alloc in zip(requested, allocatable, strict=True) if alloc != 0]
-    std = 0.0
     if len(fractions) == 2:
-        std = abs((fractions[0] - fractions[1]) / 2)
-    elif len(fractions) > 2:
+        return _balanced_pair(fractions[0], fractions[1])
+    std = 0.0
+    if len(fractions) > 2:
         mean = sum(fractions) / len(fractions)
         std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
     return int((1 - std) * MAX_NODE_SCORE)
+
+
+def _balanced_pair(f1: float, f2: float) -> int:
+    """``balanced`` of two fractions: their standard deviation is ``|f1 - f2| / 2``."""
+    return int((1 - abs((f1 - f2) / 2)) * MAX_NODE_SCORE)
 
 
 def node_vectors(
@@ -239,16 +249,14 @@ def _pair_reader(names: Sequence[str], use_requested: bool) -> _Reader | None:
     return attrgetter(first[0], first[used], second[0], second[used])
 
 
-def _weighted_pair_scorer(
-    names: Sequence[str], weights: Sequence[int], resource_score: Callable[[int, int], int]
+def _pair_nodes_scorer(
+    names: Sequence[str], use_requested: bool, node_score: Callable[[int, int, int, int], int]
 ) -> NodesScorer | None:
-    """The weighted mean over two native resources of ``resource_score(requested, allocatable)``
-    (0..100) for each node, skipping a resource the node does not offer, as the per-node scorers
-    do; ``None`` when ``names`` are not two of cpu, memory and ephemeral-storage."""
-    read = _pair_reader(names, use_requested=False)
+    """``node_score(alloc1, req1, alloc2, req2)`` for each node, the requests being the node's
+    plus the pod's; ``None`` when ``names`` are not two of cpu, memory and ephemeral-storage."""
+    read = _pair_reader(names, use_requested)
     if read is None:
         return None
-    w1, w2 = weights
 
     def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
         p1, p2 = pod
@@ -258,49 +266,48 @@ def _weighted_pair_scorer(
             if r is None:
                 raise LookupError(NO_NODE)
             a1, u1, a2, u2 = read(r)
-            total = ws = 0
-            if a1:
-                total, ws = resource_score(u1 + p1, a1) * w1, w1
-            if a2:
-                total += resource_score(u2 + p2, a2) * w2
-                ws += w2
-            out.append(total // ws if ws else 0)
+            out.append(node_score(a1, u1 + p1, a2, u2 + p2))
         return out
 
     return score
+
+
+def _weighted_pair(
+    names: Sequence[str], weights: Sequence[int], resource_score: Callable[[int, int], int]
+) -> NodesScorer | None:
+    """:func:`_weighted_mean` of ``resource_score`` over two native resources, many nodes."""
+    if len(weights) != 2:
+        return None
+    w1, w2 = weights
+
+    def node_score(a1: int, r1: int, a2: int, r2: int) -> int:
+        total = ws = 0
+        if a1:
+            total, ws = resource_score(r1, a1) * w1, w1
+        if a2:
+            total += resource_score(r2, a2) * w2
+            ws += w2
+        return total // ws if ws else 0
+
+    return _pair_nodes_scorer(names, False, node_score)
 
 
 def least_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
     """:func:`least_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
-    return _weighted_pair_scorer(
-        names, weights, lambda req, alloc: 0 if req > alloc else (alloc - req) * MAX_NODE_SCORE // alloc
-    )
+    return _weighted_pair(names, weights, _least_resource)
 
 
 def most_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
     """:func:`most_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
-    return _weighted_pair_scorer(names, weights, lambda req, alloc: min(req, alloc) * MAX_NODE_SCORE // alloc)
+    return _weighted_pair(names, weights, _most_resource)
 
 
 def balanced_nodes(names: Sequence[str]) -> NodesScorer | None:
     """:func:`balanced` over many nodes (requests as they are), or ``None`` (see above)."""
-    read = _pair_reader(names, use_requested=True)
-    if read is None:
-        return None
 
-    def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
-        p1, p2 = pod
-        out: list[int] = []
-        for node in nodes:
-            r = node.resources
-            if r is None:
-                raise LookupError(NO_NODE)
-            a1, u1, a2, u2 = read(r)
-            if a1 and a2:
-                std = abs((min((u1 + p1) / a1, 1.0) - min((u2 + p2) / a2, 1.0)) / 2)
-                out.append(int((1 - std) * MAX_NODE_SCORE))
-            else:  # one fraction or none: no deviation
-                out.append(MAX_NODE_SCORE)
-        return out
+    def node_score(a1: int, r1: int, a2: int, r2: int) -> int:
+        if a1 and a2:
+            return _balanced_pair(min(r1 / a1, 1.0), min(r2 / a2, 1.0))
+        return MAX_NODE_SCORE  # one fraction or none: no deviation
 
-    return score
+    return _pair_nodes_scorer(names, True, node_score)
