@@ -114,8 +114,19 @@ class Metrics:
             registry=self.registry,
         )
         self._rejection_pairs: set[tuple[str, str, str]] = set()
-        self.schedule_attempts: Counter | None = None
-        self.attempt_duration: Histogram | None = None
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Scheduling attempts of the standalone scheduler by result (scheduled, unschedulable, error).",
+            ["profile", "result"],
+            registry=self.registry,
+        )
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (the scheduling cycle, and the binding cycle when bound).",
+            ["profile", "result"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
         self.records = Gauge(
             "scheduler_extender_decision_records",
             "Decisions kept for /explain.",
@@ -170,22 +181,7 @@ class Metrics:
         """A standalone scheduler's attempt (:class:`~app.scheduling.scheduler.SchedulerMetrics`):
         ``scheduler_schedule_attempts_total{profile,result}`` and
         ``scheduler_scheduling_attempt_duration_seconds{profile,result}``."""
-        if self.schedule_attempts is None:
-            self.schedule_attempts = Counter(
-                "scheduler_schedule_attempts",
-                "Scheduling attempts of the standalone scheduler by result (scheduled, unschedulable, error).",
-                ["profile", "result"],
-                registry=self.registry,
-            )
-            self.attempt_duration = Histogram(
-                "scheduler_scheduling_attempt_duration_seconds",
-                "Scheduling attempt latency in seconds (the scheduling cycle, and the binding cycle when bound).",
-                ["profile", "result"],
-                buckets=_BUCKETS,
-                registry=self.registry,
-            )
         self.schedule_attempts.labels(profile, result).inc()
-        assert self.attempt_duration is not None
         self.attempt_duration.labels(profile, result).observe(seconds)
 
     def watch_queues(self, counts: Callable[[], dict[str, int]]) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from app.cluster.periodic import PeriodicThread
 from app.kube.errors import APIError
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,7 @@ class LeaseFollower:
         self._read = read
         self._on_takeover = on_takeover
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = PeriodicThread("lease-follower", settings.retry_period, self.poll)
         self._record: tuple[str, str | None] | None = None  # (holder, renewTime) last seen
         self._observed = 0.0  # when the record last changed, on our clock
         self._leading = False
@@ -101,17 +100,11 @@ class LeaseFollower:
 
     def start(self) -> None:
         """Poll the Lease every ``retryPeriod`` in a daemon thread."""
-        self._thread = threading.Thread(target=self._run, name="lease-follower", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         """End the polling thread."""
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.poll()
-            self._stop.wait(self.settings.retry_period)
+        self._loop.stop()
 
     def poll(self) -> None:
         """Read the Lease once and update :meth:`is_leader` (calls ``on_takeover`` on a takeover)."""
@@ -194,8 +187,7 @@ class LeaseElector:
         self._read, self._create, self._replace = read, create, replace
         self._on_start, self._on_stop = on_start, on_stop
         self._clock, self._wall = clock, wall
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = PeriodicThread("lease-elector", settings.retry_period, self.step)
         self._record: tuple[str, str | None] | None = None
         self._observed = 0.0
         self._renewed = 0.0
@@ -204,18 +196,12 @@ class LeaseElector:
         self.last_error = ""
 
     def start(self) -> None:
-        """Run the election in a daemon thread."""
-        self._thread = threading.Thread(target=self._run, name="lease-elector", daemon=True)
-        self._thread.start()
+        """Run the election (a step every ``retryPeriod``) in a daemon thread."""
+        self._loop.start()
 
     def stop(self) -> None:
         """Stop electing (the Lease is left to expire, as client-go without ``ReleaseOnCancel``)."""
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.step()
-            self._stop.wait(self.settings.retry_period)
+        self._loop.stop()
 
     def is_leader(self) -> bool:
         """This process holds the Lease (renewed within ``renew_deadline``)."""

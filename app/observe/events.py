@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from app.cluster.leader import micro_time
@@ -98,11 +98,10 @@ class _Series:
     """The cached Event of one isomorphism key (upstream's ``eventCache`` entry)."""
 
     body: dict[str, Any]
-    event_time: float
     count: int = 1
     last_observed: float = 0.0
     written_count: int = 1
-    refreshed: float = field(default=0.0)
+    refreshed: float = 0.0
 
 
 class EventRecorder:
@@ -186,7 +185,7 @@ class EventRecorder:
         series = self._cache.get(key)
         if series is None:
             body = self._body(event, now)
-            self._cache[key] = _Series(body, now, last_observed=now, refreshed=now)
+            self._cache[key] = _Series(body, last_observed=now, refreshed=now)
             self._write(event.namespace, body, None)
             return
         series.count += 1

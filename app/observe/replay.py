@@ -48,7 +48,6 @@ class PodDiff:
     new_passed: set[str] | None = None
     old_scores: dict[str, int] | None = None
     new_scores: dict[str, int] | None = None
-    requests: int = 0
 
     def landing(self, new: bool) -> set[str] | None:
         """The nodes the pod would land on (module doc); ``None`` without a captured filter."""
@@ -240,7 +239,6 @@ def replay_capture(
             continue
         report.verbs[verb_name] = report.verbs.get(verb_name, 0) + 1
         diff = report.pods.setdefault(new.pod.key(), PodDiff())
-        diff.requests += 1
         old_answer, new_answer = line.get("answer"), _answer_json(new)
         if verb_name == "filter":
             names = _request_names(body)

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import PodIndex
@@ -88,7 +88,7 @@ def select_host(nodes: Sequence[NodeInfo], scores: Sequence[int], rng: random.Ra
     return chosen
 
 
-class SchedulerMetrics:
+class SchedulerMetrics(Protocol):
     """What :class:`Scheduler` reports (kube-scheduler's names): ``attempt(profile, result,
     seconds)`` for ``scheduler_schedule_attempts_total{profile,result}`` and
     ``scheduler_scheduling_attempt_duration_seconds{profile,result}`` (``result``: ``scheduled``,
