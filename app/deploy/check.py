@@ -319,10 +319,9 @@ def _compare(
         )
 
 
-def _static_pod_config(report: Report, scope: str, text: str) -> str | None:
-    """For kube-scheduler's static pod manifest (``/etc/kubernetes/manifests/kube-scheduler.yaml``),
-    the ``--config`` file it runs with (``""`` when it has none: reported as an error); ``None``
-    when ``text`` is not a Pod (then it is a KubeSchedulerConfiguration)."""
+def _scheduler_container(text: str) -> dict[str, Any] | None:
+    """The ``kube-scheduler`` container of a static pod manifest (``{}`` for a Pod without one);
+    ``None`` when ``text`` is not a Pod (then it is a KubeSchedulerConfiguration)."""
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -330,26 +329,26 @@ def _static_pod_config(report: Report, scope: str, text: str) -> str | None:
     if not isinstance(doc, dict) or doc.get("kind") != "Pod":
         return None
     containers = ((doc.get("spec") or {}).get("containers")) or []
-    scheduler = next((c for c in containers if isinstance(c, dict) and c.get("name") == "kube-scheduler"), None)
-    words = [str(w) for w in ((scheduler or {}).get("command") or []) + ((scheduler or {}).get("args") or [])]
+    return next((c for c in containers if isinstance(c, dict) and c.get("name") == "kube-scheduler"), {})
+
+
+def _config_flag(container: dict[str, Any]) -> str | None:
+    """The ``--config`` file kube-scheduler's container runs with, or ``None``."""
+    words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
     for i, word in enumerate(words):
         if word.startswith("--config="):
-            path = word.removeprefix("--config=")
-        elif word == "--config" and i + 1 < len(words):
-            path = words[i + 1]
-        else:
-            continue
-        report.add("ok", scope, f"kube-scheduler's static pod runs with --config={path}")
-        return path
-    report.add(
-        "error",
-        scope,
-        "kube-scheduler's static pod runs without --config: it does not call the extender. kubeadm regenerates "
-        "this file on upgrade; wire it with the rendered kubeadm/ files (ClusterConfiguration scheduler.extraArgs "
-        "and extraVolumes, or --patches kubeadm/patches) and run the upgrade or `kubeadm init phase control-plane "
-        "scheduler` again",
-    )
-    return ""
+            return word.removeprefix("--config=")
+        if word == "--config" and i + 1 < len(words):
+            return words[i + 1]
+    return None
+
+
+_NOT_WIRED = (
+    "kube-scheduler's static pod runs without --config: it does not call the extender. kubeadm regenerates "
+    "this file on upgrade; wire it with the rendered kubeadm/ files (ClusterConfiguration scheduler.extraArgs "
+    "and extraVolumes, or --patches kubeadm/patches) and run the upgrade or `kubeadm init phase control-plane "
+    "scheduler` again"
+)
 
 
 def _merge(report: Report, other: Report) -> Report:
@@ -357,15 +356,12 @@ def _merge(report: Report, other: Report) -> Report:
     return report
 
 
-def _version_skew(report: Report, scope: str, text: str, kubeconfig: str, timeout: float) -> None:
+def _version_skew(report: Report, scope: str, image: str, kubeconfig: str, timeout: float) -> None:
     """Compare the kube-scheduler image tag of a static pod with the API server's version (``GET
     /version`` with ``kubeconfig``): newer than the API server is an error (the version-skew
     policy forbids it), more than one minor older a warning."""
     from app.kube.client import KubeClient, load_client
 
-    doc = yaml.safe_load(text)
-    containers = (doc.get("spec") or {}).get("containers") or []
-    image = next((str(c.get("image", "")) for c in containers if c.get("name") == "kube-scheduler"), "")
     tag = re.match(r"^.*:v?(\d+)\.(\d+)\.(\d+)$", image)
     if tag is None:
         report.add("warning", scope, f"cannot read a release from the kube-scheduler image {image!r}")
@@ -420,13 +416,16 @@ def check(
     except OSError as exc:
         report.add("error", scope, f"cannot read the file: {exc.strerror}")
         return report
-    pod_config = _static_pod_config(report, scope, text)
-    if pod_config is not None:
+    container = _scheduler_container(text)
+    if container is not None:  # kube-scheduler's static pod: is it wired, and is it the right version?
         if kubeconfig:
-            _version_skew(report, scope, text, kubeconfig, timeout)
-        if pod_config == "":
+            _version_skew(report, scope, str(container.get("image", "")), kubeconfig, timeout)
+        config_path = _config_flag(container)
+        if config_path is None:
+            report.add("error", scope, _NOT_WIRED)
             return report
-        return _merge(report, check(pod_config, url=url, offline=offline, timeout=timeout))
+        report.add("ok", scope, f"kube-scheduler's static pod runs with --config={config_path}")
+        return _merge(report, check(config_path, url=url, offline=offline, timeout=timeout))
     try:
         config = decode(text)
     except KubeConfigDecodeError as exc:
