@@ -114,7 +114,7 @@ def _serve(args: argparse.Namespace, schedule: bool = False) -> int:
         events = service.config.diagnostics.events
         if events.enabled:
             recorder = service.cluster.record_events(events.qps, events.burst, parse_duration(events.series_window))
-            service.listeners.append(recorder.observe)
+            service.pod_events = recorder.observe
     else:
         for profile in service.config.profiles:
             if profile.extender.node_cache_capable:
@@ -167,7 +167,6 @@ def start_schedulers(service: ExtenderService, metrics: Any) -> list[Any]:
 
     from app.cluster.leader import LeaderElectionSettings, LeaseElector
     from app.observe.events import EventRecorder
-    from app.observe.logs import decision_logger
     from app.scheduling.queue import SchedulingQueue
     from app.scheduling.scheduler import Scheduler
 
@@ -176,15 +175,8 @@ def start_schedulers(service: ExtenderService, metrics: Any) -> list[Any]:
     client = cluster.client
     config = service.config.scheduling
     events_config = service.config.diagnostics.events
-    logger = decision_logger()
     queues: list[SchedulingQueue] = []
     stops: list[Any] = []
-
-    def record(decision: Any) -> None:
-        if service.decisions is not None:
-            service.decisions.add(decision)
-        metrics.decided(decision)
-        logger(decision)
 
     for profile in service.config.profiles:
         name = profile.scheduler_name
@@ -232,7 +224,7 @@ def start_schedulers(service: ExtenderService, metrics: Any) -> list[Any]:
             service.frameworks[profile.name],
             cluster,
             queue,
-            record=record,
+            record=partial(service.record, pod_events=False),
             events=post,
             set_condition=client.set_pod_condition,
             metrics=metrics,

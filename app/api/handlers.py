@@ -87,8 +87,10 @@ class ExtenderService:
         self.cluster = cluster
         #: where decisions are kept for /explain (None: not kept)
         self.decisions = decisions
-        #: called with every decision (metrics, pod events, decision logs); must not block
+        #: called with every decision (metrics, decision logs); must not block
         self.listeners: list[Callable[[Decision], None]] = []
+        #: posts the pod events a verb's decision deserves (with cluster state); must not block
+        self.pod_events: Callable[[Decision], None] | None = None
         self.limits = config.server.limits.codec()
         self.verbs: dict[str, tuple[Verb, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
@@ -100,12 +102,18 @@ class ExtenderService:
     @property
     def recording(self) -> bool:
         """Whether decisions are kept or listened to (else none is built)."""
-        return self.decisions is not None or bool(self.listeners)
+        return self.decisions is not None or bool(self.listeners) or self.pod_events is not None
 
-    def _decided(self, decision: Decision) -> None:
+    def record(self, decision: Decision, pod_events: bool = True) -> None:
+        """Keep ``decision`` for ``/explain`` and pass it to the listeners, and to
+        :attr:`pod_events` unless ``pod_events`` is false (the standalone scheduler posts its own,
+        kube-scheduler's, events)."""
         if self.decisions is not None:
             self.decisions.add(decision)
-        for listener in self.listeners:
+        listeners = self.listeners
+        if pod_events and self.pod_events is not None:
+            listeners = [*listeners, self.pod_events]
+        for listener in listeners:
             try:
                 listener(decision)
             except Exception:  # an observer's bug never fails the verb
@@ -287,26 +295,11 @@ class ExtenderService:
         if error:
             log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, node, error)
         if self.recording:
-            self._decided(
-                Decision(
-                    time.time(),
-                    framework.profile,
-                    "bind",
-                    pod.namespace,
-                    pod.name,
-                    pod.uid,
-                    node=node,
-                    error=error,
-                    seconds=time.perf_counter() - started,
-                )
-            )
+            self.record(Decision.since(started, framework.profile, "bind", pod, node=node, error=error))
         return Answer(200, codec.encode_binding_result(error), bool(error))
 
     def _record(self, framework: Framework, verb: str, pod: PodInfo, started: float, **fields: Any) -> None:
-        seconds = time.perf_counter() - started
-        self._decided(
-            Decision(time.time(), framework.profile, verb, pod.namespace, pod.name, pod.uid, seconds=seconds, **fields)
-        )
+        self.record(Decision.since(started, framework.profile, verb, pod, **fields))
 
 
 #: The verdict a cache-mode filter gives a node name the cluster state does not know.

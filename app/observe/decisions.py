@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from app.framework.status import Code, Status, code_name
+from app.framework.types import PodInfo, PodRef
 
 #: node name -> {verdict, plugin, reason, reasonCode, scores, score}
 NodeVerdicts = dict[str, dict[str, Any]]
@@ -71,6 +72,13 @@ class Decision:
     seconds: float = 0.0
     #: node entries it holds (set by the store)
     entries: int = 1
+
+    @classmethod
+    def since(cls, started: float, profile: str, verb: str, pod: PodInfo | PodRef, **fields: Any) -> Decision:
+        """The decision about ``pod`` that began at ``started`` (``time.perf_counter()``) and ends
+        now; ``fields`` as the dataclass's."""
+        seconds = time.perf_counter() - started
+        return cls(time.time(), profile, verb, pod.namespace, pod.name, pod.uid, seconds=seconds, **fields)
 
     def node_names(self) -> Sequence[str]:
         """The candidate node names (resolving a deferred or packed list)."""

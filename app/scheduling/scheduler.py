@@ -299,13 +299,7 @@ class Scheduler:
             self.metrics.attempt(self.framework.profile, result, time.perf_counter() - started)
 
     def _decided(self, pod: PodInfo, verb: str, started: float, **fields: Any) -> None:
-        seconds = time.perf_counter() - started
-        decision = Decision(
-            time.time(), self.framework.profile, verb, pod.namespace, pod.name, pod.uid, seconds=seconds
-        )
-        for key, value in fields.items():
-            setattr(decision, key, value)
-        self._record(decision)
+        self._record(Decision.since(started, self.framework.profile, verb, pod, **fields))
 
 
 __all__ = ["NO_NODE_AVAILABLE", "Scheduler", "SchedulerMetrics", "fit_error_message", "select_host"]
