@@ -108,11 +108,21 @@ def test_chaos_scheduler_binds_its_pods_and_only_its_pods(api: FakeAPIServer, tm
     for i in range(8):
         api.put("pods", pending(f"chaos-{i}", "chaos-scheduler"))
     api.put("pods", pending("someone-elses", "default-scheduler"))
+    pinned = pending("pinned", "chaos-scheduler")  # only the control plane carries this hostname
+    pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "control-plane"}
+    api.put("pods", pinned)
     scheduler = Scheduler(config(tmp_path, api, "chaos-scheduler.yaml"))
     try:
         placed = wait_for(lambda: len(bound(api)) >= 8 and bound(api), what="8 chaos pods bound")
+        assert "pinned" not in placed
         assert set(placed) == {f"chaos-{i}" for i in range(8)}  # never the default scheduler's pod
         assert not {"control-plane", "cordoned"} & set(placed.values())  # taints and cordons hold
+        # decided by the node constraints alone, whatever the coins say (CoinFlip never runs)
+        failed = wait_for(lambda: [e for e in events(api, "FailedScheduling") if e["regarding"]["name"] == "pinned"])
+        assert failed[0]["note"] == (
+            "0/14 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+            "1 node(s) were unschedulable, 12 node(s) didn't match Pod's node affinity/selector."
+        )
         assert {b["metadata"]["uid"] for b in api.bindings} == {f"uid-default-chaos-{i}" for i in range(8)}
         scheduled = wait_for(lambda: len(events(api, "Scheduled")) >= 8 and events(api, "Scheduled"), what="events")
         assert {e["reportingController"] for e in scheduled} == {"chaos-scheduler"}
