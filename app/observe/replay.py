@@ -101,10 +101,7 @@ class ReplayReport:
                 "filterChanged": {n: list(v) for n, v in sorted(d.filter_changed.items())},
                 "scoreDeltas": {n: list(v) for n, v in sorted(d.score_deltas.items())},
                 "preemptChanged": {n: [o, w] for n, (o, w) in sorted(d.preempt_changed.items())},
-                "landing": {
-                    "old": sorted(old) if old is not None else None,
-                    "new": sorted(new) if new is not None else None,
-                },
+                "landing": {"old": _sorted(old), "new": _sorted(new)},
                 "landsElsewhere": d.elsewhere(),
                 "becomesUnschedulable": d.unschedulable(),
             }
@@ -241,16 +238,12 @@ def replay_capture(
         diff = report.pods.setdefault(new.pod.key(), PodDiff())
         old_answer, new_answer = line.get("answer"), _answer_json(new)
         if verb_name == "filter":
-            names = _request_names(body)
-            old = filter_verdicts(old_answer) or dict.fromkeys(names, ("Error", ""))
-            now = filter_verdicts(new_answer) or dict.fromkeys(names, ("Error", ""))
+            old, now = filter_verdicts(old_answer), filter_verdicts(new_answer)
+            if old is None or now is None:  # an Error answer: every node of the request errs
+                errs = dict.fromkeys(_request_names(body), ("Error", ""))
+                old, now = old or errs, now or errs
             diff.filter_changed = {
-                n: (
-                    f"{old[n][0]}" + (f" ({old[n][1]})" if old[n][1] else ""),
-                    now[n][0] + (f" ({now[n][1]})" if now[n][1] else ""),
-                )
-                for n in old.keys() & now.keys()
-                if old[n][0] != now[n][0]
+                n: (_verdict(old[n]), _verdict(now[n])) for n in old.keys() & now.keys() if old[n][0] != now[n][0]
             }
             diff.old_passed = {n for n, v in old.items() if v[0] == "Success"}
             diff.new_passed = {n for n, v in now.items() if v[0] == "Success"}
