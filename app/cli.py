@@ -166,7 +166,6 @@ def start_schedulers(service: ExtenderService, metrics: Any) -> list[Any]:
     import random
 
     from app.cluster.leader import LeaderElectionSettings, LeaseElector
-    from app.observe.events import EventRecorder
     from app.scheduling.queue import SchedulingQueue
     from app.scheduling.scheduler import Scheduler
 
@@ -184,17 +183,8 @@ def start_schedulers(service: ExtenderService, metrics: Any) -> list[Any]:
             continue
         post: Any = lambda event: None  # noqa: E731
         if events_config.enabled:
-            recorder = EventRecorder(
-                client.create_event,
-                client.patch_event,
-                events_config.qps,
-                events_config.burst,
-                parse_duration(events_config.series_window),
-                reporting_controller=name,
-            )
-            recorder.start()
-            stops.append(recorder.stop)
-            post = recorder.post
+            window = parse_duration(events_config.series_window)
+            post = cluster.record_events(events_config.qps, events_config.burst, window, reporting_controller=name).post
         elector = None
         if config.leader_elect:
             settings = LeaderElectionSettings(

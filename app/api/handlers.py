@@ -203,7 +203,7 @@ class ExtenderService:
         if snapshot is not None and snapshot.nominated:
             resolved.nodes = [snapshot.with_nominated(node, args.pod) for node in resolved.nodes]
         outcome = framework.run_filter(args.pod, resolved.nodes)
-        ignored = dict(outcome.ignored_errors)
+        ignored = outcome.ignored_errors
         if outcome.error:
             log.warning("filter %s: %s", args.pod.key(), outcome.error)
             if self.recording:

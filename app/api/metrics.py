@@ -296,16 +296,16 @@ class ClusterCollector(Collector):
             "Times this replica became the Lease's leader.",
             value=follower.takeovers if follower is not None else 0,
         )
-        events = self.runtime.events
+        recorders = self.runtime.recorders
         yield CounterMetricFamily(
             "scheduler_extender_events_posted",
             "Pod events written to the API server (creates and series updates).",
-            value=events.posted if events is not None else 0,
+            value=sum(r.posted for r in recorders),
         )
         yield CounterMetricFamily(
             "scheduler_extender_events_dropped",
             "Pod events not written: queue full, over the rate budget, or refused by the API server.",
-            value=events.dropped if events is not None else 0,
+            value=sum(r.dropped for r in recorders),
         )
         requeuer = self.runtime.requeuer
         yield CounterMetricFamily(

@@ -92,7 +92,8 @@ class ClusterRuntime:
         self.podgroups: PodGroupStore | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
-        self.events: EventRecorder | None = None
+        #: the pod-event recorders started (the service's, and one per standalone scheduler)
+        self.recorders: list[EventRecorder] = []
         #: Reserve plugins whose reservations hold cluster-wide, whichever profile binds: a
         #: resource pool's slots are the same for every profile (``NodeResourcePool`` registers
         #: itself), so a binder in a profile without the pool's filter still cannot over-commit it
@@ -200,18 +201,24 @@ class ClusterRuntime:
             )
             self.follower.start()
 
-    def record_events(self, qps: float, burst: int, finish_time: float) -> EventRecorder:
-        """Start posting pod events (:mod:`app.observe.events`) through this runtime's client;
-        returns the recorder, whose ``observe`` is the decision listener. Raises ``RuntimeError``
-        before :meth:`connect`."""
+    def record_events(
+        self, qps: float, burst: int, finish_time: float, reporting_controller: str | None = None
+    ) -> EventRecorder:
+        """Start posting pod events (:mod:`app.observe.events`) through this runtime's client, as
+        ``reporting_controller`` (default: the extender's); returns the recorder (``observe``: the decision listener,
+        ``post``: one event). Raises ``RuntimeError`` before :meth:`connect`."""
         client = self.client
         if client is None:
             raise RuntimeError("the cluster connection is not started (serve connects it)")
-        from app.observe.events import EventRecorder
+        from app.observe.events import REPORTING_CONTROLLER, EventRecorder
 
-        self.events = EventRecorder(client.create_event, client.patch_event, qps, burst, finish_time)
-        self.events.start()
-        return self.events
+        controller = reporting_controller or REPORTING_CONTROLLER
+        recorder = EventRecorder(
+            client.create_event, client.patch_event, qps, burst, finish_time, reporting_controller=controller
+        )
+        recorder.start()
+        self.recorders.append(recorder)
+        return recorder
 
     def binder(self, timeout: float) -> Binder:
         """A :class:`~app.kube.binder.Binder` bounded by ``timeout`` seconds.
@@ -232,8 +239,8 @@ class ClusterRuntime:
             self.follower.stop()
         if self.requeuer is not None:
             self.requeuer.stop()
-        if self.events is not None:
-            self.events.stop()
+        for recorder in self.recorders:
+            recorder.stop()
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
