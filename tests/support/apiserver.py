@@ -121,6 +121,8 @@ class FakeAPIServer:
         self.status_patches: list[tuple[str, Obj]] = []
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
         self.podgroup_crd = True
+        #: incremented by :meth:`stop`: watches of an earlier lifetime end
+        self.epoch = 0
         #: whether lists at resourceVersion 0 are served whole, from the watch cache (kube-apiserver's
         #: default); ``False``: paged like any other list (``--watch-cache=false``)
         self.watch_cache = True
@@ -144,7 +146,7 @@ class FakeAPIServer:
 
     def start(self, port: int | None = None) -> FakeAPIServer:
         """Listen on ``port`` (default: the previous port, or a free one)."""
-        handler = _handler(self)
+        handler = _handler(self, self.epoch)
         server = _QuietServer(("127.0.0.1", port if port is not None else self.port), handler)
         self._server = server
         self.port = server.server_address[1]
@@ -153,7 +155,11 @@ class FakeAPIServer:
         return self
 
     def stop(self) -> None:
-        """Stop listening and end every watch (the API server goes away)."""
+        """Stop listening and end every watch (the API server goes away), also one whose request
+        was accepted just before the listener closed (it ends at its next tick: the listener's
+        epoch is over)."""
+        with self.lock:
+            self.epoch += 1
         self.end_watches()
         if self._server is not None:
             self._server.shutdown()
@@ -413,7 +419,9 @@ class FakeAPIServer:
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
+def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
+    """The request handler of one listener's lifetime ``epoch`` (its watches end when it stops)."""
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -573,6 +581,8 @@ def _handler(api: FakeAPIServer) -> type[BaseHTTPRequestHandler]:
                     if item is None:
                         return
                     if item == ("tick", {}):
+                        if epoch != api.epoch:  # the listener that accepted it has stopped
+                            return
                         if bookmarks and time.monotonic() >= next_bookmark:
                             with api.lock:
                                 rv = str(api.rv)
