@@ -33,6 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests bench
 	$(BIN)/ruff format --check app tests bench
 	$(BIN)/mypy --strict app
+	$(BIN)/lint-imports
 
 ## bench: latency and throughput of filter/prioritize through the real server, peak memory of the
 ## largest bodies, and the cluster-state figures (prints figures)

@@ -31,23 +31,20 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from app.cluster.leader import LeaderElectionSettings
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from app.extender.codec import Limits
+from app.framework.build import enabled_plugins
+from app.framework.errors import SchedulerExtenderError
 from app.framework.interfaces import EXTENSION_POINTS
-from app.framework.profile import Duration, PluginRef, Profile, parse_duration
-from app.framework.registry import Handle, Registry
+from app.framework.labels import parse_selector
+from app.framework.profile import Duration, Profile, parse_duration
+from app.framework.registry import PluginEntry, Registry
 from app.framework.resources import is_extended_resource_name
-from app.framework.runtime import EnabledPlugin, Framework
-from app.observe.capture import parse_selector
-from app.observe.decisions import DecisionStore
 
 API_VERSION = "config.scheduler-extender.dev/v1alpha1"
 KIND = "ExtenderConfiguration"
 DEFAULT_MAX_REQUEST_BYTES = 128 * 1024 * 1024
 
 
-class ConfigError(ValueError):
+class ConfigError(SchedulerExtenderError, ValueError):
     """The configuration is invalid; ``problems`` lists each as ``field.path: message``."""
 
     def __init__(self, problems: list[str], source: str = "") -> None:
@@ -112,10 +109,6 @@ class LimitsConfig(_Model):
     max_nodes: int = Field(default=100_000, gt=0)
     max_victims_per_node: int = Field(default=10_000, gt=0)
     max_victims: int = Field(default=200_000, gt=0)
-
-    def codec(self) -> Limits:
-        """The codec's view of these limits."""
-        return Limits(self.max_nodes, self.max_victims_per_node, self.max_victims)
 
 
 class TimeoutsConfig(_Model):
@@ -218,41 +211,6 @@ def bind_exposure(config: Configuration) -> str | None:
     )
 
 
-#: Resident memory of an idle replica without cluster state (bytes): the interpreter, FastAPI and
-#: the plugins (measured 56 MiB, ``bench/bench_memory.py``), with room to spare.
-IDLE_MEMORY_BYTES = 128 * 1024 * 1024
-#: Added with a ``cluster:`` section: the watch cache of nodes and pods (measured below 600 MB at
-#: 5,000 nodes and 150,000 pods, ``bench/bench_cluster.py``); larger clusters raise it by hand.
-CLUSTER_MEMORY_BYTES = 640 * 1024 * 1024
-#: Peak memory of answering a request, per byte of body held: the bound ``make bench`` checks
-#: (measured 1.0x for the 73 MB 5,000-node filter body, 1.4x for its prioritize, 3.4x for a
-#: 64 MiB body of 100,000 long names, ``bench/bench_memory.py``).
-BODY_MEMORY_FACTOR = 4
-
-
-def memory_limit_bytes(config: Configuration) -> int:
-    """The memory a replica needs to answer any admitted request: idle baseline, plus the
-    cluster cache when configured, plus :data:`BODY_MEMORY_FACTOR` x ``maxInFlightBytes``.
-    ``render`` writes it as the pod's memory limit, so a pod that admits a body can answer it."""
-    total = IDLE_MEMORY_BYTES + BODY_MEMORY_FACTOR * config.server.in_flight_bytes
-    if config.cluster is not None:
-        total += CLUSTER_MEMORY_BYTES
-    decisions = config.diagnostics.decisions
-    if decisions.enabled:
-        total += _round_mib(DECISION_ENTRY_BYTES * decisions.max_node_verdicts + 1000 * decisions.max_records)
-    return total
-
-
-#: What one kept node verdict of a decision record costs (its name packed as JSON, a list slot).
-DECISION_ENTRY_BYTES = 64
-
-
-def _round_mib(n: int) -> int:
-    """``n`` bytes rounded up to a multiple of 32 MiB."""
-    step = 32 * 1024 * 1024
-    return -(-n // step) * step
-
-
 def _positive_duration(value: str) -> str:
     if parse_duration(value) <= 0:
         raise ValueError("must be a positive duration")
@@ -279,17 +237,6 @@ class LeaderElectionConfig(_Model):
     @classmethod
     def _durations(cls, value: str) -> str:
         return _positive_duration(value)
-
-    def settings(self) -> LeaderElectionSettings:
-        """The follower's settings, durations in seconds."""
-        base = LeaderElectionSettings(lease_name=self.lease_name, lease_namespace=self.lease_namespace)
-        return LeaderElectionSettings(
-            lease_name=self.lease_name,
-            lease_namespace=self.lease_namespace,
-            identity=self.identity or base.identity,
-            renew_deadline=parse_duration(self.renew_deadline),
-            retry_period=parse_duration(self.retry_period),
-        )
 
 
 class ClusterConfig(_Model):
@@ -326,21 +273,6 @@ class ClusterConfig(_Model):
     def _durations(cls, value: str) -> str:
         return _positive_duration(value)
 
-    def settings(self) -> ClusterSettings:
-        """The runtime settings, durations in seconds."""
-        return ClusterSettings(
-            kubeconfig=self.kubeconfig,
-            context=self.context,
-            assumed_pod_ttl=parse_duration(self.assumed_pod_ttl),
-            watch_timeout=max(1, int(parse_duration(self.watch_timeout))),
-            stale_after=parse_duration(self.stale_after),
-            page_size=self.page_size,
-            api_workers=self.api_workers,
-            pod_annotations=tuple(self.pod_annotations),
-            leader_election=self.leader_election.settings() if self.leader_election is not None else None,
-            requeue_qps=self.requeue_qps if self.requeue_rejected_pods else 0.0,
-        )
-
 
 class DecisionsConfig(_Model):
     """``diagnostics.decisions``: decision records for ``/explain`` (:mod:`app.observe.decisions`).
@@ -360,14 +292,6 @@ class DecisionsConfig(_Model):
     @classmethod
     def _duration(cls, value: str) -> str:
         return _positive_duration(value)
-
-    def store(self) -> DecisionStore | None:
-        """The configured store, or ``None`` when disabled."""
-        if not self.enabled:
-            return None
-        return DecisionStore(
-            self.max_records, parse_duration(self.max_age), self.attempts_per_pod, self.max_node_verdicts
-        )
 
 
 class EventsConfig(_Model):
@@ -566,14 +490,13 @@ def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
             "only one extender can implement bind"
         )
     seen_resources: dict[str, str] = {}
-    cluster = ClusterRuntime(config.cluster.settings()) if config.cluster is not None else None
     for i, profile in enumerate(config.profiles):
-        problems += _validate_profile(i, profile, registry, seen_resources, cluster)
+        problems += _validate_profile(i, profile, registry, seen_resources, config.cluster is not None)
     return problems
 
 
 def _validate_profile(
-    i: int, profile: Profile, registry: Registry, seen_resources: dict[str, str], cluster: ClusterRuntime | None
+    i: int, profile: Profile, registry: Registry, seen_resources: dict[str, str], has_cluster: bool
 ) -> list[str]:
     problems: list[str] = []
     at = f"profiles[{i}]"
@@ -630,7 +553,7 @@ def _validate_profile(
                         f"{where}.name: unknown plugin {ref.name!r}{did_you_mean(ref.name, registry.names())} "
                         f"(registered: {', '.join(registry.names())})"
                     )
-            elif entry.needs_cluster and cluster is None:
+            elif entry.needs_cluster and not has_cluster:
                 problems.append(
                     f"{where}.name: plugin {ref.name} needs cluster state: add a `cluster:` section "
                     "(credentials default to in-cluster, then ~/.kube/config)"
@@ -668,63 +591,29 @@ def _validate_profile(
                     f"{p} (no pluginConfig for {name}: add one with these args)"
                     for p in _pydantic_problems(exc, f"{at}.pluginConfig[{name}].args")
                 ]
-    if not problems:
-        try:
-            build_framework(profile, registry, cluster)
-        except (ValueError, TypeError) as exc:
-            problems.append(f"{at}.plugins: {exc}")
+    for point, refs in points.items():  # each plugin must implement the points it is enabled at
+        protocol = EXTENSION_POINTS[point]
+        for j, ref in enumerate(refs):
+            entry = registry.get(ref.name)
+            if entry is not None and not _implements(entry, protocol):
+                problems.append(f"{at}.plugins.{point}[{j}].name: plugin {ref.name} does not implement {point}")
     return problems
 
 
-def _enabled(profile: Profile) -> set[str]:
-    p = profile.plugins
-    return {ref.name for refs in (p.filter, p.score, p.preemption, p.bind) for ref in refs}
+def _implements(entry: PluginEntry, protocol: Any) -> bool:
+    """Whether ``entry``'s plugin class has the methods of ``protocol`` (a factory that is not a
+    class cannot be told from here: building the framework checks its instance)."""
+    factory = entry.factory
+    methods = [name for name, value in vars(protocol).items() if not name.startswith("_") and callable(value)]
+    return not isinstance(factory, type) or all(hasattr(factory, name) for name in methods)
 
 
 def needs_every_pod(profile: Profile, registry: Registry) -> list[str]:
     """The enabled plugins of ``profile`` that must see every pod (``PluginEntry.sees_every_pod``),
     which ``managedResources`` would hide pods from."""
     out = []
-    for name in sorted(_enabled(profile)):
+    for name in sorted(enabled_plugins(profile)):
         entry = registry.get(name)
         if entry is not None and entry.sees_every_pod:
             out.append(name)
     return out
-
-
-def build_framework(profile: Profile, registry: Registry, cluster: ClusterRuntime | None = None) -> Framework:
-    """Instantiate a validated profile's plugins (one instance per plugin, shared by all the
-    points it is enabled at) and return its :class:`Framework`. ``cluster`` is handed to the
-    plugins through their :class:`Handle`.
-
-    Raises ``ValueError`` if a plugin does not implement a point it is enabled at, or a factory
-    rejects its args.
-    """
-    handle = Handle(profile=profile.name, http_timeout=profile.extender.http_timeout_seconds, cluster=cluster)
-    args_by_name = {pc.name: pc.args for pc in profile.plugin_config}
-    instances: dict[str, Any] = {}
-
-    def enabled(refs: list[PluginRef], point: str) -> list[EnabledPlugin]:
-        out = []
-        for ref in refs:
-            if ref.name not in instances:
-                entry = registry.get(ref.name)
-                if entry is None:
-                    raise ValueError(f"unknown plugin {ref.name!r}")
-                args = entry.args.model_validate(args_by_name.get(ref.name, {})) if entry.args else None
-                instances[ref.name] = entry.factory(args, handle)
-            plugin = instances[ref.name]
-            if not isinstance(plugin, EXTENSION_POINTS[point]):
-                raise ValueError(f"plugin {ref.name} does not implement the {point} extension point")
-            out.append(EnabledPlugin(ref.name, plugin, ref.weight or 1, ref.failure_policy == "Ignore"))
-        return out
-
-    return Framework(
-        profile.name,
-        enabled(profile.plugins.filter, "filter"),
-        enabled(profile.plugins.score, "score"),
-        enabled(profile.plugins.preemption, "preemption"),
-        enabled(profile.plugins.bind, "bind"),
-        http_timeout=profile.extender.http_timeout_seconds,
-        shared_reserve=cluster.cluster_reserve if cluster is not None else (),
-    )

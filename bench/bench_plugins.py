@@ -22,7 +22,7 @@ import msgspec
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from app.cli import build_service  # noqa: E402
+from app.bootstrap import build_service  # noqa: E402
 from app.extender import codec  # noqa: E402
 from app.framework import objects  # noqa: E402
 from bench.bench_cluster import extres_body, populate  # noqa: E402

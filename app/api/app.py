@@ -2,7 +2,7 @@
 serves ``GET /healthz``, ``/readyz``, ``/profiles``, ``/explain/{namespace}/{name}``, ``/version``,
 ``/metrics`` and the OpenAPI
 document (``/openapi.json``, ``/docs``), whose verb paths come from the same table the router
-serves (:data:`~app.api.verbs.VERBS`).
+serves (:data:`~app.api.service.VERBS`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from app import __version__
 from app.api.edge import PEER_CN, VerbRouter
 from app.api.explain import Explanation
-from app.api.handlers import ExtenderService
 from app.api.metrics import Metrics
-from app.api.verbs import openapi_paths
+from app.api.service import ExtenderService, openapi_paths
 from app.observe.logs import decision_logger
 
 
@@ -34,7 +33,7 @@ def create_app(service: ExtenderService) -> VerbRouter:
         version=__version__,
         description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
     )
-    metrics = Metrics(service.frameworks, service.cluster)
+    metrics = Metrics(service.frameworks, service.cluster, service.recorders)
     service.listeners.append(metrics.decided)
     service.listeners.append(decision_logger())
     if service.decisions is not None:
@@ -52,11 +51,22 @@ def create_app(service: ExtenderService) -> VerbRouter:
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
         """Readiness: 200 when every profile can answer; 503 with the reason while the cluster
-        state has not synced, or when its list/watch has failed for longer than ``staleAfter``.
+        state has not synced, when its list/watch has failed for longer than ``staleAfter``, or
+        when a background worker (reflector, scheduler, ...) ended by itself. ``workers`` lists
+        each worker's last error while any has one.
         With cluster state, ``role`` says whether this replica binds: ``leader``, ``warming up``
         (after a start or a takeover) or ``follower`` (another replica's kube-scheduler holds the
         Lease); all three are ready, as filter answers on each."""
         body: dict[str, Any] = {"status": "ready", "profiles": list(service.frameworks)}
+        if service.health is not None:
+            health = service.health()
+            if any(h.error for h in health):
+                body["workers"] = {h.name: h.error or "ok" for h in health}
+            ended = [h.name for h in health if not h.running]
+            if ended:  # a background loop ended by itself: the service is no longer complete
+                body["status"] = "not ready"
+                body["workers"] = {h.name: h.error or ("ended" if not h.running else "ok") for h in health}
+                return JSONResponse(body, status_code=503)
         if service.cluster is not None:
             ready, reason = service.cluster.state.ready()
             body["cluster"] = reason

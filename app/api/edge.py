@@ -32,9 +32,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from app.api.handlers import Answer, ExtenderService
 from app.api.metrics import Metrics
-from app.api.verbs import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Verb
+from app.api.service import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Answer, ExtenderService, Verb
 from app.config import ServerConfig
 from app.extender.codec import DENSE_CHECK_BYTES, Body, Chunks
 from app.framework.runtime import Framework
@@ -104,18 +103,17 @@ class VerbRouter:
         self.capture: Capture | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            route = _route(scope["path"]) if scope["method"] == "POST" else None
-            if route is not None:
-                await self.answer(VERBS[route[0]], route[1], scope, receive, send)
-                return
-            if scope.get(OVER_CAPACITY) and scope["path"] not in ("/healthz", "/readyz"):
+        """Answer a verb request (steps 1 to 6 of the module doc), or hand the request to FastAPI.
+        From here a filter reaches its first plugin in at most five calls: :meth:`_result`, the
+        verb's handler, the framework's run, (for Filter) its per-plugin loop, the plugin."""
+        route = _route(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if route is None:
+            if scope["type"] == "http" and scope.get(OVER_CAPACITY) and scope["path"] not in ("/healthz", "/readyz"):
                 await _send_plain(send, 503, b'{"Error":"too many connections: retry later"}', retry_after=True)
                 return
-        await self.fastapi(scope, receive, send)
-
-    async def answer(self, verb: Verb, profile: str | None, scope: Scope, receive: Receive, send: Send) -> None:
-        """Answer one verb request (steps 2 to 6 of the module doc)."""
+            await self.fastapi(scope, receive, send)
+            return
+        verb, profile = VERBS[route[0]], route[1]
         started = time.perf_counter()
         target = self.service.resolve(profile, verb.name)
         label = self.metrics.profile_label(target.profile if isinstance(target, Framework) else profile)
@@ -124,7 +122,7 @@ class VerbRouter:
             self.requests_in_flight += 1
             self.metrics.in_flight.inc()
             try:
-                result, close = await self._decide(verb, target, scope, receive, held)
+                result, close = await self._result(verb, target, scope, receive, held)
             finally:
                 self.requests_in_flight -= 1
                 self.metrics.in_flight.dec()
@@ -138,26 +136,18 @@ class VerbRouter:
             held.release()  # the answer's chunks may be views of the body: released once sent
         self.metrics.answered(label, verb.name, result.status, result.error, time.perf_counter() - started)
 
-    async def _decide(
+    async def _result(
         self, verb: Verb, target: Framework | Answer, scope: Scope, receive: Receive, held: _Held
     ) -> tuple[Answer, bool]:
-        """The answer, and whether to close the connection after it (the body was not read)."""
+        """The answer, and whether to close the connection after it (its body was not read). The
+        verb's handler is called from here, on the loop or in the worker thread."""
         try:
-            if scope.get(OVER_CAPACITY):
-                self.metrics.overload.labels("connections").inc()
-                raise _RefusedError(503, "too many connections: retry later")
-            if self.requests_in_flight > self.max_requests:
-                self.metrics.overload.labels("requests").inc()
-                raise _RefusedError(503, "too many requests in flight: retry later")
-            if isinstance(target, Answer):
-                return target, True
-            if verb.name == "bind":
-                self._authorize_bind(scope)
-            body = await self._read_body(scope, receive, held)
-            held.body = body
+            body = await self._admitted_body(verb, target, scope, receive, held)
         except _RefusedError as refusal:
             retry = RETRY_AFTER if refusal.status == 503 else None
             return verb.error(refusal.status, str(refusal), retry), True
+        if isinstance(target, Answer):
+            return target, True
         try:
             if not verb.blocking:
                 return await verb.run_async(self.service, target, body), False
@@ -167,12 +157,33 @@ class VerbRouter:
             args = verb.decoded(self.service, body)
             if isinstance(args, Answer):
                 return args, False
+            handle: Any = verb.handle  # a blocking verb's handler answers at once
             if verb.weight(args) <= INLINE_WEIGHT:
-                return verb.answer(self.service, target, args), False
-            return await loop.run_in_executor(self.worker, verb.answer, self.service, target, args), False
+                return handle(self.service, target, args), False
+            return await loop.run_in_executor(self.worker, handle, self.service, target, args), False
         except Exception:  # a bug of ours or a plugin's: never its text on the wire
             log.exception("%s on profile %s failed", verb.name, target.profile)
             return verb.error(500, INTERNAL_ERROR.format(verb=verb.name)), False
+
+    async def _admitted_body(
+        self, verb: Verb, target: Framework | Answer, scope: Scope, receive: Receive, held: _Held
+    ) -> bytes | bytearray:
+        """The request's body once admitted (connections, requests in flight, bind's client
+        certificate); ``b""`` unread when ``target`` already answers it. Raises
+        :class:`_RefusedError` or :class:`ClientDisconnectedError`."""
+        if scope.get(OVER_CAPACITY):
+            self.metrics.overload.labels("connections").inc()
+            raise _RefusedError(503, "too many connections: retry later")
+        if self.requests_in_flight > self.max_requests:
+            self.metrics.overload.labels("requests").inc()
+            raise _RefusedError(503, "too many requests in flight: retry later")
+        if isinstance(target, Answer):
+            return b""
+        if verb.name == "bind":
+            self._authorize_bind(scope)
+        body = await self._read_body(scope, receive, held)
+        held.body = body
+        return body
 
     def _authorize_bind(self, scope: Scope) -> None:
         """Bind holds cluster-wide ``pods/binding`` rights: only a caller whose verified TLS client

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -25,6 +25,13 @@ _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 #: The ``profile`` label of requests to a path whose profile is not configured: label values come
 #: only from the configuration, so a scan of random paths cannot grow the series.
 UNKNOWN_PROFILE = "unknown"
+
+
+class EventCounts(Protocol):
+    """What the event metrics read of a pod-event writer (:class:`~app.observe.events.EventRecorder`)."""
+
+    posted: int
+    dropped: int
 
 
 class Metrics:
@@ -54,11 +61,13 @@ class Metrics:
     - ``scheduler_extender_decision_records``: decisions kept for ``/explain``.
     """
 
-    def __init__(self, profiles: Iterable[str], cluster: ClusterRuntime | None = None) -> None:
+    def __init__(
+        self, profiles: Iterable[str], cluster: ClusterRuntime | None = None, recorders: Sequence[EventCounts] = ()
+    ) -> None:
         self.profiles = frozenset(profiles)
         self.registry = CollectorRegistry(auto_describe=True)
         if cluster is not None:
-            self.registry.register(ClusterCollector(cluster))
+            self.registry.register(ClusterCollector(cluster, recorders))
         self.requests = Counter(
             "scheduler_extender_requests",
             "Extender requests answered, by profile, verb, HTTP status code and outcome.",
@@ -178,7 +187,7 @@ class Metrics:
         return passed
 
     def attempt(self, profile: str, result: str, seconds: float) -> None:
-        """A standalone scheduler's attempt (:class:`~app.scheduling.scheduler.SchedulerMetrics`):
+        """A standalone scheduler's attempt (:class:`~app.scheduler.scheduler.SchedulerMetrics`):
         ``scheduler_schedule_attempts_total{profile,result}`` and
         ``scheduler_scheduling_attempt_duration_seconds{profile,result}``."""
         self.schedule_attempts.labels(profile, result).inc()
@@ -191,7 +200,7 @@ class Metrics:
 
     def decided(self, decision: Decision) -> None:
         """Count a decision by outcome and, for a filter, its verdicts per plugin and reason code
-        (a listener of :class:`~app.api.handlers.ExtenderService` and of the standalone scheduler)."""
+        (a listener of :class:`~app.api.service.ExtenderService` and of the standalone scheduler)."""
         verb = decision.verb
         passed = self._filtered(decision) if verb == "filter" else 0
         if decision.error:
@@ -244,9 +253,11 @@ class ClusterCollector(Collector):
       leader, warmed up); ``scheduler_extender_takeovers_total``: times it became the leader.
     """
 
-    def __init__(self, runtime: ClusterRuntime) -> None:
+    def __init__(self, runtime: ClusterRuntime, recorders: Sequence[EventCounts] = ()) -> None:
         self.runtime = runtime
         self.state = runtime.state
+        #: the pod-event writers (a live list: the composition root adds them as it builds them)
+        self.recorders = recorders
 
     def describe(self) -> list[object]:
         return []
@@ -296,7 +307,7 @@ class ClusterCollector(Collector):
             "Times this replica became the Lease's leader.",
             value=follower.takeovers if follower is not None else 0,
         )
-        recorders = self.runtime.recorders
+        recorders = self.recorders
         yield CounterMetricFamily(
             "scheduler_extender_events_posted",
             "Pod events written to the API server (creates and series updates).",

@@ -29,7 +29,7 @@ import logging
 import os
 import resource
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvicorn
@@ -199,11 +199,21 @@ class CertificateReloader:
 
 
 class ExtenderServer(uvicorn.Server):
-    """uvicorn's server, plus the certificate reloader while it serves."""
+    """uvicorn's server, plus the certificate reloader while it serves, and the composition
+    root's hooks: ``on_startup()`` once the socket is bound (on the loop: it starts the
+    background workers), ``await on_shutdown()`` once the connections are drained (it stops them)."""
 
-    def __init__(self, config: uvicorn.Config, reloader: CertificateReloader | None = None) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        reloader: CertificateReloader | None = None,
+        on_startup: Callable[[], None] | None = None,
+        on_shutdown: Callable[[], Awaitable[Any]] | None = None,
+    ) -> None:
         super().__init__(config)
         self.reloader = reloader
+        self.on_startup = on_startup
+        self.on_shutdown = on_shutdown
         self._reloading: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: Any = None) -> None:
@@ -222,11 +232,15 @@ class ExtenderServer(uvicorn.Server):
             )
         if self.reloader is not None:
             self._reloading = asyncio.create_task(self.reloader.run())
+        if self.on_startup is not None:
+            self.on_startup()
 
     async def shutdown(self, sockets: Any = None) -> None:
         if self._reloading is not None:
             self._reloading.cancel()
         await super().shutdown(sockets)
+        if self.on_shutdown is not None:
+            await self.on_shutdown()
 
 
 def protocol_class(server: ServerConfig, on_timeout: Callable[[str], None]) -> type[GuardedHttpToolsProtocol]:
@@ -280,13 +294,24 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
     return config
 
 
-def run(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> None:
-    """Serve ``app`` until SIGTERM or SIGINT (see the module doc)."""
+def run(
+    app: VerbRouter,
+    host: str,
+    port: int,
+    options: dict[str, Any],
+    on_startup: Callable[[], None] | None = None,
+    on_shutdown: Callable[[], Awaitable[Any]] | None = None,
+) -> bool:
+    """Serve ``app`` until SIGTERM or SIGINT (see the module doc), with the hooks of
+    :class:`ExtenderServer`; returns whether it served (``False``: the socket could not be bound,
+    uvicorn has logged why)."""
     server = app.service.config.server
     raise_open_files_limit(server.max_connections + 64)
     config = uvicorn_config(app, host, port, options)
     reloader = None
     if server.tls is not None and config.ssl:
         reloader = CertificateReloader(config.ssl, server.tls, parse_duration(server.tls.reload_interval))
-    ExtenderServer(config, reloader).run()
+    server_ = ExtenderServer(config, reloader, on_startup, on_shutdown)
+    server_.run()
     app.worker.shutdown(wait=False, cancel_futures=True)
+    return bool(server_.started)

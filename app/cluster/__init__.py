@@ -1,7 +1,8 @@
 """Cluster state: list+watch reflectors of nodes and pods, per-node aggregates and the
-assumed-pod ledger (DESIGN.md section 4). Imports no ``kubernetes`` module itself."""
+assumed-pod ledger (DESIGN.md section 4), behind the framework's ``ClusterHandle``. Imports no
+``kubernetes`` module itself."""
 
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from app.cluster.state import ClusterState, PoolSpec, Reservation, Snapshot
+from app.cluster.state import ClusterState, Snapshot
 
-__all__ = ["ClusterRuntime", "ClusterSettings", "ClusterState", "PoolSpec", "Reservation", "Snapshot"]
+__all__ = ["ClusterRuntime", "ClusterSettings", "ClusterState", "Snapshot"]

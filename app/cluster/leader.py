@@ -24,13 +24,13 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from app.cluster.periodic import PeriodicThread
 from app.kube.errors import APIError
+from app.kube.timefmt import micro_time
+from app.lifecycle import PeriodicWorker
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +71,15 @@ _LEASE = msgspec.json.Decoder(_Lease)
 LEADER, FOLLOWER = "leader", "follower"
 
 
-class LeaseFollower:
-    """Follows one Lease from a daemon thread (see the module doc).
+class LeaseFollower(PeriodicWorker):
+    """Follows one Lease from a daemon thread (see the module doc): a
+    :class:`~app.lifecycle.PeriodicWorker` named ``lease-follower`` reading it every
+    ``retry_period`` seconds.
 
     ``read(namespace, name)`` returns the Lease's raw JSON, ``None`` when it does not exist, and
     raises :class:`APIError`. ``on_takeover()`` is called (from the thread) each time this replica
-    becomes the leader. ``clock``: monotonic seconds (tests pass their own).
+    becomes the leader. ``clock``: monotonic seconds (tests pass their own). A failed read, or a
+    Lease that does not exist, is the worker's ``error`` until a read finds it again.
     """
 
     def __init__(
@@ -86,25 +89,20 @@ class LeaseFollower:
         on_takeover: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__("lease-follower", settings.retry_period)
         self.settings = settings
         self._read = read
         self._on_takeover = on_takeover
         self._clock = clock
-        self._loop = PeriodicThread("lease-follower", settings.retry_period, self.poll)
         self._record: tuple[str, str | None] | None = None  # (holder, renewTime) last seen
         self._observed = 0.0  # when the record last changed, on our clock
         self._leading = False
         self.holder = ""
         self.takeovers = 0
-        self.last_error = ""
 
-    def start(self) -> None:
-        """Poll the Lease every ``retryPeriod`` in a daemon thread."""
-        self._loop.start()
-
-    def stop(self) -> None:
-        """End the polling thread."""
-        self._loop.stop()
+    def step(self) -> None:
+        """One :meth:`poll` (what the thread runs every ``retryPeriod``)."""
+        self.poll()
 
     def poll(self) -> None:
         """Read the Lease once and update :meth:`is_leader` (calls ``on_takeover`` on a takeover)."""
@@ -112,12 +110,13 @@ class LeaseFollower:
         try:
             raw = self._read(s.lease_namespace, s.lease_name)
             spec = (_LEASE.decode(raw).spec if raw is not None else None) or _LeaseSpec()
-            self.last_error = "" if raw is not None else f"Lease {s.lease_namespace}/{s.lease_name} does not exist"
+            if raw is None:
+                self.failed(f"Lease {s.lease_namespace}/{s.lease_name} does not exist")
+            else:
+                self.recovered()
         except (APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-            error = f"reading Lease {s.lease_namespace}/{s.lease_name}: {exc}"
-            if error != self.last_error:  # once per distinct error, not every retryPeriod
-                log.warning("%s", error)
-            self.last_error = error
+            if self.failed(f"reading Lease {s.lease_namespace}/{s.lease_name}: {exc}"):
+                log.warning("%s", self.error)  # once per distinct error, not every retryPeriod
             spec = None
         now = self._clock()
         if spec is not None:
@@ -149,12 +148,7 @@ class LeaseFollower:
         return LEADER if self._leading else FOLLOWER
 
 
-def micro_time(seconds: float) -> str:
-    """``metav1.MicroTime`` (RFC 3339, microseconds, UTC)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class LeaseElector:
+class LeaseElector(PeriodicWorker):
     """Elects this process the holder of a Lease, as client-go's ``LeaderElector``
     (k8s.io/client-go/tools/leaderelection/leaderelection.go, ``tryAcquireOrRenew``, with
     ``resourcelock.LeaseLock``), for the standalone scheduler's replicas.
@@ -167,7 +161,9 @@ class LeaseElector:
     leading when it has not renewed for ``renew_deadline`` seconds. ``read`` as for
     :class:`LeaseFollower`; ``create(namespace, body)`` and ``replace(namespace, name, body)``
     raise :class:`APIError` (409 when another write came first). ``identity``: ``<hostname>_<uuid>``
-    as kube-scheduler's. ``on_start``/``on_stop`` are called from the thread.
+    as kube-scheduler's. ``on_start``/``on_stop`` are called from the thread, a
+    :class:`~app.lifecycle.PeriodicWorker` named ``lease-elector`` stepping every ``retry_period``
+    seconds. A failed Lease read or write is the worker's ``error`` until a step succeeds.
     """
 
     def __init__(
@@ -182,26 +178,22 @@ class LeaseElector:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__("lease-elector", settings.retry_period)
         self.settings = settings
         self.identity = identity or f"{settings.identity}_{uuid.uuid4()}"
         self._read, self._create, self._replace = read, create, replace
         self._on_start, self._on_stop = on_start, on_stop
         self._clock, self._wall = clock, wall
-        self._loop = PeriodicThread("lease-elector", settings.retry_period, self.step)
         self._record: tuple[str, str | None] | None = None
         self._observed = 0.0
         self._renewed = 0.0
         self._leading = False
         self.holder = ""
-        self.last_error = ""
-
-    def start(self) -> None:
-        """Run the election (a step every ``retryPeriod``) in a daemon thread."""
-        self._loop.start()
 
     def stop(self) -> None:
-        """Stop electing (the Lease is left to expire, as client-go without ``ReleaseOnCancel``)."""
-        self._loop.stop()
+        """Stop electing (the Lease is left to expire, as client-go without ``ReleaseOnCancel``);
+        does not wait for a step in progress (see :meth:`join`)."""
+        super().stop()
 
     def is_leader(self) -> bool:
         """This process holds the Lease (renewed within ``renew_deadline``)."""
@@ -210,7 +202,10 @@ class LeaseElector:
     def step(self) -> None:
         """One ``tryAcquireOrRenew``, then start or stop leading accordingly."""
         now = self._clock()
+        errors = self.errors
         acquired = self._try_acquire_or_renew(now)
+        if self.errors == errors:  # the Lease was read (and written) without an error
+            self.recovered()
         if acquired:
             self._renewed = now
         leading = acquired or (self._leading and now - self._renewed < self.settings.renew_deadline)
@@ -283,9 +278,8 @@ class LeaseElector:
         }
 
     def _error(self, error: str) -> None:
-        if error != self.last_error:  # once per distinct error, not every retryPeriod
+        if self.failed(error):  # once per distinct error, not every retryPeriod
             log.warning("%s", error)
-        self.last_error = error
 
 
-__all__ = ["FOLLOWER", "LEADER", "LeaderElectionSettings", "LeaseElector", "LeaseFollower", "micro_time"]
+__all__ = ["FOLLOWER", "LEADER", "LeaderElectionSettings", "LeaseElector", "LeaseFollower"]

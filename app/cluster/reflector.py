@@ -35,6 +35,7 @@ import msgspec
 from app.cluster.state import ClusterState
 from app.framework import objects
 from app.kube.errors import APIError
+from app.lifecycle import ThreadWorker
 
 log = logging.getLogger(__name__)
 
@@ -214,12 +215,16 @@ def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield buffer
 
 
-class Reflector:
+class Reflector(ThreadWorker):
     """Keeps ``sink`` in step with the ``kind`` collection the lister serves (nodes and pods into
     the cluster state through :func:`state_sink`, PodGroups into their store).
 
     ``watch_timeout`` and the backoff bounds are in seconds; ``request_timeout`` bounds each list
-    page. ``start()`` runs the loop in a daemon thread; ``stop()`` ends it and closes an open watch.
+    page. A :class:`~app.lifecycle.ThreadWorker` named ``reflector-<kind>``: ``start()`` runs the
+    loop in a daemon thread; ``stop()`` asks it to end and closes an open watch, without waiting
+    (``await join(timeout)`` waits). A failed list or watch is the worker's ``error`` (the loop
+    backs off and retries) until a list or watch succeeds; a collection that does not exist (404)
+    is reported to the sink, not as an error.
     """
 
     def __init__(
@@ -234,6 +239,7 @@ class Reflector:
         request_timeout: float = 60.0,
         rng: random.Random | None = None,
     ) -> None:
+        super().__init__(f"reflector-{kind}")
         self.kind = kind
         self.lister = lister
         self.sink = sink
@@ -243,8 +249,6 @@ class Reflector:
         self.backoff_max = backoff_max
         self.request_timeout = request_timeout
         self._rng = rng or random.Random()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._stream: Any = None
         self._lock = threading.Lock()
         #: the resourceVersion to watch from; ``None``: list first
@@ -254,31 +258,26 @@ class Reflector:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Run the list+watch loop in a daemon thread."""
-        self._thread = threading.Thread(target=self.run, name=f"reflector-{self.kind}", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the loop and close the open watch; waits up to ``timeout`` seconds."""
-        self._stop.set()
+    def stop(self) -> None:
+        """Ask the loop to end and close the open watch (so a blocked read returns); does not wait
+        (see :meth:`join`)."""
+        super().stop()
         with self._lock:
             stream = self._stream
         if stream is not None:
             with contextlib.suppress(Exception):  # closing a broken stream may fail; we are leaving anyway
                 stream.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     def run(self) -> None:
         """The loop of the module doc; returns when stopped."""
         delay = self.backoff_initial
-        while not self._stop.is_set():
+        while not self.stopping.is_set():
             try:
                 if self.resource_version is None:
                     self._list()
                     delay = self.backoff_initial
-                if self._stop.is_set():
+                    self.recovered()
+                if self.stopping.is_set():
                     return
                 if self._watch():
                     delay = self.backoff_initial
@@ -292,7 +291,7 @@ class Reflector:
                 self.resource_version = None
                 self.sink.count(self.kind, "relist")
             except Exception as exc:  # any failure: back off, then resume (never kill the thread)
-                if self._stop.is_set():
+                if self.stopping.is_set():
                     return  # stop() closed the stream under our feet
                 message = str(exc) if isinstance(exc, APIError) else f"{type(exc).__name__}: {exc}"
                 if isinstance(exc, APIError) and exc.status == 404 and self.resource_version is None:
@@ -303,13 +302,14 @@ class Reflector:
                         message,
                         self.backoff_max,
                     )
-                    if self._stop.wait(self.backoff_max):
+                    if self.wait(self.backoff_max):
                         return
                     continue
                 self.sink.mark_failing(self.kind, message)
+                self.failed(f"{self.kind} list/watch: {message}")
                 wait = delay * (1 + self._rng.random())
                 log.warning("%s list/watch failed (%s); retrying in %.1fs", self.kind, message, wait)
-                if self._stop.wait(wait):
+                if self.wait(wait):
                     return
                 delay = min(delay * 2, self.backoff_max)
 
@@ -346,7 +346,7 @@ class Reflector:
                 del page
                 resource_version = meta.resource_version or resource_version
                 token = meta.continue_
-                if not token or self._stop.is_set():
+                if not token or self.stopping.is_set():
                     break
             self.sink.replace(items)
         self.resource_version = resource_version
@@ -371,12 +371,13 @@ class Reflector:
         with self._lock:
             self._stream = stream
         self.sink.mark_ok(self.kind)
+        self.recovered()
         events = 0
         apply = self.sink.apply
         decode = self.sink.object_decoder.decode
         try:
             for line in iter_lines(stream.stream(amt=None, decode_content=False)):
-                if self._stop.is_set():
+                if self.stopping.is_set():
                     return True
                 event = _EVENT.decode(line)
                 if event.type == "ERROR":

@@ -18,7 +18,6 @@ deleted or gone terminal, a node added or changed, a reservation forgotten or ex
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
@@ -27,18 +26,24 @@ from collections.abc import Callable
 
 from app.cluster.state import ClusterState
 from app.kube.errors import APIError
+from app.kube.timefmt import micro_time
+from app.lifecycle import ThreadWorker
 
 log = logging.getLogger(__name__)
 
-#: The annotation whose change re-queues a pod (value: the time of the request, RFC 3339).
+#: The annotation whose change re-queues a pod (value: the time of the request, RFC 3339 with
+#: microseconds, as :func:`~app.kube.timefmt.micro_time`).
 ANNOTATION = "scheduler-extender.dev/requeued-at"
 
 
-class Requeuer:
+class Requeuer(ThreadWorker):
     """Tracks the pods rejected on every node and re-queues them on freed capacity (see the module
     doc). ``patch(namespace, name, annotations)`` merges annotations into a pod and raises
-    :class:`APIError`; blocking, it runs in the requeuer's daemon thread. ``max_tracked`` bounds
-    the pods remembered (the oldest are forgotten first)."""
+    :class:`APIError`; blocking, it runs in the requeuer's daemon thread (a
+    :class:`~app.lifecycle.ThreadWorker` named ``requeuer``, checking every ``interval`` seconds).
+    ``max_tracked`` bounds the pods remembered (the oldest are forgotten first). ``requeued`` and
+    ``failed_patches`` count the patches made and failed; a failure other than a deleted pod (404)
+    is the worker's ``error`` until a patch succeeds."""
 
     def __init__(
         self,
@@ -48,6 +53,7 @@ class Requeuer:
         max_tracked: int = 10_000,
         interval: float = 0.2,
     ) -> None:
+        super().__init__("requeuer")
         self.state = state
         self._patch = patch
         self.qps = qps
@@ -57,10 +63,8 @@ class Requeuer:
         self._tracked: OrderedDict[str, tuple[str, str]] = OrderedDict()  # uid -> (namespace, name)
         self._pending: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._seen = state.freed_generation
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.requeued = 0
-        self.failed = 0
+        self.failed_patches = 0
 
     def rejected(self, namespace: str, name: str, uid: str) -> None:
         """A filter rejected this pod on every node it was sent."""
@@ -81,18 +85,10 @@ class Requeuer:
         with self._lock:
             return len(self._tracked) + len(self._pending)
 
-    def start(self) -> None:
-        """Run in a daemon thread until :meth:`stop`."""
-        self._thread = threading.Thread(target=self._run, name="requeuer", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """End the thread."""
-        self._stop.set()
-
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Every ``interval`` seconds, a :meth:`step` within the ``qps`` budget, until stopped."""
         budget, last = 0.0, time.monotonic()
-        while not self._stop.wait(self.interval):
+        while not self.wait(self.interval):
             now = time.monotonic()
             budget = min(budget + (now - last) * self.qps, max(self.qps, 1.0))
             last = now
@@ -111,7 +107,7 @@ class Requeuer:
             batch: list[tuple[str, tuple[str, str]]] = []
             while self._pending and len(batch) < allowed:
                 batch.append(self._pending.popitem(last=False))
-        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        stamp = micro_time(time.time())
         for uid, (namespace, name) in batch:
             # only a pod the cache knows as pending, by its UID: a filter body names any pod it
             # likes, and no caller may make this service write to a pod that is not waiting
@@ -121,10 +117,12 @@ class Requeuer:
             try:
                 self._patch(namespace, name, {ANNOTATION: stamp})
                 self.requeued += 1
+                self.recovered()
             except APIError as exc:
-                self.failed += 1
+                self.failed_patches += 1
                 if exc.status != 404:  # a deleted pod needs no retry
                     log.warning("re-queueing %s/%s (uid %s) failed: %s", namespace, name, uid, exc)
+                    self.failed(f"re-queueing {namespace}/{name}: {exc}")
         return len(batch)
 
 

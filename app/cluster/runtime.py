@@ -1,8 +1,11 @@
-"""The cluster connection of a running service: credentials, the two reflectors, the binder.
+"""The cluster state of a running service: the cache, its reflectors and the binding calls,
+behind the framework's :class:`~app.framework.handle.ClusterHandle`.
 
-Built from the configuration's ``cluster:`` section before the profiles' plugins (which register
-pools and pod annotations on :attr:`ClusterRuntime.state`), connected by ``serve``
-(:meth:`ClusterRuntime.connect`), never by ``validate`` or ``replay``.
+Built by the composition root (:mod:`app.bootstrap`) before the profiles' plugins: the needs the
+enabled plugins declare (pools, pod indexes, annotation keys, PodGroups: :meth:`ClusterRuntime.register`)
+are registered first, then the plugins are built with this runtime as their handle, then
+``serve``/``schedule`` connect it (:meth:`ClusterRuntime.connect`), never ``validate`` or
+``replay``.
 """
 
 from __future__ import annotations
@@ -11,21 +14,22 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from app.cluster.binding import Binder
 from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector, Sink, state_sink
 from app.cluster.requeue import Requeuer
-from app.cluster.state import KINDS, ClusterState
-from app.framework.interfaces import ReservePlugin
+from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
+from app.framework.handle import ClusterNeeds, Reservation
 from app.framework.registry import PolicyRule
+from app.framework.status import Status
+from app.framework.types import PodInfo, PodRef
 
 if TYPE_CHECKING:
-    from app.kube.binder import Binder
     from app.kube.client import KubeClient
-    from app.observe.events import EventRecorder
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +80,8 @@ WARMING_UP = "warming up"
 
 
 class ClusterRuntime:
-    """:class:`ClusterState` plus, once connected, the API client, reflectors and executor."""
+    """:class:`ClusterState` plus, once connected, the API client, reflectors and executor;
+    implements :class:`~app.framework.handle.ClusterHandle` for the plugins and the framework."""
 
     def __init__(self, settings: ClusterSettings) -> None:
         self.settings = settings
@@ -89,32 +94,85 @@ class ClusterRuntime:
         self.source = ""
         self.executor: ThreadPoolExecutor | None = None
         self.reflectors: list[Reflector] = []
-        self.podgroups: PodGroupStore | None = None
+        self._podgroups: PodGroupStore | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
-        #: the pod-event recorders started (the service's, and one per standalone scheduler)
-        self.recorders: list[EventRecorder] = []
-        #: Reserve plugins whose reservations hold cluster-wide, whichever profile binds: a
-        #: resource pool's slots are the same for every profile (``NodeResourcePool`` registers
-        #: itself), so a binder in a profile without the pool's filter still cannot over-commit it
-        self.cluster_reserve: list[ReservePlugin] = []
+        self._binder: Binder | None = None
         #: the longest bind deadline of the binders (seconds): how long a Binding this process's
         #: predecessor (or the previous leader) sent may still be in flight
         self.bind_deadline = 0.0
         self._admit_at = 0.0
 
-    def hold_binds(self, deadline: float) -> None:
-        """Register a binder whose Bindings may stay in flight for ``deadline`` seconds (call
-        before :meth:`connect`): binds are admitted that long after a start or a takeover."""
-        self.bind_deadline = max(self.bind_deadline, deadline)
+    # -- what plugins declare (before connect) -------------------------------------------------------
 
-    def _warm_up(self) -> None:
-        self._admit_at = time.monotonic() + self.bind_deadline + WATCH_MARGIN
+    def register(self, plugin: str, needs: ClusterNeeds) -> None:
+        """Keep what ``plugin`` declared it needs (call before :meth:`connect`): its pools (a pool
+        name may be counted once: ``ValueError`` when another plugin counts it already), pod
+        indexes (one per name), pod annotation keys, PodGroups, and its bind deadline."""
+        for pool in needs.pools:
+            if self.state.has_pool(pool.name):
+                raise ValueError(
+                    f"{plugin}: resource pool {pool.name!r} is already counted: give each pool its own name"
+                )
+            self.state.add_pool(pool)
+        for index in needs.indexes:
+            if not self.state.has_index(index.name):
+                self.state.add_index(index)
+        if needs.pod_annotations:
+            self.state.want_pod_annotations(needs.pod_annotations)
+        if needs.pod_groups and self._podgroups is None:
+            self._podgroups = PodGroupStore()
+        self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
 
-    def start_warm_up(self) -> None:
-        """This process just became a leader (of its own Lease): admit binds only once a Binding
-        the previous leader sent can no longer be in flight (:meth:`bind_admission`)."""
-        self._warm_up()
+    # -- ClusterHandle ------------------------------------------------------------------------------
+
+    @property
+    def podgroups(self) -> PodGroupStore | None:
+        """The PodGroups store, when a plugin declared ``pod_groups``."""
+        return self._podgroups
+
+    def snapshot(self) -> Snapshot:
+        """The cache as of now (:meth:`ClusterState.snapshot`)."""
+        return self.state.snapshot()
+
+    def pod(self, uid: str) -> PodInfo | None:
+        """The watched pod with ``uid``, or ``None``."""
+        return self.state.pod(uid)
+
+    def indexed(self, index: str, key: str) -> tuple[PodInfo, ...]:
+        """The watched pods whose key in ``index`` is ``key``."""
+        return self.state.indexed(index, key)
+
+    def placement(self, uid: str) -> str | None:
+        """The node pod ``uid`` is bound to or assumed on, or ``None``."""
+        return self.state.placement(uid)
+
+    async def read_pod(self, pod: PodRef, timeout: float) -> PodInfo | None:
+        """The cached record of ``pod``, else the pod read from the API server (``None`` when
+        unreadable or not connected; another UID when the name was reused)."""
+        if self._binder is None:
+            cached = self.state.pod(pod.uid)
+            return cached
+        return await self._binder.read_pod(pod, timeout)
+
+    def assume(self, pod: PodInfo, node: str, check: ReserveCheck | None = None) -> Reservation:
+        """:meth:`ClusterState.assume`."""
+        return self.state.assume(pod, node, check)
+
+    def forget(self, uid: str, node: str) -> None:
+        """:meth:`ClusterState.forget`."""
+        self.state.forget(uid, node)
+
+    def finish_binding(self, uid: str) -> None:
+        """:meth:`ClusterState.finish_binding`."""
+        self.state.finish_binding(uid)
+
+    async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
+        """Create the pod's Binding (:meth:`app.cluster.binding.Binder.bind`); an ``ERROR`` before
+        :meth:`connect`."""
+        if self._binder is None:
+            return Status.error("the cluster connection is not started (serve connects it)")
+        return await self._binder.bind(pod, node, timeout)
 
     def bind_admission(self) -> str | None:
         """Why a bind may not reserve anything now, or ``None`` when it may.
@@ -143,20 +201,29 @@ class ClusterRuntime:
             )
         return None
 
+    # -- leadership ---------------------------------------------------------------------------------
+
+    def _warm_up(self) -> None:
+        self._admit_at = time.monotonic() + self.bind_deadline + WATCH_MARGIN
+
+    def start_warm_up(self) -> None:
+        """This process just became a leader (of its own Lease): admit binds only once a Binding
+        the previous leader sent can no longer be in flight (:meth:`bind_admission`)."""
+        self._warm_up()
+
     def role(self) -> str:
         """``leader``, ``warming up`` or ``follower`` (``/readyz``)."""
         if self.follower is not None and not self.follower.is_leader():
             return self.follower.role()
         return LEADER if self.bind_admission() is None else WARMING_UP
 
-    def watch_podgroups(self) -> PodGroupStore:
-        """Watch PodGroups too (call before :meth:`connect`); returns their store (one per runtime)."""
-        if self.podgroups is None:
-            self.podgroups = PodGroupStore()
-        return self.podgroups
+    # -- the connection -----------------------------------------------------------------------------
 
-    def connect(self, client: KubeClient | None = None) -> None:
-        """Load credentials (unless ``client`` is given) and start the reflectors.
+    def connect(self, client: KubeClient | None = None) -> list[Any]:
+        """Load credentials (unless ``client`` is given) and build the background workers that
+        keep the cache current: the reflectors (nodes, pods, and PodGroups when declared), the
+        requeuer and the Lease follower (as configured). Returns them, not started: the caller's
+        supervisor starts and stops them (:mod:`app.lifecycle`).
 
         Raises :class:`app.kube.errors.KubeConfigError` when no credentials work. An unreachable
         API server is not an error here: the reflectors retry and ``/readyz`` says why.
@@ -170,9 +237,10 @@ class ClusterRuntime:
         self.client = client
         s = self.settings
         self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
+        self._binder = Binder(client, self.state, self.executor)
         sinks: list[tuple[str, Sink]] = [(kind, state_sink(kind, self.state)) for kind in KINDS]
-        if self.podgroups is not None:
-            sinks.append((PODGROUPS, self.podgroups))
+        if self._podgroups is not None:
+            sinks.append((PODGROUPS, self._podgroups))
         self.reflectors = [
             Reflector(
                 kind,
@@ -185,62 +253,23 @@ class ClusterRuntime:
             )
             for kind, sink in sinks
         ]
-        for reflector in self.reflectors:
-            reflector.start()
+        workers: list[Any] = list(self.reflectors)
         self._warm_up()
-        log.info("cluster state: list+watch of nodes and pods started (%s)", self.source or "given client")
         if s.requeue_qps > 0:
             self.requeuer = Requeuer(
                 self.state, lambda ns, name, annotations: client.annotate_pod(ns, name, annotations, 5.0), s.requeue_qps
             )
-            self.requeuer.start()
+            workers.append(self.requeuer)
         if s.leader_election is not None:
             le = s.leader_election
             self.follower = LeaseFollower(
                 le, lambda ns, name: client.get_lease(ns, name, le.retry_period), self._warm_up
             )
-            self.follower.start()
+            workers.append(self.follower)
+        return workers
 
-    def record_events(
-        self, qps: float, burst: int, finish_time: float, reporting_controller: str | None = None
-    ) -> EventRecorder:
-        """Start posting pod events (:mod:`app.observe.events`) through this runtime's client, as
-        ``reporting_controller`` (default: the extender's); returns the recorder (``observe``: the decision listener,
-        ``post``: one event). Raises ``RuntimeError`` before :meth:`connect`."""
-        client = self.client
-        if client is None:
-            raise RuntimeError("the cluster connection is not started (serve connects it)")
-        from app.observe.events import REPORTING_CONTROLLER, EventRecorder
-
-        controller = reporting_controller or REPORTING_CONTROLLER
-        recorder = EventRecorder(
-            client.create_event, client.patch_event, qps, burst, finish_time, reporting_controller=controller
-        )
-        recorder.start()
-        self.recorders.append(recorder)
-        return recorder
-
-    def binder(self, timeout: float) -> Binder:
-        """A :class:`~app.kube.binder.Binder` bounded by ``timeout`` seconds.
-
-        Raises ``RuntimeError`` before :meth:`connect`.
-        """
-        if self.client is None or self.executor is None:
-            raise RuntimeError("the cluster connection is not started (serve connects it)")
-        from app.kube.binder import Binder
-
-        return Binder(self.client, self.state, self.executor, timeout)
-
-    def stop(self) -> None:
-        """Stop the reflectors and the executor; close the client."""
-        for reflector in self.reflectors:
-            reflector.stop()
-        if self.follower is not None:
-            self.follower.stop()
-        if self.requeuer is not None:
-            self.requeuer.stop()
-        for recorder in self.recorders:
-            recorder.stop()
+    def close(self) -> None:
+        """Shut the executor down and close the client (after the workers stopped)."""
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:

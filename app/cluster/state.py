@@ -21,7 +21,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.framework import objects
+from app.framework.handle import PodIndex, PoolSpec, Reservation
+from app.framework.status import Status
 from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
+
+#: ``check(node_info)`` at reservation time (the Reserve plugins): ``SUCCESS`` to admit the pod.
+ReserveCheck = Callable[[NodeInfo], Status]
 
 log = logging.getLogger(__name__)
 
@@ -31,50 +36,13 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 KINDS = ("nodes", "pods")
 
 
-@dataclass(frozen=True)
-class PoolSpec:
-    """A countable per-node resource pool (such as underlay IPs) a plugin asks the cache to count.
-
-    ``consumes(pod)`` is how many slots ``pod`` takes (0 for pods outside the pool); the cache sums
-    it per node into :attr:`NodeUsage.pool_usage` under ``name``.
-    """
-
-    name: str
-    consumes: Callable[[PodInfo], int]
-
-
-@dataclass(frozen=True)
-class PodIndex:
-    """An index of the watched pods (bound or pending) by a key, such as the pod group a pod
-    belongs to (client-go's ``Indexer``). ``key(pod)`` returns the pod's key or ``None`` for pods
-    outside the index."""
-
-    name: str
-    key: Callable[[PodInfo], str | None]
-
-
-#: ``check(node, pod)`` at reservation time: ``None`` to admit, else the reason to refuse.
-ReserveCheck = Callable[[NodeInfo, PodInfo], "str | None"]
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """The answer of :meth:`ClusterState.assume`.
-
-    ``ok``: the pod now counts on the node. ``already_bound``: the API server already shows the
-    pod bound to that node (nothing to do). ``reason``: why the reservation was refused.
-    """
-
-    ok: bool
-    already_bound: bool = False
-    reason: str = ""
-
-
 @dataclass
 class _Assumption:
     pod: PodInfo
     node: str
     deadline: float
+    #: a binding cycle holds it (until ``finish_binding``)
+    binding: bool = True
 
 
 @dataclass
@@ -143,6 +111,14 @@ class Snapshot:
     def get(self, name: str) -> NodeInfo | None:
         """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
         return self.known.get(name)
+
+    def list(self) -> list[NodeInfo]:
+        """Every NodeInfo whose node object is known."""
+        return list(self.known.values())
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The labels of ``namespace``: ``None`` (namespaces are not watched yet)."""
+        return None
 
     def usage(self, name: str) -> NodeUsage | None:
         """What is accounted on ``name`` (``None`` when nothing is)."""
@@ -229,11 +205,25 @@ class ClusterState:
             for pod in self._pods.values():
                 self._index_pod(pod)
 
-    def indexed(self, name: str, key: str) -> tuple[PodInfo, ...]:
-        """The watched pods whose key in index ``name`` is ``key``. Raises ``KeyError`` for an
-        unknown index."""
+    def indexed(self, name: str, key: str, unassumed: bool = False) -> tuple[PodInfo, ...]:
+        """The watched pods whose key in index ``name`` is ``key`` (``unassumed``: except those
+        assumed onto a node and not yet shown bound). Raises ``KeyError`` for an unknown index."""
         with self._lock:
-            return tuple(self._indexes[name][1].get(key, {}).values())
+            members = self._indexes[name][1].get(key, {}).values()
+            if unassumed and self._ledger:
+                ledger = self._ledger
+                return tuple(p for p in members if p.uid not in ledger)
+            return tuple(members)
+
+    def has_index(self, name: str) -> bool:
+        """Whether index ``name`` is registered."""
+        with self._lock:
+            return name in self._indexes
+
+    def has_pool(self, name: str) -> bool:
+        """Whether pool ``name`` is registered."""
+        with self._lock:
+            return any(p.name == name for p in self._pools)
 
     # -- writes from the node reflector ------------------------------------------------------------
 
@@ -430,53 +420,67 @@ class ClusterState:
             self._expire()
             return {uid: a.node for uid, a in self._ledger.items()}
 
+    def placement(self, uid: str) -> str | None:
+        """The node pod ``uid`` is bound to or assumed on, or ``None``."""
+        with self._lock:
+            self._expire()
+            found = self._effective(uid)
+            return found[0] if found is not None else None
+
     # -- the assumed-pod ledger --------------------------------------------------------------------
 
-    def assume(
-        self,
-        namespace: str,
-        name: str,
-        uid: str,
-        node: str,
-        check: ReserveCheck | None = None,
-        record: PodInfo | None = None,
-    ) -> Reservation:
-        """Atomically check and reserve: count pod ``uid`` on ``node`` before its binding exists.
+    def assume(self, pod: PodInfo, node: str, check: ReserveCheck | None = None) -> Reservation:
+        """Atomically check and reserve: count ``pod`` on ``node`` before its binding exists
+        (kube-scheduler's ``AssumePod``, together with the Reserve plugins: ``check``).
 
-        ``check(node_info, pod)`` sees the node with everything bound and assumed so far and may
+        ``check(node_info)`` sees the node with everything bound and assumed so far and may
         refuse (a full pool, no room); two concurrent calls never both pass a check for the last
         slot, because both run under the cache's lock. Assuming the same pod on the same node
         again renews the assumption. Refused when the pod is bound or assumed on another node.
-        ``record``: the pod as read from the API server, for a pod the watch has not shown yet
-        (else a placeholder with no labels and no requests stands in for it).
+        ``pod`` is the cache's record when the watch has shown the pod, else the pod as read from
+        the API server (or a placeholder known only by identity).
         """
+        uid = pod.uid
         with self._lock:
             self._expire()
-            pod = self._pods.get(uid)
-            if pod is not None and pod.node_name:
-                if pod.node_name == node:
+            cached = self._pods.get(uid)
+            if cached is not None and cached.node_name:
+                if cached.node_name == node:
                     return Reservation(True, already_bound=True)
-                return Reservation(False, reason=f"pod is already bound to node {pod.node_name!r}")
+                return Reservation(False, reason=f"pod is already bound to node {cached.node_name!r}")
             existing = self._ledger.get(uid)
-            if existing is not None:
-                if existing.node != node:
-                    return Reservation(False, reason=f"pod is being bound to node {existing.node!r}")
-                existing.deadline = self._clock() + self.assumed_ttl
-                self._next_deadline = min(self._next_deadline, existing.deadline)
-                return Reservation(True)
-            candidate = pod if pod is not None else record or PodInfo.placeholder(namespace, name, uid)
+            if existing is not None and (existing.node != node or existing.binding):
+                return Reservation(False, reason=f"pod is being bound to node {existing.node!r}")
+            candidate = cached if cached is not None else pod
             if check is not None:
                 self._flush()
+                if existing is not None:  # the node as it would be without this pod
+                    del self._ledger[uid]
+                    self._recount(uid)
+                    self._flush()
                 info = self._infos.get(node) or NodeInfo(node, self._views.get(node), EMPTY_USAGE)
-                reason = check(info, candidate)
-                if reason:
-                    return Reservation(False, reason=reason)
+                status = check(info)
+                if not status.is_success():
+                    if existing is not None:
+                        self._ledger[uid] = existing
+                        self._recount(uid)
+                    self._touch()
+                    return Reservation(False, reason=status.message, status=status)
             deadline = self._clock() + self.assumed_ttl
             self._ledger[uid] = _Assumption(candidate, node, deadline)
             self._next_deadline = min(self._next_deadline, deadline)
             self._recount(uid)
             self._touch()
             return Reservation(True)
+
+    def finish_binding(self, uid: str) -> None:
+        """The binding cycle of ``uid`` ended with its assumption still standing (bound, or a
+        Binding whose outcome is unknown): the assumption now only waits for the watch or its
+        expiry, and a new cycle may assume the pod again on the same node (``FinishBinding``)."""
+        with self._lock:
+            existing = self._ledger.get(uid)
+            if existing is not None:
+                existing.binding = False
 
     def forget(self, uid: str, node: str) -> None:
         """Drop the assumption of ``uid`` on ``node`` (its binding failed: ``ForgetPod``)."""
@@ -669,9 +673,6 @@ __all__ = [
     "KINDS",
     "TERMINAL_PHASES",
     "ClusterState",
-    "PodIndex",
-    "PoolSpec",
-    "Reservation",
     "ReserveCheck",
     "Snapshot",
 ]

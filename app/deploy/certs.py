@@ -28,13 +28,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from app.config import SCHEDULER_CLIENT_CN
+from app.framework.errors import SchedulerExtenderError
 
 #: The files ``certs`` writes, in order.
 FILES = ("ca.crt", "ca.key", "server.crt", "server.key", "scheduler.crt", "scheduler.key")
 CA_DAYS = 3650
 
 
-class CertsError(ValueError):
+class CertsError(SchedulerExtenderError, ValueError):
     """The certificates cannot be written (existing files, a bad name)."""
 
 

@@ -24,6 +24,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.framework.errors import SchedulerExtenderError
 from app.framework.profile import parse_duration
 from app.framework.resources import is_extended_resource_name
 
@@ -37,7 +38,7 @@ Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
-class KubeConfigDecodeError(ValueError):
+class KubeConfigDecodeError(SchedulerExtenderError, ValueError):
     """The file is not a decodable ``KubeSchedulerConfiguration``; ``problems`` lists each as
     ``field.path: message``."""
 

@@ -33,14 +33,9 @@ import yaml
 
 from app import __version__
 from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC
-from app.config import (
-    CLUSTER_MEMORY_BYTES,
-    IDLE_MEMORY_BYTES,
-    Configuration,
-    LeaderElectionConfig,
-    TLSConfig,
-    memory_limit_bytes,
-)
+from app.config import Configuration, LeaderElectionConfig, TLSConfig
+from app.deploy.sizing import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, memory_limit_bytes
+from app.framework.errors import SchedulerExtenderError
 from app.framework.registry import PolicyRule, Registry
 
 #: Where the install guide puts each file on a kubeadm control-plane node.
@@ -62,7 +57,7 @@ VERB_KEYS = {"filter": "filterVerb", "prioritize": "prioritizeVerb", "preempt": 
 KUBE_SCHEDULER_PORT = 10259
 
 
-class RenderError(ValueError):
+class RenderError(SchedulerExtenderError, ValueError):
     """The configuration cannot be deployed as asked; the message says what to change."""
 
 
@@ -340,7 +335,7 @@ def _extender_container(config: Configuration, options: RenderOptions, config_pa
 
 def extender_resources(config: Configuration) -> dict[str, Any]:
     """The extender container's requests and limits: memory request the idle footprint (plus the
-    cluster cache), memory limit :func:`~app.config.memory_limit_bytes`, which grows with
+    cluster cache), memory limit :func:`~app.deploy.sizing.memory_limit_bytes`, which grows with
     ``server.maxInFlightBytes`` so that a pod that admits a body can answer it."""
     mib = 1024 * 1024
     idle = IDLE_MEMORY_BYTES + (CLUSTER_MEMORY_BYTES if config.cluster is not None else 0)

@@ -1,20 +1,46 @@
-"""The plugin SDK, in kube-scheduler's vocabulary. Imports nothing from fastapi or kubernetes."""
+"""The plugin SDK, in kube-scheduler's vocabulary: the ground floor of the service.
+
+It imports nothing else of ``app`` (nor fastapi or kubernetes); plugins import only this package.
+"""
 
 from app.framework.args import PluginArgs
+from app.framework.errors import SchedulerExtenderError
+from app.framework.events import ActionType, ClusterEvent
+from app.framework.handle import (
+    PODS_TO_ACTIVATE,
+    ClusterHandle,
+    ClusterNeeds,
+    Handle,
+    NodeLister,
+    PodActivator,
+    PodGroupLister,
+    PodIndex,
+    PoolSpec,
+    Reservation,
+)
 from app.framework.interfaces import (
     BindPlugin,
+    EnqueueExtensions,
     FilterPlugin,
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
     PreemptionPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
 )
-from app.framework.registry import ENTRY_POINT_GROUP, Handle, PluginEntry, PolicyRule, Registry, build_registry
+from app.framework.registry import ENTRY_POINT_GROUP, PluginEntry, PolicyRule, Registry, build_registry
 from app.framework.runtime import (
+    BIND_BUDGET,
+    BIND_DEADLINE,
+    BINDING_UNCERTAIN,
     MAX_EXTENDER_PRIORITY,
     MAX_NODE_SCORE,
     EnabledPlugin,
@@ -22,43 +48,80 @@ from app.framework.runtime import (
     Framework,
     FrameworkError,
     ScoreOutcome,
+    default_normalize_score,
 )
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo, PodRef, Victims
+from app.framework.types import (
+    NO_NODE,
+    CycleState,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PodRef,
+    QueuedPodInfo,
+    Victims,
+)
+from app.framework.waiting import WaitingPod, WaitingPods
 
 __all__ = [
+    "BINDING_UNCERTAIN",
+    "BIND_BUDGET",
+    "BIND_DEADLINE",
     "ENTRY_POINT_GROUP",
     "MAX_EXTENDER_PRIORITY",
     "MAX_NODE_SCORE",
+    "NO_NODE",
+    "PODS_TO_ACTIVATE",
     "SKIP",
     "SUCCESS",
+    "ActionType",
     "BindPlugin",
+    "ClusterEvent",
+    "ClusterHandle",
+    "ClusterNeeds",
     "Code",
     "CycleState",
     "EnabledPlugin",
+    "EnqueueExtensions",
     "FilterOutcome",
     "FilterPlugin",
     "Framework",
     "FrameworkError",
     "Handle",
     "NodeInfo",
+    "NodeLister",
     "NodeScore",
     "NormalizeScorePlugin",
     "PermitPlugin",
     "Plugin",
     "PluginArgs",
     "PluginEntry",
+    "PodActivator",
+    "PodGroupLister",
+    "PodIndex",
     "PodInfo",
     "PodRef",
     "PolicyRule",
+    "PoolSpec",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
     "PreFilterPlugin",
     "PreScorePlugin",
     "PreemptionPlugin",
+    "QueueSortPlugin",
+    "QueuedPodInfo",
     "Registry",
+    "Reservation",
     "ReservePlugin",
+    "SchedulerExtenderError",
     "ScoreOutcome",
     "ScorePlugin",
     "Status",
     "Victims",
+    "WaitingPod",
+    "WaitingPods",
     "build_registry",
+    "default_normalize_score",
 ]

@@ -13,11 +13,12 @@ plugin. What an ``ERROR`` does is the plugin's configured ``failurePolicy`` (``F
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from app.framework.events import ClusterEvent
 from app.framework.status import Status
-from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo, PodRef, Victims
+from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo, QueuedPodInfo, Victims
 
 
 @runtime_checkable
@@ -108,39 +109,104 @@ class PreemptionPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class BindPlugin(Plugin, Protocol):
-    """Binds ``pod`` to ``node_name`` (async: it may wait on the API server or a Permit).
+class PostFilterPlugin(Plugin, Protocol):
+    """Runs when no node passed Filter (kube-scheduler's PostFilter, e.g. DefaultPreemption).
 
-    Returns ``SUCCESS`` when bound, ``SKIP`` when this plugin does not bind this pod (the next
-    bind plugin is asked), or an ``ERROR`` status whose message goes back in ``Error``.
+    ``statuses`` maps each node name to the status Filter gave it. Returns a nominated node name
+    (``""`` when there is none) and a status: ``SUCCESS`` when it made room (the pod is retried),
+    a rejection otherwise.
     """
 
-    async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status: ...
+    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    """Decides whether a pod may enter the active queue at all (kube-scheduler's PreEnqueue, e.g.
+    SchedulingGates): ``SUCCESS`` to admit it, any other status to keep it out (a gated pod is
+    never attempted). Must be cheap: it runs on every queue change of the pod."""
+
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    """Orders the active queue (kube-scheduler's QueueSort, e.g. PrioritySort): ``less(a, b)``
+    is whether ``a`` is tried before ``b``. A profile has exactly one."""
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
 
 
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):
-    """Checked at bind, atomically with the pod's reservation in the assumed-pod ledger
-    (kube-scheduler's Reserve, made a check-and-reserve: :meth:`ClusterState.assume`).
+    """kube-scheduler's Reserve and Unreserve (``framework/interface.go`` ``ReservePlugin``).
 
-    ``reserve(pod, node)`` sees ``node`` with every pod bound or assumed on it so far and returns
-    ``None`` to admit the pod or the reason to refuse. It runs under the cache's lock: keep it
-    short and never block. Every plugin of a profile that implements it takes part, whatever
-    points it is enabled at (upstream enables Reserve with the plugin's other points).
+    ``reserve(state, pod, node)`` runs once a node is chosen, in the same atomic step as the pod's
+    assumption in the cluster state (:meth:`~app.framework.handle.ClusterHandle.assume`): ``node``
+    shows every pod bound or assumed there so far, not yet ``pod``. It returns ``SUCCESS`` to
+    admit the pod or a rejection with the reason. It runs under the cluster state's lock: keep it
+    short, never block, and never call back into the cluster state.
+
+    ``unreserve(state, pod, node_name)`` undoes whatever ``reserve`` (or later points) did. The
+    framework calls it on every Reserve plugin, in reverse order, whenever the pod fails after
+    Reserve (a Reserve or Permit rejection, a failed PreBind or Bind), whether or not this plugin's
+    own ``reserve`` ran: it must be idempotent. Every plugin of a profile that implements Reserve
+    takes part, whatever points it is enabled at (upstream enables Reserve with the plugin's other
+    points).
     """
 
-    def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None: ...
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
 
 
 @runtime_checkable
 class PermitPlugin(Plugin, Protocol):
-    """Runs at bind before any bind plugin (kube-scheduler's Permit): ``SUCCESS`` lets the bind go
-    on, any other status fails it with that message. A plugin may hold the pod (``await``) until
-    ``deadline`` (``time.monotonic()`` seconds) at most; the event loop is never blocked. Every
-    plugin of a profile that implements it takes part, whatever points it is enabled at.
+    """kube-scheduler's Permit: runs after Reserve. Returns ``(status, timeout)``: ``SUCCESS`` to
+    let the pod be bound, a rejection to fail it (Unreserve follows), or ``WAIT`` with ``timeout``
+    seconds: the pod then waits, keeping its reservation, until every plugin that asked it to wait
+    allows it through :class:`~app.framework.waiting.WaitingPods` (``allow``), one rejects it, or
+    the timeout passes ("rejected due to timeout after waiting ..."). Never blocks: waiting is the
+    framework's. Every plugin of a profile that implements it takes part.
     """
 
-    async def permit(self, state: CycleState, pod: PodRef, node_name: str, deadline: float) -> Status: ...
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    """kube-scheduler's PreBind: runs after Permit, before Bind (async: it may call the API
+    server). A non-success status fails the binding cycle (Unreserve follows)."""
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    """Binds ``pod`` to ``node_name`` (async: it waits on the API server).
+
+    Runs only after Reserve and Permit admitted the pod: a bind plugin cannot skip them. Returns
+    ``SUCCESS`` when bound, ``SKIP`` when this plugin does not bind this pod (the next bind plugin
+    is asked), or an ``ERROR`` status whose message goes back in ``Error``.
+    """
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    """kube-scheduler's PostBind: informational, after a successful Bind."""
+
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    """The cluster events that may make a pod this plugin rejected schedulable
+    (``framework.EnqueueExtensions.EventsToRegister``): the scheduling queue moves a parked pod
+    back only on an event one of its rejecting plugins registered."""
+
+    def events_to_register(self) -> Sequence[ClusterEvent]: ...
 
 
 #: Profile extension-point names and the protocol a plugin must implement to be enabled there.

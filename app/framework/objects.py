@@ -32,6 +32,7 @@ class ObjectMeta(msgspec.Struct, rename="camel", frozen=True, gc=False):
     namespace: str | None = None
     uid: str | None = None
     resource_version: str | None = None
+    creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
@@ -53,11 +54,19 @@ class NodeSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     taints: list[Taint] | None = None
 
 
+class ContainerImage(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.ContainerImage``: the names of an image on a node and its size in bytes."""
+
+    names: list[str] | None = None
+    size_bytes: int | None = None
+
+
 class NodeStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """The parts of ``v1.NodeStatus`` policies read: quantities as strings."""
+    """The parts of ``v1.NodeStatus`` policies read: quantities as strings, the images present."""
 
     allocatable: dict[str, QuantityValue] | None = None
     capacity: dict[str, QuantityValue] | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -75,11 +84,23 @@ class ResourceRequirements(msgspec.Struct, rename="camel", frozen=True, gc=False
     limits: dict[str, QuantityValue] | None = None
 
 
+class ContainerPort(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.ContainerPort``: what NodePorts reads (``hostPort``, ``protocol``, ``hostIP``)."""
+
+    container_port: int | None = None
+    host_port: int | None = None
+    protocol: str | None = None
+    host_ip: str | None = msgspec.field(default=None, name="hostIP")
+
+
 class Container(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """A container or init container: its name, resources and (init containers) restart policy."""
+    """A container or init container: its name, image, resources, ports and (init containers)
+    restart policy."""
 
     name: str | None = None
+    image: str | None = None
     resources: ResourceRequirements | None = None
+    ports: list[ContainerPort] | None = None
     restart_policy: str | None = None
 
 
@@ -91,6 +112,108 @@ class Toleration(msgspec.Struct, rename="camel", frozen=True, gc=False):
     value: str | None = None
     effect: str | None = None
     toleration_seconds: int | None = None
+
+
+class LabelSelectorRequirement(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``metav1.LabelSelectorRequirement``: ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``."""
+
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class LabelSelector(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``metav1.LabelSelector`` (:mod:`app.framework.labels` matches it)."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+class NodeSelectorRequirement(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.NodeSelectorRequirement``: ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``."""
+
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.NodeSelectorTerm``: its requirements are ANDed."""
+
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.NodeSelector``: its terms are ORed."""
+
+    node_selector_terms: list[NodeSelectorTerm] | None = None
+
+
+class PreferredSchedulingTerm(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PreferredSchedulingTerm``."""
+
+    weight: int | None = None
+    preference: NodeSelectorTerm | None = None
+
+
+class NodeAffinity(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.NodeAffinity``."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
+
+
+class PodAffinityTerm(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PodAffinityTerm``."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] | None = None
+    topology_key: str | None = None
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] | None = None
+    mismatch_label_keys: list[str] | None = None
+
+
+class WeightedPodAffinityTerm(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.WeightedPodAffinityTerm``."""
+
+    weight: int | None = None
+    pod_affinity_term: PodAffinityTerm | None = None
+
+
+class PodAffinity(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PodAffinity`` and ``v1.PodAntiAffinity`` (the same shape)."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = None
+
+
+class Affinity(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.Affinity``."""
+
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.TopologySpreadConstraint``."""
+
+    max_skew: int | None = None
+    topology_key: str | None = None
+    when_unsatisfiable: str | None = None
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] | None = None
+
+
+class PodSchedulingGate(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PodSchedulingGate``."""
+
+    name: str | None = None
 
 
 class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -107,13 +230,19 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     overhead: dict[str, QuantityValue] | None = None
     #: pod-level resources (``spec.resources``, PodLevelResources)
     resources: ResourceRequirements | None = None
+    affinity: Affinity | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+    scheduling_gates: list[PodSchedulingGate] | None = None
+    #: ``PreemptLowerPriority`` (default) or ``Never``
+    preemption_policy: str | None = None
 
 
 class PodStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """``v1.PodStatus`` phase and nominated node."""
+    """``v1.PodStatus`` phase, nominated node and start time."""
 
     phase: str | None = None
     nominated_node_name: str | None = None
+    start_time: str | None = None
 
 
 class Pod(msgspec.Struct, rename="camel", frozen=True, gc=False):

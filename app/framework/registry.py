@@ -15,36 +15,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
+from app.framework.handle import ClusterNeeds, Handle
 from app.framework.interfaces import Plugin
-
-if TYPE_CHECKING:
-    from app.cluster.runtime import ClusterRuntime
 
 #: The entry-point group out-of-tree plugins register in.
 ENTRY_POINT_GROUP = "scheduler_extender.plugins"
 
 
-@dataclass(frozen=True)
-class Handle:
-    """What the framework gives a plugin factory (kube-scheduler's ``framework.Handle``).
-
-    ``profile`` is the profile name; ``http_timeout`` the profile's ``httpTimeout`` in seconds
-    (a plugin that waits, such as a binder, must answer well inside it). ``cluster`` is the
-    service's cluster state (:class:`app.cluster.runtime.ClusterRuntime`) when the configuration
-    has a ``cluster:`` section, else ``None``; plugins registered with ``needs_cluster=True`` can
-    rely on it. Stateless plugins need nothing else.
-    """
-
-    profile: str
-    http_timeout: float = 5.0
-    cluster: ClusterRuntime | None = None
-
-
 PluginFactory = Callable[[Any, Handle], Plugin]
+#: ``needs(args, http_timeout)``: what the plugin needs the cluster state to keep, from its
+#: validated args and its profile's ``httpTimeout`` (seconds)
+NeedsDeclaration = Callable[[Any, float], ClusterNeeds]
 
 
 @dataclass(frozen=True)
@@ -68,8 +53,12 @@ class PluginEntry:
     ``pluginConfig`` args (``extra="forbid"``), or ``None`` when it takes none; ``factory`` builds
     the plugin from validated args (an ``args`` instance, from the plugin's ``pluginConfig`` or
     from ``{}`` when there is none; ``None`` only for a plugin without ``args``) and a
-    :class:`Handle`.
-    ``needs_cluster`` marks stateful plugins that need the cluster-state cache. ``rbac`` lists the
+    :class:`~app.framework.handle.Handle`; it raises ``ValueError`` for args that cannot work
+    together (reported as a configuration error) and never touches the cluster state.
+    ``needs_cluster`` marks stateful plugins that need the cluster-state cache; they are built
+    only with one (the factory need not check). ``needs`` declares what the cache must keep for
+    the plugin (:class:`~app.framework.handle.ClusterNeeds`: pools, pod indexes, annotation keys,
+    PodGroups), from its args. ``rbac`` lists the
     API permissions the plugin needs beyond the cache's list/watch of nodes and pods (rendered
     into the extender's ClusterRole). ``sees_every_pod``: the policy must see every pod kube-scheduler
     schedules (a gang, fit, preemption rules, an affinity rule): it may not sit in a profile whose
@@ -85,6 +74,7 @@ class PluginEntry:
     summary: str = ""
     rbac: tuple[PolicyRule, ...] = ()
     sees_every_pod: bool = True
+    needs: NeedsDeclaration | None = None
 
 
 @dataclass

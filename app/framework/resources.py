@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from functools import lru_cache
 
+from app.framework.errors import SchedulerExtenderError
+
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
@@ -55,7 +57,7 @@ _SUFFIX: dict[str, tuple[int, int]] = {
 }
 
 
-class QuantityError(ValueError):
+class QuantityError(SchedulerExtenderError, ValueError):
     """Raised for a string that is not a Kubernetes quantity (``resource.ErrFormatWrong``)."""
 
 

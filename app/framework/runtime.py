@@ -8,16 +8,21 @@ Verb -> extension points (DESIGN.md section 3):
   0..100 scores, scaled to the extender range 0..``MaxExtenderPriority`` (10) and rounded half up.
   kube-scheduler multiplies that by the extender ``weight`` x 10 (PROTOCOL.md 3.4).
 - ``preempt``: each preemption plugin in turn narrows the candidates (nodes and victims).
-- ``bind``: Permit (every plugin of the profile implementing :class:`PermitPlugin`), then the
-  first bind plugin that does not return ``SKIP`` decides. The plugins implementing
-  :class:`ReservePlugin` give the bind's atomic check-and-reserve (:data:`RESERVE_CHECK`), and the
-  whole bind must end by :data:`BIND_DEADLINE` (90 % of the profile's ``httpTimeout``).
+- the cycle after a node is chosen, in kube-scheduler's order (``schedule_one.go``): Reserve (the
+  pod assumed in the cluster state and every Reserve plugin, atomically), Permit (a pod may wait,
+  keeping its reservation, :mod:`app.framework.waiting`), then the binding cycle: WaitOnPermit,
+  PreBind, Bind (the first bind plugin that does not return ``SKIP`` decides), PostBind; any
+  failure after Reserve runs Unreserve on every Reserve plugin in reverse order and forgets the
+  assumption. The standalone scheduler runs Reserve and Permit in its scheduling cycle and the
+  rest as a task; the extender's ``bind`` verb runs all of it (:meth:`Framework.run_bind_verb`)
+  within :data:`BIND_BUDGET` of the profile's ``httpTimeout``.
 
 An ``ERROR`` status (or an exception) from a plugin follows that plugin's ``failurePolicy``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -26,6 +31,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from app.framework.errors import SchedulerExtenderError
+from app.framework.handle import Handle
 from app.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -34,6 +41,8 @@ from app.framework.interfaces import (
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
+    PostBindPlugin,
+    PreBindPlugin,
     PreemptionPlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -42,6 +51,7 @@ from app.framework.interfaces import (
 )
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, ObjectDecodeError, PodInfo, PodRef, Victims
+from app.framework.waiting import MAX_TIMEOUT, WaitingPod
 
 log = logging.getLogger(__name__)
 
@@ -49,20 +59,36 @@ log = logging.getLogger(__name__)
 MAX_NODE_SCORE = 100
 #: ``extenderv1.MaxExtenderPriority``: the top of the score range on the wire.
 MAX_EXTENDER_PRIORITY = 10
-#: CycleState key of a bind: ``ReserveCheck`` (``(node, pod) -> reason | None``) combining the
-#: profile's :class:`ReservePlugin` s, or absent when there are none.
-RESERVE_CHECK = "framework/reserve-check"
-#: CycleState key of a bind: the pod's :class:`PodInfo` when a plugin (Permit) had to read it from
-#: the API server because the cluster state did not know it yet, so the binder need not read it again.
-POD_RECORD = "framework/pod-record"
-#: CycleState key of a bind: the ``time.monotonic()`` by which the bind must have answered.
+#: CycleState key of a binding cycle: the ``time.monotonic()`` by which it must end (the
+#: extender's bind verb), absent when it has no deadline (the standalone scheduler).
 BIND_DEADLINE = "framework/bind-deadline"
+#: ``Status.reason_code`` of a Bind that failed without knowing whether the Binding was created
+#: (a timeout): the assumption is kept until the watch shows the pod or the assumption expires.
+BINDING_UNCERTAIN = "BindingUncertain"
 #: The share of ``httpTimeout`` a bind (Permit included) may use; the rest is for the answer to
 #: reach kube-scheduler, which fails a binding cycle whose extender answers late.
 BIND_BUDGET = 0.9
 
 
-class FrameworkError(Exception):
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> Status:
+    """kube-scheduler's ``helper.DefaultNormalizeScore``
+    (pkg/scheduler/framework/plugins/helper/normalize_score.go): scale ``scores`` in place to
+    0..``max_priority`` by the highest (integer division, as upstream); all zero: ``max_priority``
+    each when ``reverse``, else unchanged; ``reverse`` then flips every score
+    (``max_priority - score``)."""
+    highest = max((s.score for s in scores), default=0)
+    if highest == 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return SUCCESS
+    for s in scores:
+        score = max_priority * s.score // highest
+        s.score = max_priority - score if reverse else score
+    return SUCCESS
+
+
+class FrameworkError(SchedulerExtenderError):
     """A verb could not be answered because a fail-closed plugin returned ``ERROR``."""
 
     def __init__(self, plugin: str, message: str) -> None:
@@ -72,12 +98,18 @@ class FrameworkError(Exception):
 
 @dataclass(frozen=True)
 class EnabledPlugin:
-    """A plugin instance at one extension point, with its weight and failure policy."""
+    """A plugin instance at one extension point, with its weight and ``failure_policy``:
+    ``Fail`` (an ``ERROR`` fails the verb) or ``Ignore`` (the plugin is skipped where it erred)."""
 
     name: str
     plugin: Plugin
     weight: int = 1
-    fail_open: bool = False
+    failure_policy: str = "Fail"
+
+    @property
+    def ignores_errors(self) -> bool:
+        """``failurePolicy: Ignore``."""
+        return self.failure_policy == "Ignore"
 
 
 #: What an answer says of a plugin's unexpected exception: the exception itself (class, message,
@@ -147,9 +179,14 @@ class Framework:
         bind_plugins: Sequence[EnabledPlugin] = (),
         http_timeout: float = 5.0,
         shared_reserve: Sequence[ReservePlugin] = (),
+        handle: Handle | None = None,
     ) -> None:
         self.profile = profile
         self.http_timeout = http_timeout
+        #: what the plugins were built with: the cluster state and the pods waiting at Permit
+        self.handle = handle if handle is not None else Handle(profile, http_timeout)
+        self.cluster = self.handle.cluster
+        self.waiting_pods = self.handle.waiting_pods
         #: Reserve plugins of other profiles whose reservations hold cluster-wide (a live list:
         #: profiles built later add theirs); checked after this profile's own at bind
         self.shared_reserve = shared_reserve
@@ -170,25 +207,33 @@ class Framework:
         unique: dict[int, Plugin] = {}
         for ep in (*self.filter_plugins, *self.score_plugins, *self.preemption_plugins, *self.bind_plugins):
             unique.setdefault(id(ep.plugin), ep.plugin)
-        #: every plugin of the profile implementing Reserve / Permit, in profile order
+        #: every plugin of the profile implementing Reserve / Permit / PreBind / PostBind, in profile order
         self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
         self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
+        self.pre_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PreBindPlugin))
+        self.post_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PostBindPlugin))
 
     # -- filter ---------------------------------------------------------------------------------
 
-    def run_filter(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> FilterOutcome:
-        """Run PreFilter and Filter for ``pod`` over ``nodes``; see :class:`FilterOutcome`."""
-        state = CycleState()
+    def run_filter(self, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None) -> FilterOutcome:
+        """Run PreFilter and Filter for ``pod`` over ``nodes``; see :class:`FilterOutcome`.
+        ``state``: the cycle's state when the cycle goes on past Filter (the standalone scheduler)."""
+        state = state if state is not None else CycleState()
         ignored: Counter[str] = Counter()
         active: list[EnabledPlugin] = []
         for ep in self.filter_plugins:
             plugin = ep.plugin
             if isinstance(plugin, PreFilterPlugin):
-                status = _guarded(partial(plugin.pre_filter, state, pod, nodes))
+                try:
+                    status = plugin.pre_filter(state, pod, nodes)
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    status = Status.error(_describe(exc))
                 if status.code is Code.SKIP:
                     continue
                 if status.code is Code.ERROR or not (status.is_success() or status.is_rejected()):
-                    if ep.fail_open:
+                    if ep.ignores_errors:
                         ignored[ep.name] += 1
                         continue
                     message = f"{ep.name}: PreFilter: {_error_text(status)}"
@@ -222,7 +267,7 @@ class Framework:
                         named = status if status.reasons else Status(code, (f"rejected by {ep.name}",))
                         named = attributed[id(status)] = named.with_plugin(ep.name)
                     statuses[i] = named
-                elif ep.fail_open:
+                elif ep.ignores_errors:
                     ignored[ep.name] += 1
                     still.append(i)
                 else:
@@ -233,11 +278,11 @@ class Framework:
 
     # -- score ----------------------------------------------------------------------------------
 
-    def run_score(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> ScoreOutcome:
+    def run_score(self, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None) -> ScoreOutcome:
         """Score ``nodes`` for ``pod``: the weighted mean of the plugins' 0..100 scores, scaled to
         0..10 and rounded half up. Raises :class:`FrameworkError` when a fail-closed plugin errs.
         With no contributing plugin every node scores 0."""
-        state = CycleState()
+        state = state if state is not None else CycleState()
         totals = [0] * len(nodes)
         weight_sum = 0
         outcome = ScoreOutcome([])
@@ -245,7 +290,7 @@ class Framework:
             try:
                 scores = self._score_one(ep, state, pod, nodes)
             except FrameworkError as exc:
-                if not ep.fail_open:
+                if not ep.ignores_errors:
                     raise
                 outcome.skipped[ep.name] = str(exc)
                 continue
@@ -328,33 +373,113 @@ class Framework:
                 current = checked
             except Exception as exc:
                 message = str(exc) if isinstance(exc, ValueError) else _describe(exc)
-                if ep.fail_open:
+                if ep.ignores_errors:
                     log.warning("preemption plugin %s failed, ignored (failurePolicy Ignore): %s", ep.name, message)
                     continue
                 raise FrameworkError(ep.name, message) from exc
         return current
 
-    # -- bind -----------------------------------------------------------------------------------
+    # -- the cycle after a node is chosen -----------------------------------------------------------
 
-    async def run_bind(self, pod: PodRef, node_name: str) -> Status:
-        """Ask bind plugins in order; the first that does not return ``SKIP`` decides.
+    def _reserve_plugins(self) -> tuple[ReservePlugin, ...]:
+        own = self.reserve_plugins
+        return (*own, *(p for p in self.shared_reserve if p not in own))
 
-        Returns ``SUCCESS`` or an ``ERROR`` status naming the plugin. An ignored (fail-open)
-        error passes the pod to the next bind plugin.
-        """
-        state = CycleState()
-        deadline = time.monotonic() + BIND_BUDGET * self.http_timeout
-        state.write(BIND_DEADLINE, deadline)
-        if self.reserve_plugins or self.shared_reserve:
-            state.write(RESERVE_CHECK, self._reserve_check)
-        for permit in self.permit_plugins:
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve: assume ``pod`` on ``node_name`` in the cluster state and run every Reserve
+        plugin (the profile's, then the cluster-wide ones of other profiles), atomically
+        (``assume`` with the plugins as its check). Returns ``SUCCESS``, or the refusal (the
+        refusing plugin's status, or an ``ERROR`` from the cluster state: bound or being bound
+        elsewhere); on refusal every Reserve plugin's Unreserve has run and nothing is assumed.
+        Without cluster state the plugins see a node known only by name."""
+        plugins = self._reserve_plugins()
+
+        def check(node: NodeInfo) -> Status:
+            for plugin in plugins:
+                try:
+                    status = plugin.reserve(state, pod, node)
+                except Exception as exc:
+                    status = Status.error(_describe(exc))
+                if not status.is_success():
+                    return status.with_plugin(plugin.name)
+            return SUCCESS
+
+        if self.cluster is None:
+            status = check(NodeInfo(node_name))
+        else:
+            reservation = self.cluster.assume(pod, node_name, check if plugins else None)
+            if reservation.ok:
+                return SUCCESS
+            status = reservation.status or Status(Code.ERROR, (reservation.reason,), "ClusterState")
+        if not status.is_success():
+            self.run_unreserve(state, pod, node_name, forget=False)
+        return status
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Permit (``RunPermitPlugins``): ``SUCCESS``; the first rejection (or ``ERROR``); or
+        ``WAIT`` when one or more plugins asked the pod to wait and none rejected it (the pod is
+        then in :attr:`waiting_pods`, each such plugin's timeout capped at 15 minutes). Call
+        :meth:`run_unreserve` after a rejection. On the event loop."""
+        timeouts: dict[str, float] = {}
+        for plugin in self.permit_plugins:
             try:
-                verdict: Status = await permit.permit(state, pod, node_name, deadline)
+                status, timeout = plugin.permit(state, pod, node_name)
             except Exception as exc:
-                verdict = Status.error(_describe(exc))
-            if not verdict.is_success():
-                message = f"{permit.name}: Permit: {verdict.message or verdict.code.name}"
-                return Status(Code.ERROR, (message,), permit.name)
+                status, timeout = Status.error(_describe(exc)), 0.0
+            if status.is_success():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            if status.code is Code.WAIT:
+                timeouts[plugin.name] = min(max(timeout, 0.0), MAX_TIMEOUT)
+                continue
+            message = f"running Permit plugin {plugin.name}: {_error_text(status)}"
+            return Status(Code.ERROR, (message,), plugin.name)
+        if timeouts:
+            self.waiting_pods.add(WaitingPod(pod, node_name, timeouts))
+            message = f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}"
+            return Status(Code.WAIT, (message,))
+        return SUCCESS
+
+    async def wait_on_permit(self, pod: PodInfo, deadline: float | None = None) -> Status:
+        """``WaitOnPermit``: ``SUCCESS`` at once for a pod that is not waiting; else the waiting
+        pod's outcome (allowed by every plugin, or the rejection). ``deadline`` (monotonic
+        seconds) rejects it when it passes first."""
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return SUCCESS
+        try:
+            if deadline is None:
+                status = await waiting.result
+            else:
+                try:
+                    status = await asyncio.wait_for(asyncio.shield(waiting.result), max(deadline - time.monotonic(), 0))
+                except TimeoutError:
+                    waiting.reject("", "the bind's time budget ended while waiting at Permit")
+                    status = waiting.result.result()
+        finally:
+            self.waiting_pods.remove(pod.uid, waiting)
+        if status.is_success() or status.is_rejected():
+            return status
+        return Status(Code.ERROR, (f"waiting on permit for pod: {status.message}",), status.plugin)
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind: the first non-success status, attributed to its plugin."""
+        for plugin in self.pre_bind_plugins:
+            try:
+                status: Status = await plugin.pre_bind(state, pod, node_name)
+            except Exception as exc:
+                status = Status.error(_describe(exc))
+            if not status.is_success():
+                return Status(Code.ERROR, (f"running PreBind plugin {plugin.name}: {status.message}",), plugin.name)
+        return SUCCESS
+
+    async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind: ask bind plugins in order; the first that does not return ``SKIP`` decides.
+
+        Returns ``SUCCESS`` or an ``ERROR`` status naming the plugin (its ``reason_code`` kept).
+        An ignored (``failurePolicy: Ignore``) error passes the pod to the next bind plugin.
+        """
         errors: list[str] = []
         for ep in self.bind_plugins:
             try:
@@ -365,24 +490,111 @@ class Framework:
                 continue
             if status.is_success():
                 return status.with_plugin(ep.name)
-            if ep.fail_open:
+            if ep.ignores_errors:
                 errors.append(f"{ep.name}: {_error_text(status)}")
                 continue
-            return Status(Code.ERROR, (f"{ep.name}: {_error_text(status)}",), ep.name)
+            return Status(Code.ERROR, (f"{ep.name}: {_error_text(status)}",), ep.name, status.reason_code)
         detail = f" ({'; '.join(errors)})" if errors else ""
         if not self.bind_plugins:
             return Status.error(f"no binder is configured in profile {self.profile!r}")
         return Status.error(f"no bind plugin bound pod {pod.namespace}/{pod.name}{detail}")
 
-    def _reserve_check(self, node: NodeInfo, pod: PodInfo) -> str | None:
-        """The profile's Reserve checks in order, then the cluster-wide ones of other profiles
-        (``shared_reserve``); the first refusal, prefixed by its plugin."""
-        own = self.reserve_plugins
-        for plugin in (*own, *(p for p in self.shared_reserve if p not in own)):
-            reason = plugin.reserve(pod, node)
-            if reason:
-                return f"{plugin.name}: {reason}"
-        return None
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """PostBind: informational; a plugin's exception is logged."""
+        for plugin in self.post_bind_plugins:
+            try:
+                plugin.post_bind(state, pod, node_name)
+            except Exception as exc:
+                _describe(exc)
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str, forget: bool = True) -> None:
+        """Unreserve every Reserve plugin in reverse order (``RunReservePluginsUnreserve``), then,
+        unless ``forget`` is false, drop the pod's assumption (``ForgetPod``)."""
+        for plugin in reversed(self._reserve_plugins()):
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception as exc:
+                _describe(exc)
+        if forget and self.cluster is not None:
+            self.cluster.forget(pod.uid, node_name)
+
+    async def run_binding_cycle(
+        self, state: CycleState, pod: PodInfo, node_name: str, deadline: float | None = None
+    ) -> Status:
+        """The binding cycle of a reserved (and permitted or waiting) pod: WaitOnPermit, PreBind,
+        Bind, PostBind. On failure Unreserve runs and the assumption is forgotten, except after a
+        Bind whose outcome is unknown (:data:`BINDING_UNCERTAIN`: the assumption stays until the
+        watch shows the pod or it expires). Returns the outcome."""
+        status = await self.wait_on_permit(pod, deadline)
+        if status.is_success():
+            status = await self.run_pre_bind(state, pod, node_name)
+        if status.is_success():
+            status = await self.run_bind_plugins(state, pod, node_name)
+        if status.is_success():
+            if self.cluster is not None:
+                self.cluster.finish_binding(pod.uid)
+            self.run_post_bind(state, pod, node_name)
+            return status
+        uncertain = status.reason_code == BINDING_UNCERTAIN
+        self.run_unreserve(state, pod, node_name, forget=not uncertain)
+        if uncertain and self.cluster is not None:
+            self.cluster.finish_binding(pod.uid)
+        return status
+
+    async def run_bind_verb(self, ref: PodRef, node_name: str) -> Status:
+        """The extender's ``bind`` verb: kube-scheduler chose ``node_name`` in its own scheduling
+        cycle; here the pod goes through Reserve, Permit and the binding cycle, all within
+        :data:`BIND_BUDGET` of ``httpTimeout``. Returns ``SUCCESS`` or an ``ERROR`` status whose
+        message is the answer's ``Error`` (``cannot bind to NODE: ...`` when nothing was tried)."""
+        deadline = time.monotonic() + BIND_BUDGET * self.http_timeout
+        if not self.bind_plugins:
+            return Status.error(f"no binder is configured in profile {self.profile!r}")
+        state = CycleState()
+        state.write(BIND_DEADLINE, deadline)
+        if self.cluster is None:
+            pod: PodInfo | None = PodInfo.placeholder(ref.namespace, ref.name, ref.uid)
+        else:
+            refusal = self.cluster.bind_admission()
+            if refusal is not None:
+                return Status.error(refusal)
+            pod = await self.cluster.read_pod(ref, max((deadline - time.monotonic()) / 2, 0.001))
+        if pod is None:
+            return Status.error(f"cannot bind to {node_name}: pod {ref.namespace}/{ref.name} not found")
+        if pod.uid != ref.uid:  # the name now belongs to another pod: never bind it in this one's place
+            return Status.error(
+                f"cannot bind to {node_name}: pod {ref.namespace}/{ref.name} was recreated: "
+                "its UID is not the one kube-scheduler sent"
+            )
+        if pod.node_name:
+            if pod.node_name == node_name:
+                return SUCCESS  # bound already (a re-sent bind): as kube-scheduler treats it
+            return Status.error(f"cannot bind to {node_name}: pod is already bound to node {pod.node_name!r}")
+        status = self.run_reserve(state, pod, node_name)
+        if not status.is_success():
+            return _failed(node_name, status, "Reserve")
+        status = self.run_permit(state, pod, node_name)
+        if not status.is_success() and status.code is not Code.WAIT:
+            self.run_unreserve(state, pod, node_name)
+            return _failed(node_name, status, "Permit")
+        status = await self.run_binding_cycle(state, pod, node_name, deadline)
+        if status.is_success():
+            return status
+        if status.is_rejected():  # rejected while waiting at Permit
+            return _failed(node_name, status, "Permit")
+        return status
+
+
+def _failed(node_name: str, status: Status, point: str) -> Status:
+    """The bind verb's ``ERROR`` for a pod refused at ``point`` before any Binding was sent."""
+    who = f"{status.plugin}: " if status.plugin and status.plugin != "ClusterState" else ""
+    where = f"{point}: " if who else ""
+    message = f"cannot bind to {node_name}: {who}{where}{status.message or code_name_of(status)}"
+    return Status(Code.ERROR, (message,), status.plugin, status.reason_code)
+
+
+def code_name_of(status: Status) -> str:
+    """The status's code name, for a status without a message."""
+    return status.code.name
 
 
 def _batch(plugin: str, method: str, call: Callable[[], Any]) -> Any:

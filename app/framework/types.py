@@ -10,9 +10,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from app.framework import objects
+from app.framework.errors import SchedulerExtenderError
 from app.framework.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -26,6 +29,7 @@ from app.framework.resources import (
 )
 
 _EMPTY: Mapping[str, str] = {}
+T = TypeVar("T")
 
 
 class PodInfo:
@@ -36,8 +40,10 @@ class PodInfo:
     - a pod in a request body (the ``Pod`` being scheduled, or a victim pod), decoded into
       :class:`objects.Pod` and kept as :attr:`pod` so plugins can read any decoded field;
     - a slim record of the cluster-state cache (:func:`PodInfo.record`): identity, placement,
-      priority, labels, the annotations policies asked for, owner references and the effective
-      requests computed once when the watch event arrived. :attr:`pod` is ``None``.
+      priority, labels, the annotations policies asked for, owner references, the effective
+      requests computed once when the watch event arrived, and what kube-scheduler's default
+      plugins read (node selector, tolerations, affinity, topology spread constraints, host ports,
+      images, scheduling gates), shared between pods that have the same. :attr:`pod` is ``None``.
 
     A cache-mode preemption victim the cache does not know has only :attr:`uid`.
     Requests are cpu in millicores, memory and storage in bytes, other resources as counts.
@@ -46,8 +52,12 @@ class PodInfo:
     __slots__ = (
         "_non_zero",
         "_requests",
+        "affinity",
         "annotations",
+        "creation_timestamp",
         "deleting",
+        "host_ports",
+        "images",
         "labels",
         "name",
         "namespace",
@@ -57,10 +67,14 @@ class PodInfo:
         "owner_references",
         "phase",
         "pod",
+        "preemption_policy",
         "priority",
         "priority_class_name",
         "scheduler_name",
+        "scheduling_gates",
+        "start_time",
         "tolerations",
+        "topology_spread_constraints",
         "uid",
     )
 
@@ -86,6 +100,27 @@ class PodInfo:
         #: ``spec.nodeSelector`` and ``spec.tolerations`` (what the standalone scheduler checks)
         self.node_selector: Mapping[str, str] = spec.node_selector or _EMPTY
         self.tolerations: tuple[objects.Toleration, ...] = tuple(spec.tolerations or ())
+        #: ``spec.affinity`` (node affinity, pod affinity and anti-affinity), ``None`` when unset
+        self.affinity: objects.Affinity | None = spec.affinity
+        #: ``spec.topologySpreadConstraints``
+        self.topology_spread_constraints: tuple[objects.TopologySpreadConstraint, ...] = tuple(
+            spec.topology_spread_constraints or ()
+        )
+        #: the names of ``spec.schedulingGates`` (a gated pod is not attempted)
+        self.scheduling_gates: tuple[str, ...] = tuple(g.name or "" for g in spec.scheduling_gates or ())
+        #: ``spec.preemptionPolicy`` (``""`` is ``PreemptLowerPriority``)
+        self.preemption_policy: str = spec.preemption_policy or ""
+        #: the host ports the containers ask for, as ``(hostIP, protocol, hostPort)`` with
+        #: ``0.0.0.0`` and ``TCP`` for unset (pkg/scheduler/util ``GetHostPorts`` of v1.30: the
+        #: containers' ports with a ``hostPort`` above 0; init containers are not read)
+        self.host_ports: tuple[tuple[str, str, int], ...] = _host_ports(spec)
+        #: the containers' and init containers' images (ImageLocality)
+        self.images: tuple[str, ...] = tuple(
+            c.image for c in (*(spec.containers or ()), *(spec.init_containers or ())) if c.image
+        )
+        self.creation_timestamp: str = meta.creation_timestamp or ""
+        #: ``status.startTime`` (RFC 3339), ``""`` before the kubelet started it
+        self.start_time: str = (status.start_time if status is not None else None) or ""
         self._requests: dict[str, int] | None = None
         self._non_zero: tuple[int, int] | None = None
 
@@ -131,6 +166,12 @@ class PodInfo:
             info.node_selector = {intern(k): intern(v) for k, v in info.node_selector.items()}
         if info.tolerations:  # most pods carry the same few: one shared tuple per distinct set
             info.tolerations = _shared_tolerations(info.tolerations)
+        if info.affinity is not None:  # a Deployment's pods share one affinity: keep one copy
+            info.affinity = _shared(info.affinity)
+        if info.topology_spread_constraints:
+            info.topology_spread_constraints = _shared(info.topology_spread_constraints)
+        if info.images:
+            info.images = tuple(intern(i) for i in info.images)
         return info
 
     @classmethod
@@ -197,6 +238,31 @@ def _shared_tolerations(tolerations: tuple[objects.Toleration, ...]) -> tuple[ob
     return shared
 
 
+_SHARED: dict[bytes, Any] = {}
+_ENCODE = msgspec.json.Encoder()
+
+
+def _shared(value: T) -> T:
+    """One shared copy of equal immutable values (affinity, spread constraints) across records."""
+    key = _ENCODE.encode(value)
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) > 10_000:
+            _SHARED.clear()
+        found = _SHARED[key] = value
+    return found
+
+
+def _host_ports(spec: objects.PodSpec) -> tuple[tuple[str, str, int], ...]:
+    ports = [
+        (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
+        for c in spec.containers or ()
+        for p in c.ports or ()
+        if p.host_port is not None and p.host_port > 0
+    ]
+    return tuple(ports)
+
+
 def _pod_requests(spec: objects.PodSpec, non_missing: Mapping[str, int] | None = None) -> dict[str, int]:
     pod_level = spec.resources.requests if spec.resources is not None else None
     return pod_requests(
@@ -213,7 +279,7 @@ def _container_requests(container: objects.Container) -> dict[str, int]:
     return resource_list(resources.requests if resources is not None else None)
 
 
-class ObjectDecodeError(ValueError):
+class ObjectDecodeError(SchedulerExtenderError, ValueError):
     """A Kubernetes object in the request could not be decoded (the client's mistake: HTTP 400).
 
     Raised lazily, when a plugin first reads a node; the runtime lets it through instead of
@@ -423,6 +489,27 @@ class NodeInfo:
         return tuple(spec.taints or ()) if spec is not None else ()
 
     @property
+    def images(self) -> Mapping[str, int]:
+        """``status.images``: every name of every image on the node -> its size in bytes
+        (kube-scheduler's ``NodeInfo.ImageStates`` without the cluster-wide node count)."""
+        return self.memo(_IMAGES, _node_images)  # type: ignore[no-any-return]
+
+    @property
+    def pods_with_affinity(self) -> tuple[PodInfo, ...]:
+        """The pods on the node with pod affinity or anti-affinity terms (``PodsWithAffinity``)."""
+        return self.memo(_WITH_AFFINITY, _pods_with_affinity)  # type: ignore[no-any-return]
+
+    @property
+    def pods_with_required_anti_affinity(self) -> tuple[PodInfo, ...]:
+        """The pods on the node with required anti-affinity terms (``PodsWithRequiredAntiAffinity``)."""
+        return self.memo(_WITH_ANTI_AFFINITY, _pods_with_required_anti_affinity)  # type: ignore[no-any-return]
+
+    @property
+    def used_ports(self) -> frozenset[tuple[str, str, int]]:
+        """``(hostIP, protocol, hostPort)`` of every host port the pods on the node use (``UsedPorts``)."""
+        return self.memo(_USED_PORTS, _used_ports)  # type: ignore[no-any-return]
+
+    @property
     def unschedulable(self) -> bool:
         """``spec.unschedulable`` (cordoned)."""
         node = self.node
@@ -458,6 +545,45 @@ class NodeInfo:
         return resources
 
 
+_IMAGES, _WITH_AFFINITY, _WITH_ANTI_AFFINITY, _USED_PORTS = (
+    "node/images",
+    "node/pods-with-affinity",
+    "node/pods-with-required-anti-affinity",
+    "node/used-ports",
+)
+
+
+def _node_images(info: NodeInfo) -> Mapping[str, int]:
+    node = info.node
+    status = node.status if node is not None else None
+    out: dict[str, int] = {}
+    for image in (status.images if status is not None else None) or ():
+        for name in image.names or ():
+            out[name] = image.size_bytes or 0
+    return out
+
+
+def _pods_with_affinity(info: NodeInfo) -> tuple[PodInfo, ...]:
+    return tuple(
+        p
+        for p in info.pods
+        if p.affinity is not None and (p.affinity.pod_affinity is not None or p.affinity.pod_anti_affinity is not None)
+    )
+
+
+def _pods_with_required_anti_affinity(info: NodeInfo) -> tuple[PodInfo, ...]:
+    out = []
+    for p in info.pods_with_affinity:
+        anti = p.affinity.pod_anti_affinity if p.affinity is not None else None
+        if anti is not None and anti.required_during_scheduling_ignored_during_execution:
+            out.append(p)
+    return tuple(out)
+
+
+def _used_ports(info: NodeInfo) -> frozenset[tuple[str, str, int]]:
+    return frozenset(port for p in info.pods for port in p.host_ports)
+
+
 class CycleState:
     """Per-request scratch space shared by the plugins of one scheduling call.
 
@@ -465,10 +591,15 @@ class CycleState:
     PreScore what Score reads. Keys are strings, by convention ``"<PluginName>/<what>"``.
     """
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "snapshot")
 
-    def __init__(self) -> None:
+    def __init__(self, snapshot: Any = None) -> None:
         self._data: dict[str, Any] = {}
+        #: every node of the cluster as this cycle sees it (a
+        #: :class:`~app.framework.handle.NodeLister`: kube-scheduler's ``SnapshotSharedLister``),
+        #: for plugins whose PreFilter or PreScore looks beyond the candidate nodes (pod affinity,
+        #: topology spread); ``None`` without cluster state (then only the candidates are known)
+        self.snapshot = snapshot
 
     def read(self, key: str) -> Any:
         """Return the value stored under ``key``; raises ``KeyError`` if nothing was written."""
@@ -508,6 +639,16 @@ class Victims:
 
     pods: list[PodInfo] = field(default_factory=list)
     num_pdb_violations: int = 0
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    """A pod in the scheduling queue (``framework.QueuedPodInfo``): the pod, when it entered the
+    queue (``timestamp``, seconds on the queue's clock) and how many times it was tried."""
+
+    pod: PodInfo
+    timestamp: float
+    attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True)

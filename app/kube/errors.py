@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from app.framework.errors import SchedulerExtenderError
 
-class KubeConfigError(RuntimeError):
+
+class KubeConfigError(SchedulerExtenderError, RuntimeError):
     """No usable cluster credentials: the message says what was tried and what failed."""
 
 
-class APIError(Exception):
+class APIError(SchedulerExtenderError):
     """An API request failed.
 
     ``status`` is the HTTP status (0 when the API server could not be reached or did not answer in

@@ -19,47 +19,17 @@ import logging.handlers
 import queue
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
 
+from app.framework.labels import matches, parse_selector
 from app.framework.types import PodInfo
 from app.observe.decisions import rfc3339
 
 #: bytes of lines waiting for the writer before new ones are dropped
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
-
-
-def parse_selector(selector: str) -> list[tuple[str, str, str | None]]:
-    """``key``, ``key=value``, ``key!=value``, comma-separated (all must match) ->
-    ``(key, op, value)`` with op ``exists``, ``=`` or ``!=``. Raises ``ValueError`` for an empty term."""
-    out: list[tuple[str, str, str | None]] = []
-    for term in (t.strip() for t in selector.split(",")) if selector.strip() else ():
-        if not term:
-            raise ValueError(f"empty term in label selector {selector!r}")
-        if "!=" in term:
-            key, value = term.split("!=", 1)
-            out.append((key.strip(), "!=", value.strip()))
-        elif "=" in term:
-            key, value = term.split("=", 1)
-            out.append((key.strip(), "=", value.strip().lstrip("=")))
-        else:
-            out.append((term, "exists", None))
-    return out
-
-
-def matches(selector: Sequence[tuple[str, str, str | None]], labels: Mapping[str, str]) -> bool:
-    """Whether ``labels`` satisfy every term of ``selector`` (:func:`parse_selector`)."""
-    for key, op, value in selector:
-        have = labels.get(key)
-        if op == "exists" and have is None:
-            return False
-        if op == "=" and have != value:
-            return False
-        if op == "!=" and have == value:
-            return False
-    return True
 
 
 class _Handler(logging.handlers.QueueHandler):

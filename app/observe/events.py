@@ -29,15 +29,15 @@ import logging
 import os
 import queue
 import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.cluster.leader import micro_time
 from app.framework.status import Code
 from app.kube.errors import APIError
+from app.kube.timefmt import micro_time
+from app.lifecycle import ThreadWorker
 from app.observe.decisions import Decision
 
 log = logging.getLogger(__name__)
@@ -104,11 +104,13 @@ class _Series:
     refreshed: float = 0.0
 
 
-class EventRecorder:
+class EventRecorder(ThreadWorker):
     """Posts :func:`event_for` events through ``create(namespace, body)`` and
     ``patch(namespace, name, patch)`` (blocking API calls raising :class:`APIError`), aggregated and
     rate-limited as the module doc says. ``observe`` is the decision listener; ``start``/``stop``
-    run the writer thread. ``posted``/``dropped`` count API writes made and events dropped."""
+    run the writer thread (a :class:`~app.lifecycle.ThreadWorker` named ``event-recorder``;
+    ``stop()`` does not wait: ``await join(timeout)`` does). ``posted``/``dropped`` count API
+    writes made and events dropped; a failed write is the worker's ``error`` until one succeeds."""
 
     def __init__(
         self,
@@ -122,6 +124,7 @@ class EventRecorder:
         clock: Callable[[], float] = time.time,
         reporting_controller: str = REPORTING_CONTROLLER,
     ) -> None:
+        super().__init__("event-recorder")
         self._create = create
         self._patch = patch
         self.qps = qps
@@ -135,8 +138,6 @@ class EventRecorder:
         self._cache: dict[tuple[str, ...], _Series] = {}
         self._tokens = float(burst)
         self._refilled = clock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.posted = 0
         self.dropped = 0
 
@@ -157,19 +158,15 @@ class EventRecorder:
 
     # -- the writer ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Run the writer in a daemon thread."""
-        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
-        self._thread.start()
+    def stop(self) -> None:
+        """Ask the writer to end after its current write (events still queued are not written);
+        does not wait (see :meth:`join`)."""
+        super().stop()
 
-    def stop(self, timeout: float = 2.0) -> None:
-        """Stop the writer (events still queued are not written)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def run(self) -> None:
+        """The writer: takes the queued events (waiting at most 1 s for one), aggregates and writes
+        them, and ends the series due (:meth:`tick`), until stopped."""
+        while not self.stopping.is_set():
             try:
                 event = self._queue.get(timeout=1.0)
             except queue.Empty:
@@ -252,8 +249,10 @@ class EventRecorder:
             log.warning(
                 "cannot post a %s event on pod %s/%s: %s", body["reason"], namespace, body["regarding"]["name"], exc
             )
+            self.failed(f"posting a {body['reason']} event: {exc}")
             return False
         self.posted += 1
+        self.recovered()
         return True
 
     def _take_token(self) -> bool:

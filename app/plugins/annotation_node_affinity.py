@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import ClusterNeeds, Handle
+from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 
@@ -85,5 +86,7 @@ PLUGIN = PluginEntry(
     name=NAME,
     factory=AnnotationNodeAffinity,
     args=AnnotationNodeAffinityArgs,
+    # the pod annotation it reads: cluster-state pod records keep it (a standalone scheduler's pods)
+    needs=lambda args, http_timeout: ClusterNeeds(pod_annotations=(args.annotation_key,)),
     summary="filter: pods with an annotation only on nodes with a label (and optionally only they)",
 )

@@ -24,13 +24,18 @@ Follows the Coscheduling plugin of kubernetes-sigs/scheduler-plugins (``pkg/cosc
   ``failurePolicy: Fail`` (the default) at filter. A member of a **denied** group (below) is
   answered ``Error`` likewise, so it is retried as soon as the denial expires; a group whose
   PodGroup does not exist is rejected.
-- **Permit** (at bind, before the binder): the member's bind request is held, without blocking
-  the server, until ``minMember`` members have reached bind or are already bound; then every held
-  member is released to its binder. When a member has waited ``permitWaitingTimeSeconds``, every
-  held member of its group is answered ``Error`` (kube-scheduler then forgets and requeues them,
-  nothing is bound) and the group is **denied** in PreFilter for
-  ``deniedPGExpirationTimeSeconds`` (upstream's ``deniedPG`` cache), so its pods do not keep
-  taking nodes from other work. A bind request for a member already held replaces it.
+- **Permit** (after Reserve, as upstream's ``Permit``): when the members already bound or
+  reserved (assumed, waiting at Permit included) plus this one reach ``minMember``, every waiting
+  member of the group is allowed and the pod goes on; otherwise the pod **waits**, keeping its
+  reservation, for ``permitWaitingTimeSeconds`` (the framework's waiting pods; its pending
+  siblings are asked to be retried now, upstream's ``ActivateSiblings``). A member that waited
+  that long is rejected ("rejected due to timeout after waiting ..."); kube-scheduler then
+  forgets and requeues it.
+- **Unreserve** (any member failing after Reserve: refused at Reserve by a full pool, rejected
+  at Permit, its Binding refused): every waiting member of its group is rejected too, so a gang
+  is bound whole or not at all, and every reservation is undone; the group is then **denied** in
+  PreFilter for ``deniedPGExpirationTimeSeconds`` (upstream's ``deniedPG`` cache), so its pods do
+  not keep taking nodes from other work.
 - **Preemption**: a candidate node is dropped when its victims include some, but not all, of a
   group's pods (evicting half a gang breaks the whole gang).
 
@@ -41,28 +46,40 @@ it is refused unless ``permitWaitingTimeSeconds + 1 s <= 90 % of httpTimeout`` (
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from app.cluster.podgroups import GROUP, PLURAL, PodGroupStore
-from app.cluster.state import PodIndex
-from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry, PolicyRule
-from app.framework.runtime import BIND_BUDGET, POD_RECORD
-from app.framework.status import SKIP, SUCCESS, Status
-from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef, Victims
+from app.framework import (
+    BIND_BUDGET,
+    PODS_TO_ACTIVATE,
+    SKIP,
+    SUCCESS,
+    ClusterNeeds,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PluginArgs,
+    PluginEntry,
+    PodGroupLister,
+    PodIndex,
+    PodInfo,
+    PolicyRule,
+    Status,
+    Victims,
+    WaitingPod,
+)
 
 log = logging.getLogger(__name__)
 
 NAME = "Coscheduling"
+#: the PodGroup CRD (kubernetes-sigs/scheduler-plugins ``apis/scheduling/v1alpha1``)
+GROUP, PLURAL = "scheduling.x-k8s.io", "podgroups"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MIN_MEMBER_ANNOTATION = "scheduling.x-k8s.io/min-member"
-_INDEX = f"{NAME}/pod-group"
 #: seconds a bind needs after Permit (validation margin)
 BIND_ALLOWANCE = 1.0
 
@@ -78,11 +95,18 @@ class CoschedulingArgs(PluginArgs):
     use_pod_group_crd: bool = Field(default=True, alias="usePodGroupCRD")
 
 
-@dataclass
-class _Gate:
-    """The held bind requests of one group: pod UID -> the future its request awaits."""
+def _index_name(label: str) -> str:
+    return f"{NAME}/pod-group/{label}"
 
-    waiting: dict[str, asyncio.Future[Status]] = field(default_factory=dict)
+
+def needs(args: CoschedulingArgs, http_timeout: float) -> ClusterNeeds:
+    """The pod index by group (``namespace/<label value>``), the ``minMember`` annotation, and
+    the PodGroups (unless ``usePodGroupCRD`` is false)."""
+    label = args.pod_group_label
+    index = PodIndex(_index_name(label), lambda p: f"{p.namespace}/{p.labels[label]}" if label in p.labels else None)
+    return ClusterNeeds(
+        indexes=(index,), pod_annotations=(args.min_member_annotation,), pod_groups=args.use_pod_group_crd
+    )
 
 
 class Coscheduling:
@@ -91,8 +115,6 @@ class Coscheduling:
     name = NAME
 
     def __init__(self, args: CoschedulingArgs, handle: Handle, clock: Callable[[], float] = time.monotonic) -> None:
-        if handle.cluster is None:
-            raise ValueError(f"{NAME} needs cluster state: add a `cluster:` section")
         limit = BIND_BUDGET * handle.http_timeout - BIND_ALLOWANCE
         wait = args.permit_waiting_time_seconds
         if wait is None:
@@ -107,18 +129,20 @@ class Coscheduling:
         self.denied_for = args.denied_pg_expiration_time_seconds
         self.label = args.pod_group_label
         self.annotation = args.min_member_annotation
-        self.cluster = handle.cluster
+        self.cluster = handle.require_cluster(NAME)
+        self.waiting_pods = handle.waiting_pods
+        self._index = _index_name(self.label)
+        self._use_crd = args.use_pod_group_crd
         self._clock = clock
-        state = handle.cluster.state
-        state.want_pod_annotations([self.annotation])
-        label = self.label
-        state.add_index(PodIndex(_INDEX, lambda p: f"{p.namespace}/{p.labels[label]}" if label in p.labels else None))
-        self.podgroups: PodGroupStore | None = handle.cluster.watch_podgroups() if args.use_pod_group_crd else None
         self.schedule_timeout = args.schedule_timeout_seconds
-        self._gates: dict[str, _Gate] = {}
         self._denied: dict[str, float] = {}
         #: group -> when a member first reached filter while the group was short of minMember
         self._forming: dict[str, float] = {}
+
+    @property
+    def podgroups(self) -> PodGroupLister | None:
+        """The watched PodGroups (``None`` with ``usePodGroupCRD: false``)."""
+        return self.cluster.podgroups if self._use_crd else None
 
     # -- groups --------------------------------------------------------------------------------------
 
@@ -155,7 +179,7 @@ class Coscheduling:
 
     def members(self, group: str) -> tuple[PodInfo, ...]:
         """The watched pods of ``group`` (pending and bound)."""
-        return self.cluster.state.indexed(_INDEX, group)
+        return self.cluster.indexed(self._index, group)
 
     def denied_until(self, group: str) -> float | None:
         """The clock time until which ``group`` is denied, or ``None``."""
@@ -218,72 +242,63 @@ class Coscheduling:
         """Nothing per node: PreFilter decided."""
         return SUCCESS
 
-    # -- Permit ----------------------------------------------------------------------------------------
+    # -- Permit, Reserve, Unreserve ----------------------------------------------------------------------
 
-    async def permit(self, state: CycleState, pod: PodRef, node_name: str, deadline: float) -> Status:
-        """Hold the bind until the group reaches ``minMember`` (see the module doc)."""
-        record = self.cluster.state.pod(pod.uid)
-        if record is None:
-            try:
-                record = await self.cluster.binder(self.wait).pod_record(pod, max(deadline - time.monotonic(), 0.1) / 2)
-            except RuntimeError as exc:
-                return Status.error(str(exc))
-            if record is None:
-                return Status.error(f"pod {pod.namespace}/{pod.name} (UID {pod.uid}) not found")
-            state.write(POD_RECORD, record)  # the binder need not read it again
-        group = self.group_of(record)
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Upstream's ``Permit``: allow the group's waiting members and this pod once the members
+        bound or reserved (this one included) reach ``minMember``; else wait up to
+        ``permitWaitingTimeSeconds`` and ask for the pending siblings to be retried now."""
+        group = self.group_of(pod)
         if group is None:
-            return SUCCESS
-        if self.denied_until(group) is not None:
-            return Status.error(f"pod group {group} is denied: Permit timed out recently")
-        need = self.min_member(record, group)
+            return SUCCESS, 0.0
+        need = self.min_member(pod, group)
         if isinstance(need, Status):
-            return Status.error(need.message)
-        gate = self._gates.setdefault(group, _Gate())
-        previous = gate.waiting.pop(pod.uid, None)
-        if previous is not None and not previous.done():
-            previous.set_result(Status.error("superseded by a newer bind request for the same pod"))
-        assumed = self.cluster.state.assumed()
-        bound = sum(
-            1
-            for m in self.members(group)
-            if m.uid != pod.uid and m.uid not in gate.waiting and (m.node_name or m.uid in assumed)
-        )
-        if len(gate.waiting) + 1 + bound >= need:
-            released = list(gate.waiting.values())
-            gate.waiting.clear()
-            self._gates.pop(group, None)
-            for held in released:
-                if not held.done():
-                    held.set_result(SUCCESS)
-            log.info("pod group %s: %d member(s) permitted (%d already bound)", group, len(released) + 1, bound)
-            return SUCCESS
-        future: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
-        gate.waiting[pod.uid] = future
-        timeout = min(self.wait, deadline - time.monotonic())
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), max(timeout, 0))
-        except TimeoutError:
-            if future.done():
-                return future.result()
-            return self._reject(group, gate, need, bound)
+            return Status(Code.UNSCHEDULABLE, need.reasons, reason_code=need.reason_code), 0.0
+        members = self.members(group)
+        placement = self.cluster.placement
+        assigned = sum(1 for m in members if m.uid != pod.uid and placement(m.uid) is not None)
+        if assigned + 1 >= need:
+            allowed: list[WaitingPod] = []
+            self.waiting_pods.iterate(lambda w: allowed.append(w) if self.group_of(w.pod) == group else None)
+            for waiting in allowed:
+                waiting.allow(NAME)
+            log.info("pod group %s: %d member(s) permitted (%d bound or reserved)", group, len(allowed) + 1, assigned)
+            return SUCCESS, 0.0
+        siblings = {m.uid: m for m in members if m.uid != pod.uid and not m.node_name and placement(m.uid) is None}
+        if siblings:
+            to_activate: dict[str, PodInfo] = state.get(PODS_TO_ACTIVATE) or {}
+            to_activate.update(siblings)
+            state.write(PODS_TO_ACTIVATE, to_activate)
+        return Status(
+            Code.WAIT, (f"pod group {group} has {assigned + 1} of minMember {need} pods reserved",)
+        ), self.wait
 
-    def _reject(self, group: str, gate: _Gate, need: int, bound: int) -> Status:
-        waiting = len(gate.waiting)
-        message = (
-            f"pod group {group} did not reach minMember {need} within {self.wait:g}s "
-            f"({waiting} waiting at bind, {bound} bound); denied for {self.denied_for:g}s"
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Nothing to check (upstream's ``Reserve``)."""
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Upstream's ``Unreserve``: reject every waiting member of the pod's group ("rejection in
+        Unreserve"), so none is bound without the others, and deny the group for
+        ``deniedPGExpirationTimeSeconds``."""
+        group = self.group_of(pod)
+        if group is None:
+            return
+        rejected: list[WaitingPod] = []
+        self.waiting_pods.iterate(
+            lambda w: rejected.append(w) if w.pod.uid != pod.uid and self.group_of(w.pod) == group else None
         )
-        rejected = Status.error(message)
-        for held in gate.waiting.values():
-            if not held.done():
-                held.set_result(rejected)
-        gate.waiting.clear()
-        self._gates.pop(group, None)
+        for waiting in rejected:
+            waiting.reject(NAME, "rejection in Unreserve")
         if self.denied_for > 0:
             self._denied[group] = self._clock() + self.denied_for
-        log.warning("%s", message)
-        return rejected
+        log.warning(
+            "pod group %s: member %s failed after Reserve: %d waiting member(s) rejected; denied for %gs",
+            group,
+            pod.key(),
+            len(rejected),
+            self.denied_for,
+        )
 
     # -- preemption --------------------------------------------------------------------------------
 
@@ -306,6 +321,7 @@ PLUGIN = PluginEntry(
     factory=Coscheduling,
     args=CoschedulingArgs,
     needs_cluster=True,
+    needs=needs,
     rbac=(PolicyRule((GROUP,), (PLURAL,), ("get", "list", "watch")),),
-    summary="filter/bind: gang scheduling (PodGroup minMember; binds held at Permit until the group is complete)",
+    summary="filter/bind: gang scheduling (PodGroup minMember; members wait at Permit, reserved, until all are)",
 )

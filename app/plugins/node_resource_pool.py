@@ -7,8 +7,8 @@ classic setup). For each node:
   else ``defaultCapacity``; nodes carrying one of ``excludedNodeLabels`` (``key`` or
   ``key=value``; default the control-plane role) are not in the pool;
 - **usage** is the number of slots taken by the pods bound or assumed on the node, counted by
-  the cluster-state cache (:class:`~app.cluster.state.PoolSpec`), so a pod counts from the moment
-  its bind starts and is freed when it is deleted or finishes.
+  the cluster-state cache (the plugin declares its :class:`~app.framework.handle.PoolSpec`), so a
+  pod counts from the moment it is reserved and is freed when it is deleted or finishes.
 
 Which pods consume: a pod matching any of ``consumers`` (an annotation, a label - ``key`` or
 ``key=value`` - or one of ``schedulerNames``) takes one slot; with ``consumers.resource`` (an
@@ -18,8 +18,9 @@ extended resource such as ``ipam.example.com/ip``) a pod takes as many slots as 
   a node whose free slots do not cover the pod is ``Unschedulable`` with
   ``pool <name> exhausted: <used>/<capacity> in use`` (evicting consumers frees slots).
 - **Score**: the node's free slots, normalized so the freest node scores 100.
-- **Reserve**: at bind the check runs again atomically with the reservation in the ledger, so
-  concurrent binds never take more slots than a node has.
+- **Reserve**: the check runs again atomically with the pod's assumption, so concurrent binds
+  never take more slots than a node has. The pool's slots are the same whichever profile binds:
+  every profile's Reserve runs this check (``cluster_wide_reserve``).
 - **Preemption**: for a consuming preemptor, a candidate node is dropped unless evicting its
   victims frees enough slots.
 
@@ -32,12 +33,23 @@ from collections.abc import Sequence
 
 from pydantic import Field, model_validator
 
-from app.cluster.state import PoolSpec
-from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE
-from app.framework.status import SKIP, SUCCESS, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, Victims
+from app.framework import (
+    MAX_NODE_SCORE,
+    NO_NODE,
+    SKIP,
+    SUCCESS,
+    ClusterNeeds,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeScore,
+    PluginArgs,
+    PluginEntry,
+    PodInfo,
+    PoolSpec,
+    Status,
+    Victims,
+)
 
 NAME = "NodeResourcePool"
 _SLOTS = f"{NAME}/slots"
@@ -83,6 +95,37 @@ def _matches(found: object, want: str | None) -> bool:
     return found is not None and (want is None or found == want)
 
 
+class Consumers:
+    """How many slots a pod takes under ``args.consumers`` (0 when it is not a consumer): one
+    function shared by the cache's count (:class:`PoolSpec`) and the plugin's checks."""
+
+    def __init__(self, args: NodeResourcePoolArgs) -> None:
+        consumers = args.consumers
+        self.annotation = _matcher(consumers.annotation)
+        self.label = _matcher(consumers.label)
+        self.scheduler_names = frozenset(consumers.scheduler_names)
+        self.resource = consumers.resource
+
+    def __call__(self, pod: PodInfo) -> int:
+        if self.resource is not None:
+            wanted = pod.requests.get(self.resource, 0)
+            if wanted:
+                return wanted
+        if self.annotation is not None and _matches(pod.annotations.get(self.annotation[0]), self.annotation[1]):
+            return 1
+        if self.label is not None and _matches(pod.labels.get(self.label[0]), self.label[1]):
+            return 1
+        return 1 if pod.scheduler_name in self.scheduler_names else 0
+
+
+def needs(args: NodeResourcePoolArgs, http_timeout: float) -> ClusterNeeds:
+    """The pool to count, the consumer annotation pod records must keep, and a Reserve check that
+    holds for every profile."""
+    consumers = Consumers(args)
+    annotations = (consumers.annotation[0],) if consumers.annotation is not None else ()
+    return ClusterNeeds(pools=(PoolSpec(args.pool, consumers),), pod_annotations=annotations, cluster_wide_reserve=True)
+
+
 class NodeResourcePool:
     """PreFilter + Filter + PreScore + Score + NormalizeScore + Reserve + preemption (see the
     module doc)."""
@@ -90,39 +133,12 @@ class NodeResourcePool:
     name = NAME
 
     def __init__(self, args: NodeResourcePoolArgs, handle: Handle) -> None:
-        if handle.cluster is None:
-            raise ValueError(f"{NAME} needs cluster state: add a `cluster:` section")
         self.args = args
         self.pool = args.pool
-        self.cluster = handle.cluster
-        consumers = args.consumers
-        self._annotation = _matcher(consumers.annotation)
-        self._label = _matcher(consumers.label)
-        self._scheduler_names = frozenset(consumers.scheduler_names)
-        self._resource = consumers.resource
+        self.cluster = handle.require_cluster(NAME)
+        #: how many slots a pod takes (0 when it is not a consumer)
+        self.slots = Consumers(args)
         self._excluded = [m for m in map(_matcher, args.excluded_node_labels) if m is not None]
-        if self._annotation is not None:
-            handle.cluster.state.want_pod_annotations([self._annotation[0]])
-        try:
-            handle.cluster.state.add_pool(PoolSpec(args.pool, self.slots))
-        except ValueError as exc:
-            raise ValueError(f"{NAME}: {exc}: give each NodeResourcePool its own pool name") from exc
-        # the pool's slots are cluster-wide: every binder reserves them, in whichever profile it is
-        handle.cluster.cluster_reserve.append(self)
-
-    # -- who consumes, what a node holds -----------------------------------------------------------
-
-    def slots(self, pod: PodInfo) -> int:
-        """How many slots ``pod`` takes (0 when it is not a consumer)."""
-        if self._resource is not None:
-            wanted = pod.requests.get(self._resource, 0)
-            if wanted:
-                return wanted
-        if self._annotation is not None and _matches(pod.annotations.get(self._annotation[0]), self._annotation[1]):
-            return 1
-        if self._label is not None and _matches(pod.labels.get(self._label[0]), self._label[1]):
-            return 1
-        return 1 if pod.scheduler_name in self._scheduler_names else 0
 
     def capacity(self, node: NodeInfo) -> int | str:
         """The node's capacity in slots, or the reason it has none (outside the pool, malformed)."""
@@ -242,13 +258,17 @@ class NodeResourcePool:
 
     # -- Reserve -------------------------------------------------------------------------------------
 
-    def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None:
-        """At bind, under the cache's lock: refuse when the node's free slots no longer cover the pod."""
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Under the cache's lock, with the pod's assumption: refuse when the node's free slots no
+        longer cover the pod."""
         slots = self.slots(pod)
         if not slots:
-            return None
-        refusal = self._refusal(node, slots)
-        return refusal.message if refusal is not None else None
+            return SUCCESS
+        return self._refusal(node, slots) or SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Nothing to undo: the cache counts the slots of assumed pods, and forgets them with the
+        assumption."""
 
     # -- preemption ----------------------------------------------------------------------------------
 
@@ -258,7 +278,7 @@ class NodeResourcePool:
         slots = self.slots(pod)
         if not slots:
             return candidates
-        snapshot = self.cluster.state.snapshot()
+        snapshot = self.cluster.snapshot()
         kept: dict[str, Victims] = {}
         for name, victims in candidates.items():
             node = snapshot.get(name)
@@ -278,6 +298,7 @@ PLUGIN = PluginEntry(
     factory=NodeResourcePool,
     args=NodeResourcePoolArgs,
     needs_cluster=True,
+    needs=needs,
     sees_every_pod=False,
     summary="filter/score/bind: a countable per-node pool (e.g. 10 underlay IPs), reserved atomically at bind",
 )

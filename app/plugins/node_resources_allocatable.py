@@ -16,7 +16,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo

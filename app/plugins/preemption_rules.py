@@ -25,7 +25,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import ClusterNeeds, Handle
+from app.framework.registry import PluginEntry
 from app.framework.types import CycleState, PodInfo, Victims
 
 NAME = "PreemptionRules"
@@ -70,8 +71,6 @@ class PreemptionRules:
         self.priority_classes = frozenset(p.priority_class_names)
         self.fewest_pdb = args.fewest_pdb_violations
         self.allow_unknown = args.allow_unknown_victims
-        if handle.cluster is not None and self.annotations:
-            handle.cluster.state.want_pod_annotations(k for k, _ in self.annotations)
 
     def protection(self, pod: PodInfo) -> str | None:
         """Why ``pod`` may not be evicted, or ``None``."""
@@ -104,9 +103,16 @@ class PreemptionRules:
         return kept
 
 
+def needs(args: PreemptionRulesArgs, http_timeout: float) -> ClusterNeeds:
+    """The protected annotation keys: cluster-state pod records (the victims of a cache-mode
+    request) must keep them."""
+    return ClusterNeeds(pod_annotations=tuple(key for key, _ in _pairs(args.protect.annotations)))
+
+
 PLUGIN = PluginEntry(
     name=NAME,
     factory=PreemptionRules,
+    needs=needs,
     args=PreemptionRulesArgs,
     summary="preemption: protected pods never become victims (node dropped); fewest PDB violations kept",
 )

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from app.api import create_app
-from app.api.handlers import ExtenderService
-from app.cli import build_service
+from app.api.service import ExtenderService
+from app.bootstrap import build_service
 from app.config import API_VERSION, KIND, Configuration, load_config
 from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
 from app.plugins import default_registry

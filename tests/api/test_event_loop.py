@@ -15,9 +15,8 @@ import pytest
 import uvicorn
 
 from app.api import create_app
-from app.api.handlers import ExtenderService
 from app.api.server import uvicorn_config
-from app.api.verbs import INLINE_WEIGHT
+from app.api.service import INLINE_WEIGHT, ExtenderService
 from app.config import parse_config
 from app.framework import SUCCESS, CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
 from app.plugins import default_registry

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.api import create_app
-from app.cli import build_service
+from app.bootstrap import build_service
 from tests.e2e.test_server import CONFIG
 from tests.support.bodies import fixture_bytes
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 
@@ -10,6 +11,7 @@ from kubernetes import client as k8s
 
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.kube.client import KubeClient
+from app.lifecycle import Supervisor
 from tests.support.apiserver import FakeAPIServer
 
 
@@ -18,6 +20,22 @@ def official_client(url: str) -> KubeClient:
     cfg = k8s.Configuration()
     cfg.host = url
     return KubeClient(k8s.ApiClient(cfg))
+
+
+def connect(runtime: ClusterRuntime, url: str) -> Supervisor:
+    """Connect ``runtime`` to the test API server at ``url`` and start its workers, as ``serve``
+    does; stop them with :func:`disconnect`."""
+    supervisor = Supervisor()
+    for worker in runtime.connect(official_client(url)):
+        supervisor.add(worker)
+    supervisor.start()
+    return supervisor
+
+
+def disconnect(runtime: ClusterRuntime, supervisor: Supervisor) -> None:
+    """Stop ``runtime``'s workers (reverse order, bounded) and close its client."""
+    asyncio.run(supervisor.stop(5.0))
+    runtime.close()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> None:
@@ -39,16 +57,15 @@ def api() -> Iterator[FakeAPIServer]:
 
 @pytest.fixture
 def make_runtime() -> Iterator[Callable[..., ClusterRuntime]]:
-    runtimes: list[ClusterRuntime] = []
+    runtimes: list[tuple[ClusterRuntime, Supervisor]] = []
 
     def make(url: str, **settings: object) -> ClusterRuntime:
         defaults: dict[str, object] = {"backoff_initial": 0.05, "backoff_max": 0.2, "watch_timeout": 30}
         defaults.update(settings)
         runtime = ClusterRuntime(ClusterSettings(**defaults))  # type: ignore[arg-type]
-        runtime.connect(official_client(url))
-        runtimes.append(runtime)
+        runtimes.append((runtime, connect(runtime, url)))
         return runtime
 
     yield make
-    for runtime in runtimes:
-        runtime.stop()
+    for runtime, supervisor in runtimes:
+        disconnect(runtime, supervisor)

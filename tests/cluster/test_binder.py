@@ -1,4 +1,5 @@
-"""DefaultBinder through the official client against the test API server."""
+"""The bind verb's cycle (Reserve, Permit, Bind with DefaultBinder) through the official client
+against the test API server."""
 
 from __future__ import annotations
 
@@ -9,20 +10,24 @@ from collections.abc import Callable
 import pytest
 
 from app.cluster.runtime import ClusterRuntime
-from app.framework.registry import Handle
-from app.framework.types import CycleState, PodRef
+from app.framework import EnabledPlugin, Framework, Handle, PodRef
 from app.plugins.default_binder import DefaultBinder, DefaultBinderArgs
 from tests.cluster.conftest import wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod
 
 
-def _binder(runtime: ClusterRuntime, http_timeout: float = 5.0, **args: object) -> DefaultBinder:
-    return DefaultBinder(DefaultBinderArgs.model_validate(args), Handle("p", http_timeout, runtime))
+def _binder(runtime: ClusterRuntime, http_timeout: float = 5.0, **args: object) -> Framework:
+    """A profile whose only plugin is DefaultBinder (with ``args``)."""
+    handle = Handle("p", http_timeout, runtime)
+    binder = DefaultBinder(DefaultBinderArgs.model_validate(args), handle)
+    return Framework(
+        "p", bind_plugins=[EnabledPlugin("DefaultBinder", binder)], http_timeout=http_timeout, handle=handle
+    )
 
 
-def _bind(binder: DefaultBinder, name: str, node_name: str, uid: str | None = None) -> str:
+def _bind(framework: Framework, name: str, node_name: str, uid: str | None = None) -> str:
     ref = PodRef("default", name, uid or f"uid-default-{name}")
-    status = asyncio.run(binder.bind(CycleState(), ref, node_name))
+    status = asyncio.run(framework.run_bind_verb(ref, node_name))
     return "" if status.is_success() else status.message
 
 
@@ -78,9 +83,10 @@ def test_bound_elsewhere_missing_and_recreated_are_errors(api: FakeAPIServer, sy
     api.put("pods", pod("c", node_name="n1"))
     message = _bind(binder, "c", "n2")
     assert "already bound to node 'n1'" in message
-    assert _bind(binder, "ghost", "n2") == "pod default/ghost not found"
+    assert _bind(binder, "ghost", "n2") == "cannot bind to n2: pod default/ghost not found"
+    # the pod was read back (the watch has not shown that UID): another UID is not this pod
     message = _bind(binder, "b", "n2", uid="uid-of-a-deleted-pod")
-    assert message == "pod default/b was recreated: its UID is not the one kube-scheduler sent"
+    assert message == "cannot bind to n2: pod default/b was recreated: its UID is not the one kube-scheduler sent"
     assert "uid-default-b" not in message  # never another object's UID
     stored = api.pod("default", "b")
     assert stored is not None and "nodeName" not in stored["spec"]
@@ -95,13 +101,13 @@ def test_two_binds_race_for_the_last_slot(api: FakeAPIServer, synced: ClusterRun
 
     async def both() -> list[str]:
         statuses = await asyncio.gather(
-            binder.bind(CycleState(), PodRef("default", "a", "uid-default-a"), "n1"),
-            binder.bind(CycleState(), PodRef("default", "b", "uid-default-b"), "n1"),
+            binder.run_bind_verb(PodRef("default", "a", "uid-default-a"), "n1"),
+            binder.run_bind_verb(PodRef("default", "b", "uid-default-b"), "n1"),
         )
         return ["" if s.is_success() else s.message for s in statuses]
 
     results = asyncio.run(both())
-    assert sorted(results) == ["", "cannot bind to n1: Too many pods"]
+    assert sorted(results) == ["", "cannot bind to n1: DefaultBinder: Reserve: Too many pods"]
     assert len(api.bindings) == 1  # the loser never reached the API server
     wait_for(lambda: synced.state.assumed() == {}, what="confirmation")
     on_n1 = [p["metadata"]["name"] for p in api.objects["pods"].values() if p["spec"].get("nodeName") == "n1"]
@@ -112,7 +118,7 @@ def test_bind_answers_inside_its_deadline(api: FakeAPIServer, synced: ClusterRun
     api.binding_delay = 2.0
     binder = _binder(synced, http_timeout=1.0)  # deadline 0.8 s
     started = time.monotonic()
-    assert _bind(binder, "a", "n2") == "binding did not finish within 0.8s"
+    assert _bind(binder, "a", "n2") == "DefaultBinder: binding did not finish within 0.8s"
     assert time.monotonic() - started < 1.0
 
 
@@ -126,7 +132,7 @@ def test_unreachable_api_server_is_said_without_its_address(api: FakeAPIServer, 
     api.stop()  # the cache keeps its state; the Binding call cannot connect
     message = _bind(binder, "a", "n2")
     assert message in (
-        "binding failed: the API server is unreachable",
-        "binding failed: the API server did not answer in time",
+        "DefaultBinder: binding failed: the API server is unreachable",
+        "DefaultBinder: binding failed: the API server did not answer in time",
     )
     assert "127.0.0.1" not in message and "Error" not in message and "Pool" not in message

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from app.cluster.leader import FOLLOWER, LEADER, LeaderElectionSettings, LeaseFollower
 from app.cluster.runtime import WARMING_UP, ClusterRuntime
+from app.framework import ClusterNeeds
 from app.kube.errors import APIError
 from tests.cluster.conftest import official_client, wait_for
 from tests.support.apiserver import FakeAPIServer, lease
@@ -30,7 +31,7 @@ def test_follows_the_holder_and_its_renewals(api: FakeAPIServer) -> None:
     clock, takeovers = Clock(), []
     f = follower(api, clock, takeovers)
     f.poll()
-    assert not f.is_leader() and f.last_error == "Lease kube-system/kube-scheduler does not exist"
+    assert not f.is_leader() and f.error == "Lease kube-system/kube-scheduler does not exist"
     api.put("leases", lease("cp-2_7f3a"))  # another node's kube-scheduler leads
     f.poll()
     assert f.role() == FOLLOWER and f.holder == "cp-2_7f3a" and takeovers == []
@@ -67,7 +68,7 @@ def test_a_failed_read_keeps_the_leader_until_the_renew_deadline(api: FakeAPISer
     unreachable[0] = True  # the API server is unreachable for a while: no reason to step down yet
     clock.now += 5
     f.poll()
-    assert f.is_leader() and f.last_error.startswith("reading Lease kube-system/kube-scheduler")
+    assert f.is_leader() and f.error.startswith("reading Lease kube-system/kube-scheduler")
     clock.now += 6  # renewDeadline (10 s) since the last renewal seen: kube-scheduler gave up too
     f.poll()
     assert not f.is_leader() and takeovers == [1]
@@ -85,7 +86,7 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Call
     api.put("leases", lease("cp-2_7f3a"))
     settings = LeaderElectionSettings(identity="cp-1", renew_deadline=10.0, retry_period=0.1)
     runtime = make_runtime(api.url, leader_election=settings)
-    runtime.hold_binds(0.5)
+    runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=0.5))  # its Bindings may be in flight 0.5 s
     wait_for(runtime.state.has_synced)
     wait_for(lambda: runtime.follower is not None and runtime.follower.holder == "cp-2_7f3a", what="Lease read")
     refusal = runtime.bind_admission()
@@ -100,3 +101,37 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Call
     assert (runtime.bind_admission() or "").startswith("warming up: binds are admitted in ")
     wait_for(lambda: runtime.bind_admission() is None, what="warm-up over")
     assert runtime.role() == LEADER
+
+
+def test_the_elector_is_a_periodic_worker_whose_failed_writes_are_its_error() -> None:
+    import asyncio
+    import threading
+    from typing import Any
+
+    from app.cluster.leader import LeaseElector
+
+    clock = Clock()
+    down = [True]
+    created: list[dict[str, Any]] = []
+    led = threading.Event()
+
+    def create(namespace: str, body: dict[str, Any]) -> None:
+        if down[0]:
+            raise APIError(503, "ServiceUnavailable", "etcd is down")
+        created.append(body)
+
+    def replace(namespace: str, name: str, body: dict[str, Any]) -> None:
+        raise AssertionError("no Lease to replace")
+
+    settings = LeaderElectionSettings(identity="cp-1", retry_period=0.01)
+    elector = LeaseElector(settings, lambda ns, name: None, create, replace, on_start=led.set, clock=clock)
+    elector.step()
+    assert not elector.is_leader() and elector.error.startswith("Lease kube-system/kube-scheduler: ")
+    assert "etcd is down" in elector.error and elector.errors == 1
+    assert elector.name == "lease-elector" and elector.interval == 0.01
+    down[0] = False
+    elector.start()  # steps in its thread every retry_period
+    assert led.wait(10) and elector.is_leader() and elector.error == ""
+    assert created[0]["spec"]["renewTime"].endswith("Z") and elector.errors == 1
+    elector.stop()
+    assert asyncio.run(elector.join(10)) and not elector.running

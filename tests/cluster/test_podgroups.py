@@ -9,22 +9,30 @@ import pytest
 
 from app.cluster.podgroups import PodGroupStore
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from tests.cluster.conftest import official_client, wait_for
+from app.framework.handle import ClusterNeeds
+from app.lifecycle import Supervisor
+from tests.cluster.conftest import connect, disconnect, wait_for
 from tests.support.apiserver import FakeAPIServer, pod_group
+
+#: the supervisors of the runtimes the tests connected, by runtime
+started: dict[int, list[Supervisor]] = {}
 
 
 @pytest.fixture
 def podgroups(api: FakeAPIServer) -> Iterator[tuple[ClusterRuntime, PodGroupStore]]:
     runtime = ClusterRuntime(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30))
-    store = runtime.watch_podgroups()
+    runtime.register("test", ClusterNeeds(pod_groups=True))
+    store = runtime.podgroups
+    assert store is not None
     yield runtime, store
-    runtime.stop()
+    for supervisor in started.get(id(runtime), []):
+        disconnect(runtime, supervisor)
 
 
 def test_podgroups_sync_and_follow_events(api: FakeAPIServer, podgroups: tuple[ClusterRuntime, PodGroupStore]) -> None:
     runtime, store = podgroups
     api.put("podgroups", pod_group("train", "ml", 4))
-    runtime.connect(official_client(api.url))
+    started.setdefault(id(runtime), []).append(connect(runtime, api.url))
     wait_for(lambda: store.synced, what="podgroups synced")
     assert store.min_member("ml", "train") == 4 and store.min_member("ml", "other") is None
     api.put("podgroups", pod_group("train", "ml", 6))
@@ -38,7 +46,7 @@ def test_podgroups_sync_and_follow_events(api: FakeAPIServer, podgroups: tuple[C
 def test_missing_crd_then_installed(api: FakeAPIServer, podgroups: tuple[ClusterRuntime, PodGroupStore]) -> None:
     runtime, store = podgroups
     api.podgroup_crd = False
-    runtime.connect(official_client(api.url))
+    started.setdefault(id(runtime), []).append(connect(runtime, api.url))
     wait_for(lambda: store.absent, what="the CRD reported absent")
     assert not store.synced and "404" in store.last_error
     # nodes and pods are not held back by the missing CRD

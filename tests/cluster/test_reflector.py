@@ -145,4 +145,4 @@ def test_api_server_down_at_start_and_later(api: FakeAPIServer, make_runtime: Ca
     assert state.snapshot().get("n1") is not None
     api.start(port)
     wait_for(lambda: state.ready()[0], what="ready again")
-    assert all(r.is_alive() for r in (t._thread for t in runtime.reflectors) if r is not None)
+    assert all(r.running and not r.error for r in runtime.reflectors)

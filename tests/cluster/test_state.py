@@ -7,8 +7,8 @@ import threading
 import msgspec
 
 from app.cluster.reflector import iter_lines
-from app.cluster.state import ClusterState, PoolSpec
-from app.framework import objects
+from app.cluster.state import ClusterState
+from app.framework import SUCCESS, PoolSpec, Status, objects
 from app.framework.types import NodeInfo, PodInfo
 from tests.support.apiserver import node, pod
 
@@ -71,7 +71,7 @@ def test_assume_confirm_and_delete() -> None:
     state = _synced()
     pending = _pod(state, "p", cpu="1")
     state.upsert_pod(pending)
-    assert state.assume("default", "p", pending.uid, "n1").ok
+    assert state.assume(PodInfo.placeholder("default", "p", pending.uid), "n1").ok
     info = state.snapshot().get("n1")
     assert info is not None and [p.name for p in info.pods] == ["p"] and info.requested["cpu"] == 1000
     assert state.assumed() == {pending.uid: "n1"}
@@ -89,7 +89,7 @@ def test_assumption_expires_after_ttl() -> None:
     clock = Clock()
     state = _synced(clock, ttl=30)
     state.upsert_pod(_pod(state, "p"))
-    assert state.assume("default", "p", "uid-default-p", "n1").ok
+    assert state.assume(PodInfo.placeholder("default", "p", "uid-default-p"), "n1").ok
     clock.now += 29
     assert state.snapshot().usage("n1") is not None and state.assumed()
     clock.now += 2
@@ -100,7 +100,7 @@ def test_assumption_expires_after_ttl() -> None:
 
 def test_assume_before_the_watch_shows_the_pod() -> None:
     state = _synced()
-    assert state.assume("ns", "late", "uid-late", "n2").ok
+    assert state.assume(PodInfo.placeholder("ns", "late", "uid-late"), "n2").ok
     info = state.snapshot().get("n2")
     assert info is not None and info.usage.pod_count == 1 and info.requested == {}
     # the pending pod arrives: its requests now count under the same assumption
@@ -112,16 +112,21 @@ def test_assume_before_the_watch_shows_the_pod() -> None:
 def test_assume_is_refused_elsewhere_and_idempotent_here() -> None:
     state = _synced()
     state.upsert_pod(_pod(state, "p"))
-    assert state.assume("default", "p", "uid-default-p", "n1").ok
-    assert state.assume("default", "p", "uid-default-p", "n1").ok  # renewed, still counted once
+    p = PodInfo.placeholder("default", "p", "uid-default-p")
+    assert state.assume(p, "n1").ok
+    # while its binding cycle holds it, no other cycle may assume it, not even on the same node
+    again = state.assume(p, "n1")
+    assert not again.ok and "being bound to node 'n1'" in again.reason
+    state.finish_binding(p.uid)  # the cycle ended, the Binding's outcome unknown: a new cycle renews it
+    assert state.assume(p, "n1").ok
     info = state.snapshot().get("n1")
-    assert info is not None and info.usage.pod_count == 1
-    refused = state.assume("default", "p", "uid-default-p", "n2")
+    assert info is not None and info.usage.pod_count == 1  # counted once
+    refused = state.assume(p, "n2")
     assert not refused.ok and "being bound to node 'n1'" in refused.reason
     state.upsert_pod(_pod(state, "b", node_name="n2"))
-    already = state.assume("default", "b", "uid-default-b", "n2")
+    already = state.assume(PodInfo.placeholder("default", "b", "uid-default-b"), "n2")
     assert already.ok and already.already_bound
-    other = state.assume("default", "b", "uid-default-b", "n1")
+    other = state.assume(PodInfo.placeholder("default", "b", "uid-default-b"), "n1")
     assert not other.ok and "already bound to node 'n2'" in other.reason
     state.forget("uid-default-p", "n1")
     info = state.snapshot().get("n1")
@@ -133,15 +138,15 @@ def test_concurrent_reservations_never_overcommit() -> None:
     for i in range(25):
         state.upsert_pod(_pod(state, f"p{i}"))
 
-    def room(info: NodeInfo, pod: PodInfo) -> str | None:
-        return None if info.usage.pod_count < info.allocatable["pods"] else "Too many pods"
+    def room(info: NodeInfo) -> Status:
+        return SUCCESS if info.usage.pod_count < info.allocatable["pods"] else Status.unschedulable("Too many pods")
 
     results: list[bool] = []
     barrier = threading.Barrier(25)
 
     def reserve(i: int) -> None:
         barrier.wait()
-        results.append(state.assume("default", f"p{i}", f"uid-default-p{i}", "n1", room).ok)
+        results.append(state.assume(PodInfo.placeholder("default", f"p{i}", f"uid-default-p{i}"), "n1", room).ok)
 
     threads = [threading.Thread(target=reserve, args=(i,)) for i in range(25)]
     for t in threads:
@@ -171,7 +176,7 @@ def test_relist_replaces_and_keeps_assumptions() -> None:
     state = _synced()
     state.upsert_pod(_pod(state, "old", node_name="n1"))
     state.upsert_pod(_pod(state, "pending"))
-    assert state.assume("default", "pending", "uid-default-pending", "n2").ok
+    assert state.assume(PodInfo.placeholder("default", "pending", "uid-default-pending"), "n2").ok
     state.replace_pods([_pod(state, "new", node_name="n1"), _pod(state, "pending")])
     snap = state.snapshot()
     n1, n2 = snap.get("n1"), snap.get("n2")

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from app.observe.replay import filter_verdicts
+from app.tools.capture_diff import filter_verdicts
 from tests.conftest import REPO, Server
 from tests.support.bodies import fixture, go_marshal
 

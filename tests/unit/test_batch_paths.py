@@ -181,7 +181,7 @@ def test_a_failing_batch_is_judged_node_by_node(batch: str, caplog: pytest.LogCa
         assert "filter_nodes raised RuntimeError" in caplog.text
     else:
         assert outcome.error == "J: node n0: filter_nodes returned 0 statuses for 3 nodes"
-    ignored = Framework("p", [EnabledPlugin("J", judge, fail_open=True)]).run_filter(pod(), nodes)
+    ignored = Framework("p", [EnabledPlugin("J", judge, failure_policy="Ignore")]).run_filter(pod(), nodes)
     assert not ignored.error and ignored.ignored_errors["J"] == (1 if batch == "raise" else 3)
 
 

@@ -171,7 +171,7 @@ def test_prioritize_answer_is_a_bare_array_of_integers() -> None:
 
 
 def test_schema_files_match_the_models(tmp_path: Path) -> None:
-    from app.cli import write_schemas
+    from app.tools.schemas import write_schemas
 
     repo_schemas = Path(__file__).resolve().parents[2] / "schemas"
     for path in write_schemas(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from app.bootstrap import assemble, cluster_settings
 from app.config import API_VERSION, KIND, ConfigError, is_extended_resource_name, load_config, parse_config
 from app.framework.profile import parse_duration
 from app.plugins import default_registry
@@ -114,7 +115,7 @@ INVALID = [
     ),
     (
         mutate(base(), "profiles.0.plugins.filter", [{"name": "DiceRoll"}]),
-        "profiles[0].plugins: plugin DiceRoll does not implement the filter extension point",
+        "profiles[0].plugins.filter[0].name: plugin DiceRoll does not implement filter",
     ),
     (
         mutate(base(), "profiles.0.plugins.filter", [{"name": "CoinFlip", "failurePolicy": "Maybe"}]),
@@ -206,7 +207,7 @@ def test_cluster_plugins_need_a_cluster_section() -> None:
     doc["cluster"] = {"assumedPodTTL": "45s", "watchTimeout": "2m"}
     config = parse_config(doc, REGISTRY)
     assert config.cluster is not None
-    settings = config.cluster.settings()
+    settings = cluster_settings(config.cluster)
     assert (settings.assumed_pod_ttl, settings.watch_timeout, settings.kubeconfig) == (45.0, 120, None)
 
 
@@ -223,6 +224,6 @@ def test_cluster_plugins_need_a_cluster_section() -> None:
 def test_cluster_section_errors(cluster: dict[str, Any], args: dict[str, Any], message: str) -> None:
     doc = _binder_profile(**args)
     doc["cluster"] = cluster
-    with pytest.raises(ConfigError) as err:
-        parse_config(doc, REGISTRY)
+    with pytest.raises(ConfigError) as err:  # a plugin's factory refusing its args: when the service is assembled
+        assemble(parse_config(doc, REGISTRY), REGISTRY)
     assert message in str(err.value)

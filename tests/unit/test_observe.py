@@ -147,3 +147,35 @@ def test_capture_selector_and_rotation(tmp_path: Any) -> None:
     assert {line["request"]["Pod"]["metadata"]["name"] for line in lines} <= {f"p{i}" for i in range(6)}
     assert all(line["verb"] == "filter" and line["answer"] == {"Error": ""} for line in lines)
     assert capture.written == 6 and capture.queued == 0
+
+
+def test_the_recorder_is_a_worker_that_writes_reports_failures_and_ends_on_stop() -> None:
+    import asyncio
+    import threading
+
+    from app.kube.timefmt import micro_time
+
+    written = threading.Event()
+    bodies: list[dict[str, Any]] = []
+
+    def create(ns: str, body: dict[str, Any]) -> None:
+        if body["regarding"]["name"] == "refused":
+            raise APIError(403, "Forbidden", "events is forbidden")
+        bodies.append(body)
+        written.set()
+
+    recorder = EventRecorder(create, lambda ns, name, patch: None, clock=lambda: 1_700_000_000.5)
+    refused = event_for(decision("refused", 1.0, verb="bind", node="n1", error="boom"))
+    assert refused is not None
+    recorder.record(refused)  # a failed write: dropped, and the worker's error
+    assert recorder.dropped == 1 and "Forbidden" in recorder.error and recorder.errors == 1
+    recorder.start()
+    assert recorder.running
+    event = event_for(decision("p", 1.0, verb="bind", node="n1", error="boom"))
+    assert event is not None
+    recorder.post(event)
+    assert written.wait(10)
+    assert bodies[0]["eventTime"] == micro_time(1_700_000_000.5) == "2023-11-14T22:13:20.500000Z"
+    recorder.stop()  # does not wait: join does
+    assert asyncio.run(recorder.join(10)) and not recorder.running
+    assert recorder.error == ""  # the write that succeeded cleared it

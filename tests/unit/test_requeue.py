@@ -31,3 +31,44 @@ def test_patches_known_pending_pods_after_freed_capacity_within_budget() -> None
     assert [(ns, name) for ns, name, _ in patched] == [("ns", "p0"), ("ns", "p1"), ("ns", "p2")]
     assert all(set(annotations) == {ANNOTATION} for _, _, annotations in patched)
     assert requeuer.tracked() == 0
+
+
+def test_a_failed_patch_is_the_workers_error_and_the_thread_ends_on_stop() -> None:
+    import asyncio
+    import re
+
+    from app.kube.errors import APIError
+
+    state = ClusterState()
+    pending = [pod("gone", "ns"), pod("p", "ns")]
+    running = pod("r", "ns", node_name="n1")
+    seed(state, [node("n1")], [*pending, running])
+    outcome = {"gone": APIError(404, "NotFound", "gone"), "p": APIError(500, "InternalError", "etcd timeout")}
+    stamps: list[str] = []
+
+    def patch(ns: str, name: str, annotations: dict[str, str]) -> None:
+        error = outcome.get(name)
+        if error is not None:
+            raise error
+        stamps.append(annotations[ANNOTATION])
+
+    requeuer = Requeuer(state, patch)
+    requeuer.rejected("ns", "gone", "uid-ns-gone")
+    assert requeuer.step(10) == 0
+    state.delete_pod(PodInfo(msgspec.convert(running, objects.Pod)))
+    assert requeuer.step(10) == 1 and requeuer.failed_patches == 1
+    assert requeuer.error == ""  # a deleted pod (404) needs no retry: not an error
+    requeuer.rejected("ns", "p", "uid-ns-p")
+    state.upsert_node(msgspec.convert(node("n2"), objects.Node))  # capacity freed again
+    assert requeuer.step(10) == 1 and requeuer.failed_patches == 2
+    assert requeuer.error == "re-queueing ns/p: " + str(outcome["p"]) and requeuer.errors == 1
+    del outcome["p"]  # the API server recovers
+    requeuer.rejected("ns", "p", "uid-ns-p")
+    state.upsert_node(msgspec.convert(node("n3"), objects.Node))
+    assert requeuer.step(10) == 1 and requeuer.requeued == 1 and requeuer.error == ""
+    # the stamp is a metav1.MicroTime
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stamps[0])
+    requeuer.start()
+    assert requeuer.running and requeuer.name == "requeuer"
+    requeuer.stop()
+    assert asyncio.run(requeuer.join(10)) and not requeuer.running

@@ -65,7 +65,8 @@ NODES = [node("a"), node("b"), node("c")]
 
 
 def ep(plugin: object, weight: int = 1, fail_open: bool = False) -> EnabledPlugin:
-    return EnabledPlugin(plugin.name, plugin, weight, fail_open)  # type: ignore[attr-defined, arg-type]
+    policy = "Ignore" if fail_open else "Fail"
+    return EnabledPlugin(plugin.name, plugin, weight, policy)  # type: ignore[attr-defined, arg-type]
 
 
 def test_first_rejection_decides_and_reasons_are_kept() -> None:
@@ -182,25 +183,123 @@ def test_preemption_rules() -> None:
 
 
 class Binder:
-    def __init__(self, name: str, status: Status) -> None:
+    def __init__(self, name: str, status: Status, log: list[str] | None = None) -> None:
         self.name = name
         self.status = status
-        self.calls: list[tuple[PodRef, str]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.log = log if log is not None else []
 
-    async def bind(self, state: CycleState, pod: PodRef, node_name: str) -> Status:
-        self.calls.append((pod, node_name))
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.calls.append((pod.uid, node_name))
+        self.log.append(f"Bind {self.name}")
         return self.status
 
 
 def test_bind_first_non_skip_decides() -> None:
     ref = PodRef("ns", "p", "uid-1")
     skip, ok = Binder("Skipper", Status(Code.SKIP)), Binder("Binder", SUCCESS)
-    status = asyncio.run(Framework("p", bind_plugins=[ep(skip), ep(ok)]).run_bind(ref, "n1"))
-    assert status.is_success() and status.plugin == "Binder" and ok.calls == [(ref, "n1")]
-    status = asyncio.run(Framework("p", bind_plugins=[ep(Binder("X", Status.error("api down")))]).run_bind(ref, "n1"))
+    status = asyncio.run(Framework("p", bind_plugins=[ep(skip), ep(ok)]).run_bind_verb(ref, "n1"))
+    assert status.is_success() and status.plugin == "Binder" and ok.calls == [("uid-1", "n1")]
+    fw = Framework("p", bind_plugins=[ep(Binder("X", Status.error("api down")))])
+    status = asyncio.run(fw.run_bind_verb(ref, "n1"))
     assert status.code is Code.ERROR and status.message == "X: api down"
-    status = asyncio.run(Framework("p").run_bind(ref, "n1"))
+    status = asyncio.run(Framework("p").run_bind_verb(ref, "n1"))
     assert status.message == "no binder is configured in profile 'p'"
+
+
+class Cycle:
+    """A plugin at Reserve and Permit that logs every call into a shared list."""
+
+    def __init__(
+        self, name: str, log: list[str], reserve: Status = SUCCESS, permit: tuple[Status, float] = (SUCCESS, 0)
+    ):
+        self.name = name
+        self.log = log
+        self._reserve = reserve
+        self._permit = permit
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        self.log.append(f"Reserve {self.name}")
+        return self._reserve
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.log.append(f"Unreserve {self.name}")
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        self.log.append(f"Permit {self.name}")
+        return self._permit
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return SUCCESS
+
+
+def _cycle(log: list[str], *plugins: Cycle, bind: Status = SUCCESS) -> Framework:
+    return Framework("p", [ep(p) for p in plugins], bind_plugins=[ep(Binder("B", bind, log))])
+
+
+def test_the_cycle_runs_in_kube_schedulers_order() -> None:
+    """Reserve (every plugin) -> Permit -> Bind: as schedule_one.go, Reserve before Permit."""
+    log: list[str] = []
+    fw = _cycle(log, Cycle("A", log), Cycle("C", log))
+    assert asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1")).is_success()
+    assert log == ["Reserve A", "Reserve C", "Permit A", "Permit C", "Bind B"]
+
+
+def test_a_reserve_refusal_unreserves_every_plugin_in_reverse_and_never_binds() -> None:
+    log: list[str] = []
+    fw = _cycle(log, Cycle("A", log), Cycle("C", log, reserve=Status.unschedulable("full")), Cycle("D", log))
+    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    assert status.message == "cannot bind to n1: C: Reserve: full"
+    assert log == ["Reserve A", "Reserve C", "Unreserve D", "Unreserve C", "Unreserve A"]
+
+
+def test_a_failed_bind_unreserves_in_reverse() -> None:
+    log: list[str] = []
+    fw = _cycle(log, Cycle("A", log), Cycle("C", log), bind=Status.error("api down"))
+    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    assert status.message == "B: api down"
+    assert log[-3:] == ["Bind B", "Unreserve C", "Unreserve A"]
+
+
+def test_a_bind_plugin_cannot_skip_reserve() -> None:
+    """A bind plugin that knows nothing of Reserve is only asked once Reserve admitted the pod."""
+    log: list[str] = []
+    fw = _cycle(log, Cycle("Pool", log, reserve=Status.unschedulable("pool exhausted")))
+    asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    assert "Bind B" not in log
+
+
+def test_permit_wait_holds_the_pod_until_every_waiting_plugin_allows() -> None:
+    log: list[str] = []
+    wait = (Status(Code.WAIT), 5.0)
+    fw = _cycle(log, Cycle("A", log, permit=wait), Cycle("C", log, permit=wait))
+
+    async def run() -> Status:
+        task = asyncio.create_task(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+        await asyncio.sleep(0.05)
+        waiting = fw.waiting_pods.get("u")
+        assert waiting is not None and sorted(waiting.pending_plugins()) == ["A", "C"]
+        assert "Bind B" not in log  # waiting: not bound yet, still reserved
+        waiting.allow("A")
+        await asyncio.sleep(0.05)
+        assert not task.done()  # C has not allowed it yet
+        waiting.allow("C")
+        return await task
+
+    assert asyncio.run(run()).is_success()
+    assert log[-1] == "Bind B" and len(fw.waiting_pods) == 0
+
+
+def test_permit_rejection_or_timeout_unreserves_and_never_binds() -> None:
+    log: list[str] = []
+    fw = _cycle(log, Cycle("A", log, permit=(Status(Code.WAIT), 0.05)))
+    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    assert status.message == "cannot bind to n1: A: Permit: rejected due to timeout after waiting 0.05s at plugin A"
+    assert log == ["Reserve A", "Permit A", "Unreserve A"]
+    log.clear()
+    fw = _cycle(log, Cycle("A", log, permit=(Status.unschedulable("no"), 0)))
+    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    assert status.message == "cannot bind to n1: A: Permit: no" and log[-1] == "Unreserve A"
 
 
 def test_plugins_must_implement_their_point() -> None:

@@ -1,4 +1,6 @@
-"""NodeResourcePool, Coscheduling and PreemptionRules on a real ClusterState, table-driven."""
+"""NodeResourcePool, Coscheduling and PreemptionRules on a small in-memory cluster
+(:class:`tests.support.cluster.MemoryCluster`), table-driven; the gang's cycle through the
+framework (Reserve, Permit, Unreserve)."""
 
 from __future__ import annotations
 
@@ -9,28 +11,39 @@ import msgspec
 import pytest
 
 from app.cluster.podgroups import PodGroup
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from app.framework import Code, CycleState, NodeInfo, PodInfo, PodRef, Victims, objects
-from app.framework.registry import Handle
-from app.plugins.coscheduling import Coscheduling, CoschedulingArgs
-from app.plugins.node_resource_pool import NodeResourcePool, NodeResourcePoolArgs
+from app.framework import (
+    Code,
+    CycleState,
+    EnabledPlugin,
+    Framework,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    PodRef,
+    Victims,
+    objects,
+)
+from app.plugins import coscheduling
+from app.plugins import node_resource_pool as node_resource_pool_plugin
+from app.plugins.coscheduling import Coscheduling
+from app.plugins.node_resource_pool import NodeResourcePool
 from app.plugins.preemption_rules import PreemptionRules, PreemptionRulesArgs
 from tests.support.apiserver import node as node_doc
 from tests.support.apiserver import pod as pod_doc
-from tests.unit.helpers import seed
+from tests.support.cluster import MemoryCluster
 
 IP = "ipam.example.com/ip"
 
 
-def runtime() -> ClusterRuntime:
-    return ClusterRuntime(ClusterSettings())
+def runtime() -> MemoryCluster:
+    return MemoryCluster()
 
 
-def load(rt: ClusterRuntime, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
-    seed(rt.state, nodes, pods)
+def load(rt: MemoryCluster, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    rt.seed(nodes, pods)
 
 
-def info(rt: ClusterRuntime, name: str) -> NodeInfo:
+def info(rt: MemoryCluster, name: str) -> NodeInfo:
     found = rt.state.snapshot().get(name)
     assert found is not None
     return found
@@ -51,10 +64,11 @@ def consumer(name: str, node_name: str = "", ips: int = 1) -> dict[str, Any]:
     return doc
 
 
-def pool(rt: ClusterRuntime, **args: Any) -> NodeResourcePool:
+def pool(rt: MemoryCluster, **args: Any) -> NodeResourcePool:
     raw = {"pool": "underlay-ip", "capacityAnnotation": "ipam.example.com/pool-size", "consumers": {"resource": IP}}
     raw.update(args)
-    return NodeResourcePool(NodeResourcePoolArgs.model_validate(raw), Handle("p", cluster=rt))
+    plugin: NodeResourcePool = rt.build(node_resource_pool_plugin.PLUGIN, raw)
+    return plugin
 
 
 def pool_node(name: str, size: str | None = None, **labels: str) -> dict[str, Any]:
@@ -95,7 +109,7 @@ def test_pool_filter(node: dict[str, Any], used: int, code: Code, reason: str) -
     assert plugin.pre_filter(state, incoming, []).code is Code.SUCCESS
     status = plugin.filter(state, incoming, info(rt, "n"))
     assert (status.code, status.message) == (code, reason)
-    assert plugin.reserve(incoming, info(rt, "n")) == (reason or None)
+    assert plugin.reserve(state, incoming, info(rt, "n")).message == reason
 
 
 @pytest.mark.parametrize(
@@ -162,7 +176,7 @@ def test_pool_preemption_keeps_only_nodes_where_victims_free_a_slot() -> None:
 def test_two_pool_plugins_need_distinct_pools() -> None:
     rt = runtime()
     pool(rt)
-    with pytest.raises(ValueError, match="its own pool name"):
+    with pytest.raises(ValueError, match="give each its own name"):
         pool(rt)
 
 
@@ -185,8 +199,9 @@ class Clock:
         return self.now
 
 
-def gang(rt: ClusterRuntime, http_timeout: float = 5.0, clock: Clock | None = None, **args: Any) -> Coscheduling:
-    return Coscheduling(CoschedulingArgs.model_validate(args), Handle("p", http_timeout, rt), clock or Clock())
+def gang(rt: MemoryCluster, http_timeout: float = 5.0, clock: Clock | None = None, **args: Any) -> Coscheduling:
+    plugin: Coscheduling = rt.build(coscheduling.PLUGIN, args, http_timeout, clock=clock or Clock())
+    return plugin
 
 
 def test_permit_wait_must_be_safely_below_http_timeout() -> None:
@@ -284,27 +299,42 @@ def _ref(doc: dict[str, Any]) -> PodRef:
     return PodRef(m["namespace"], m["name"], m["uid"])
 
 
-def test_permit_holds_until_min_member_then_releases_all() -> None:
+def _gang_profile(rt: MemoryCluster, *plugins: Any) -> Framework:
+    """A profile with ``plugins`` (Coscheduling, a pool) and a binder recording into ``rt``."""
+    from app.plugins import default_binder
+
+    binder = rt.build(default_binder.PLUGIN)
+    handle = Handle("p", 5.0, rt, plugins[0].waiting_pods)
+    return Framework(
+        "p",
+        [EnabledPlugin(p.name, p) for p in plugins],
+        bind_plugins=[EnabledPlugin("DefaultBinder", binder)],
+        handle=handle,
+    )
+
+
+def test_members_wait_reserved_at_permit_until_min_member_then_all_bind() -> None:
     rt = runtime()
     plugin = gang(rt, permitWaitingTimeSeconds=3)
-    pods = [member(f"m{i}", "g", min_member="3") for i in range(3)] + [member("done", "g", "n", min_member="3")]
+    pods = [member(f"m{i}", "g", min_member="3") for i in range(2)] + [member("done", "g", "n", min_member="3")]
     load(rt, [node_doc("n")], pods)
     assert rt.podgroups is not None
     rt.podgroups.missing("404")
+    fw = _gang_profile(rt, plugin)
 
     async def run() -> list[Any]:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 4.5
-        first = asyncio.ensure_future(plugin.permit(CycleState(), _ref(pods[0]), "n", deadline))
+        first = asyncio.ensure_future(fw.run_bind_verb(_ref(pods[0]), "n"))
         await asyncio.sleep(0.05)
-        assert not first.done()  # 1 held + 1 bound < 3
-        second = await plugin.permit(CycleState(), _ref(pods[1]), "n", deadline)  # 2 held + 1 bound: go
+        assert not first.done() and fw.waiting_pods.get("uid-ml-m0") is not None  # 1 reserved + 1 bound < 3
+        assert rt.placement("uid-ml-m0") == "n"  # a waiting member keeps its reservation
+        second = await fw.run_bind_verb(_ref(pods[1]), "n")  # 2 reserved + 1 bound: every waiting member goes
         return [await first, second]
 
     assert [s.code for s in asyncio.run(run())] == [Code.SUCCESS, Code.SUCCESS]
+    assert sorted(rt.bindings) == [("uid-ml-m0", "n"), ("uid-ml-m1", "n")]
 
 
-def test_permit_timeout_rejects_every_held_member_and_denies_the_group() -> None:
+def test_permit_timeout_rejects_every_waiting_member_and_denies_the_group() -> None:
     rt = runtime()
     clock = Clock()
     plugin = gang(rt, clock=clock, permitWaitingTimeSeconds=0.2, deniedPGExpirationTimeSeconds=20)
@@ -312,18 +342,49 @@ def test_permit_timeout_rejects_every_held_member_and_denies_the_group() -> None
     load(rt, [node_doc("n")], pods)
     assert rt.podgroups is not None
     rt.podgroups.missing("404")
+    fw = _gang_profile(rt, plugin)
 
     async def run() -> list[Any]:
-        deadline = asyncio.get_running_loop().time() + 4.5
-        return list(await asyncio.gather(*(plugin.permit(CycleState(), _ref(p), "n", deadline) for p in pods[:3])))
+        return list(await asyncio.gather(*(fw.run_bind_verb(_ref(p), "n") for p in pods[:3])))
 
     results = asyncio.run(run())
-    assert all(s.code is Code.ERROR and "did not reach minMember 4 within 0.2s" in s.message for s in results)
+    assert all(s.code is Code.ERROR for s in results)
+    assert any("rejected due to timeout after waiting 0.2s at plugin Coscheduling" in s.message for s in results)
+    assert rt.bindings == [] and rt.state.assumed() == {}  # nothing bound, every reservation undone
     denied = plugin.pre_filter(CycleState(), as_pod(pods[3]), [])
     # an Error, so kube-scheduler retries it with backoff and it proceeds as soon as the denial expires
     assert denied.code is Code.ERROR and denied.message.startswith("pod group ml/g is denied for 20s more")
     clock.now += 21  # deniedPGExpirationTimeSeconds later the group may try again
     assert plugin.pre_filter(CycleState(), as_pod(pods[3]), []).code is Code.SUCCESS
+
+
+def test_a_gang_released_at_permit_whose_last_member_fails_reserve_binds_none() -> None:
+    """The order that keeps a gang whole: every member reserves before Permit; when the last one's
+    Reserve fails (the pool one slot short), Coscheduling's Unreserve rejects the waiting ones and
+    every reservation is undone, so no member is bound."""
+    rt = runtime()
+    cos = gang(rt, permitWaitingTimeSeconds=3)
+    ips = pool(rt)
+    pods = [member(f"m{i}", "g", min_member="4") for i in range(4)]
+    for doc in pods:
+        doc["spec"]["containers"][0]["resources"]["requests"][IP] = "1"
+    load(rt, [pool_node("n", "3")], pods)  # 3 slots for a gang of 4
+    assert rt.podgroups is not None
+    rt.podgroups.missing("404")
+    fw = _gang_profile(rt, cos, ips)
+
+    async def run() -> list[Any]:
+        waiting = [asyncio.ensure_future(fw.run_bind_verb(_ref(p), "n")) for p in pods[:3]]
+        await asyncio.sleep(0.05)
+        assert info(rt, "n").usage.pool_usage["underlay-ip"] == 3  # three reserved, waiting at Permit
+        last = await fw.run_bind_verb(_ref(pods[3]), "n")
+        return [last, *(await asyncio.gather(*waiting))]
+
+    results = asyncio.run(run())
+    assert results[0].message == "cannot bind to n: NodeResourcePool: Reserve: pool underlay-ip exhausted: 3/3 in use"
+    assert all("rejection in Unreserve" in s.message for s in results[1:])
+    assert rt.bindings == [] and rt.state.assumed() == {}
+    assert info(rt, "n").usage.pool_usage.get("underlay-ip", 0) == 0
 
 
 def test_gang_preemption_never_evicts_half_a_gang() -> None:

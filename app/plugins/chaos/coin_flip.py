@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.chaos import draw

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from app.framework.args import PluginArgs
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.chaos import draw

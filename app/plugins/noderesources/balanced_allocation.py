@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (

@@ -32,7 +32,8 @@ from pydantic import Field, field_validator, model_validator
 from app.framework.args import PluginArgs
 from app.framework.fit import NATIVE as _NATIVE
 from app.framework.fit import insufficient, is_ignored
-from app.framework.registry import Handle, PluginEntry
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo

@@ -12,8 +12,8 @@ import pytest
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
 from app.framework import NodeInfo, Status
 from app.kube.errors import APIError
-from app.scheduling.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
-from app.scheduling.scheduler import fit_error_message, select_host
+from app.scheduler.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
+from app.scheduler.scheduler import fit_error_message, select_host
 from tests.unit.helpers import pod
 
 
@@ -64,7 +64,7 @@ def test_unschedulable_pods_wait_for_an_event_their_update_a_sibling_or_the_flus
     clock.now += 2
     assert q.pop().uid == "a"  # type: ignore[union-attr]
     q.failed("a", unschedulable=True)
-    q.activate(["a"])  # a sibling of its pod group arrived
+    q.activate([pod("a", uid="a")])  # PodsToActivate: a sibling of its pod group is waiting at Permit
     assert q.pop().uid == "a"  # type: ignore[union-attr]
     q.failed("a", unschedulable=True)
     clock.now += 301
@@ -169,7 +169,7 @@ def test_one_leader_and_a_takeover_only_after_the_lease_expires() -> None:
 
 
 def test_node_constraints_are_kube_schedulers_default_filters() -> None:
-    from app.scheduling.constraints import node_constraints
+    from app.scheduler.constraints import node_constraints
     from tests.unit.helpers import node
 
     control_plane = node(

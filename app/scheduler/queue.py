@@ -12,7 +12,7 @@
   a sibling of their pod group arrives (``activate``, as Coscheduling's ``ActivateSiblings``), or
   after ``max_unschedulable`` seconds (``podMaxInUnschedulablePodsDuration``, 5 minutes).
 
-Not thread-safe: one scheduler thread owns it.
+Not thread-safe: its scheduler, on the event loop, owns it.
 """
 
 from __future__ import annotations
@@ -149,9 +149,11 @@ class SchedulingQueue:
             self._move_back(entry, now)
         return len(parked)
 
-    def activate(self, uids: Iterable[str]) -> None:
-        """Move these pods (siblings of a pod group) straight to activeQ, backoff or not."""
-        for uid in uids:
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """Move these pods (a gang's siblings: ``PodsToActivate``) straight to activeQ, backoff or
+        not (:class:`~app.framework.handle.PodActivator`)."""
+        for pod in pods:
+            uid = pod.uid
             entry = self._pods.get(uid)
             if entry is not None and entry.where in (BACKOFF, UNSCHEDULABLE):
                 entry.where = ACTIVE

@@ -1,0 +1,90 @@
+"""Building a profile's :class:`~app.framework.runtime.Framework` from its configuration and the
+registry: one plugin instance per plugin, shared by every point it is enabled at (as
+kube-scheduler's ``frameworkImpl`` does), and the cluster-state needs the enabled plugins declare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import EXTENSION_POINTS, ReservePlugin
+from app.framework.profile import PluginRef, Profile
+from app.framework.registry import PluginEntry, Registry
+from app.framework.runtime import EnabledPlugin, Framework
+
+
+def enabled_plugins(profile: Profile) -> list[str]:
+    """The names of the plugins ``profile`` enables at any point, in first-enabled order."""
+    p = profile.plugins
+    seen: dict[str, None] = {}
+    for refs in (p.filter, p.score, p.preemption, p.bind):
+        for ref in refs:
+            seen.setdefault(ref.name)
+    return list(seen)
+
+
+def plugin_args(profile: Profile, entry: PluginEntry) -> BaseModel | None:
+    """The validated args of ``entry`` in ``profile`` (its ``pluginConfig``, or ``{}``), or
+    ``None`` for a plugin without args. Raises ``pydantic.ValidationError``."""
+    if entry.args is None:
+        return None
+    given = next((pc.args for pc in profile.plugin_config if pc.name == entry.name), {})
+    return entry.args.model_validate(given)
+
+
+def profile_needs(profile: Profile, registry: Registry) -> list[tuple[str, ClusterNeeds]]:
+    """``(plugin, needs)`` for every enabled plugin of ``profile`` that declares needs. Raises
+    ``ValueError`` for an unknown plugin, ``pydantic.ValidationError`` for bad args."""
+    out = []
+    for name in enabled_plugins(profile):
+        entry = registry.get(name)
+        if entry is None:
+            raise ValueError(f"unknown plugin {name!r}")
+        if entry.needs is not None:
+            out.append((name, entry.needs(plugin_args(profile, entry), profile.extender.http_timeout_seconds)))
+    return out
+
+
+def build_framework(
+    profile: Profile, registry: Registry, handle: Handle, shared_reserve: Sequence[ReservePlugin] = ()
+) -> Framework:
+    """Instantiate a validated profile's plugins with ``handle`` and return its
+    :class:`Framework`. ``shared_reserve``: the cluster-wide Reserve plugins of every profile
+    (a live list the caller may still extend).
+
+    Raises ``ValueError`` if a plugin does not implement a point it is enabled at or a factory
+    rejects its args.
+    """
+    instances: dict[str, Any] = {}
+
+    def enabled(refs: list[PluginRef], point: str) -> list[EnabledPlugin]:
+        out = []
+        for ref in refs:
+            if ref.name not in instances:
+                entry = registry.get(ref.name)
+                if entry is None:
+                    raise ValueError(f"unknown plugin {ref.name!r}")
+                instances[ref.name] = entry.factory(plugin_args(profile, entry), handle)
+            plugin = instances[ref.name]
+            if not isinstance(plugin, EXTENSION_POINTS[point]):
+                raise ValueError(f"plugin {ref.name} does not implement the {point} extension point")
+            out.append(EnabledPlugin(ref.name, plugin, ref.weight or 1, ref.failure_policy))
+        return out
+
+    return Framework(
+        profile.name,
+        enabled(profile.plugins.filter, "filter"),
+        enabled(profile.plugins.score, "score"),
+        enabled(profile.plugins.preemption, "preemption"),
+        enabled(profile.plugins.bind, "bind"),
+        http_timeout=profile.extender.http_timeout_seconds,
+        shared_reserve=shared_reserve,
+        handle=handle,
+    )
+
+
+__all__ = ["build_framework", "enabled_plugins", "plugin_args", "profile_needs"]

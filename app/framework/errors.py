@@ -1,0 +1,30 @@
+"""The root of the project's own exceptions.
+
+Every error this project raises on purpose derives from :class:`SchedulerExtenderError`, so a
+caller can tell "the project refused this, with a message meant for a person" from a bug. The
+tree (``ARCHITECTURE.md`` lists it too)::
+
+    SchedulerExtenderError
+    ├── ConfigError            app.config: an invalid configuration, every problem with its path
+    ├── FrameworkError         app.framework.runtime: a fail-closed plugin erred
+    ├── QuantityError          app.framework.resources: a malformed resource quantity (also ValueError)
+    ├── ObjectDecodeError      app.framework.types: an object in a request does not decode (also ValueError)
+    │   └── DecodeError        app.extender.codec: a request body is not the verb's type (HTTP 400)
+    ├── APIError               app.kube.errors: an API server request failed
+    ├── KubeConfigError        app.kube.errors: no usable credentials (also RuntimeError)
+    ├── RenderError            app.deploy.render: a configuration that would deploy broken
+    ├── CertsError             app.deploy.certs: certificates that cannot be written
+    └── KubeConfigDecodeError  app.deploy.kubesched: a KubeSchedulerConfiguration that does not decode
+
+Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch
+the builtin.
+"""
+
+from __future__ import annotations
+
+
+class SchedulerExtenderError(Exception):
+    """The base of every error the project raises on purpose; its message is for a person."""
+
+
+__all__ = ["SchedulerExtenderError"]

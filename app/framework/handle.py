@@ -1,0 +1,225 @@
+"""What a plugin may use of the service around it: kube-scheduler's ``framework.Handle``
+(``pkg/scheduler/framework/interface.go`` v1.30), and what a plugin declares it needs of the
+cluster state.
+
+The framework is the ground floor: it imports nothing else of ``app``. The cluster-state cache
+(``app.cluster``) *implements* :class:`ClusterHandle`; plugins see only this protocol, so a
+stateful plugin is tested with any small in-memory implementation of it. A plugin declares what
+the cache must keep for it (:class:`ClusterNeeds`: resource pools, pod indexes, pod annotation
+keys, PodGroups) on its registration (``PluginEntry.needs``), not in its factory: the
+composition root registers the needs before the cache is filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from app.framework.status import Status
+from app.framework.types import NodeInfo, PodInfo, PodRef
+from app.framework.waiting import WaitingPods
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """A countable per-node resource pool (such as underlay IPs) a plugin asks the cache to count.
+
+    ``consumes(pod)`` is how many slots ``pod`` takes (0 for pods outside the pool); the cache sums
+    it per node into :attr:`~app.framework.types.NodeUsage.pool_usage` under ``name``.
+    """
+
+    name: str
+    consumes: Callable[[PodInfo], int]
+
+
+@dataclass(frozen=True)
+class PodIndex:
+    """An index of the watched pods (bound or pending) by a key, such as the pod group a pod
+    belongs to (client-go's ``Indexer``). ``key(pod)`` returns the pod's key or ``None`` for pods
+    outside the index."""
+
+    name: str
+    key: Callable[[PodInfo], str | None]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The answer of :meth:`ClusterHandle.assume`.
+
+    ``ok``: the pod now counts on the node. ``already_bound``: the API server already shows the
+    pod bound to that node (nothing to do). ``reason``: why the reservation was refused, and
+    ``status`` the refusing Reserve plugin's status when one refused.
+    """
+
+    ok: bool
+    already_bound: bool = False
+    reason: str = ""
+    status: Status | None = None
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    """What one plugin needs the cluster state to keep (declared on its ``PluginEntry``).
+
+    ``pools``: per-node pools to count. ``indexes``: pod indexes to maintain. ``pod_annotations``:
+    pod annotation keys pod records must keep (records drop the others). ``pod_groups``: watch
+    PodGroups (``scheduling.x-k8s.io``). ``bind_deadline``: seconds a Binding this plugin sends
+    may stay in flight (a restarted or newly elected replica waits that long before it reserves
+    anything). ``cluster_wide_reserve``: this plugin's Reserve check holds for every profile
+    (a resource pool's slots are the same whichever profile binds), so every profile's Reserve
+    runs it too.
+    """
+
+    pools: tuple[PoolSpec, ...] = ()
+    indexes: tuple[PodIndex, ...] = ()
+    pod_annotations: tuple[str, ...] = ()
+    pod_groups: bool = False
+    bind_deadline: float = 0.0
+    cluster_wide_reserve: bool = False
+
+
+class NodeLister(Protocol):
+    """An immutable view of the nodes (kube-scheduler's ``NodeInfoLister`` over a snapshot)."""
+
+    def get(self, name: str) -> NodeInfo | None:
+        """The NodeInfo of ``name`` when the node object is known, else ``None``."""
+        ...
+
+    def list(self) -> Sequence[NodeInfo]:
+        """Every known node's NodeInfo."""
+        ...
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The labels of ``namespace`` (``namespaceSelector`` of pod affinity terms), ``None`` when
+        the namespace is not known."""
+        ...
+
+
+class PodGroupLister(Protocol):
+    """The watched PodGroups (``scheduling.x-k8s.io/v1alpha1``): ``synced`` once listed,
+    ``absent`` while the CRD is not installed."""
+
+    synced: bool
+    absent: bool
+
+    def min_member(self, namespace: str, name: str) -> int | None:
+        """``spec.minMember`` of the group, or ``None`` when it does not exist."""
+        ...
+
+    def schedule_timeout(self, namespace: str, name: str) -> int | None:
+        """``spec.scheduleTimeoutSeconds`` of the group, or ``None``."""
+        ...
+
+
+class ClusterHandle(Protocol):
+    """What plugins (and the framework's binding cycle) may use of the cluster state.
+
+    Reads are of one consistent moment each; ``assume``/``forget`` are the framework's (Reserve
+    and Unreserve), plugins do not call them. Blocking calls are marked; the async ones run on the
+    event loop.
+    """
+
+    @property
+    def podgroups(self) -> PodGroupLister | None:
+        """The PodGroups, when a plugin declared ``pod_groups``."""
+        ...
+
+    def snapshot(self) -> NodeLister:
+        """The nodes with the pods bound or assumed on them, as of now (shared until a change)."""
+        ...
+
+    def pod(self, uid: str) -> PodInfo | None:
+        """The watched pod with ``uid`` (bound or pending), or ``None``."""
+        ...
+
+    def indexed(self, index: str, key: str) -> tuple[PodInfo, ...]:
+        """The watched pods whose key in the declared ``index`` is ``key``."""
+        ...
+
+    def placement(self, uid: str) -> str | None:
+        """The node pod ``uid`` is bound to or assumed on, or ``None``."""
+        ...
+
+    async def read_pod(self, pod: PodRef, timeout: float) -> PodInfo | None:
+        """The cache's record of ``pod`` (by UID) or, when the watch has not shown it yet, the pod
+        read from the API server within ``timeout`` seconds: ``None`` when that fails, a record
+        with another UID when a pod of that name was recreated."""
+        ...
+
+    def assume(self, pod: PodInfo, node: str, check: Callable[[NodeInfo], Status] | None = None) -> Reservation:
+        """Atomically run ``check`` on ``node`` (as it is, with everything bound and assumed so far)
+        and, when it succeeds, count ``pod`` there (kube-scheduler's ``AssumePod`` together with
+        Reserve). Refused when the pod is bound or assumed on another node."""
+        ...
+
+    def forget(self, uid: str, node: str) -> None:
+        """Drop the assumption of ``uid`` on ``node`` (``ForgetPod``)."""
+        ...
+
+    def finish_binding(self, uid: str) -> None:
+        """The binding cycle of ``uid`` ended and its assumption stands (``FinishBinding``): it
+        waits for the watch (or expires); until then no other cycle may assume the pod."""
+        ...
+
+    async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
+        """Create the pod's Binding to ``node`` with its UID as precondition, within ``timeout``
+        seconds: ``SUCCESS`` (bound now, or already bound there) or an ``ERROR`` status. A
+        Binding whose outcome is unknown (a timeout) keeps the assumption until the watch shows
+        it or it expires; a refused one forgets it."""
+        ...
+
+    def bind_admission(self) -> str | None:
+        """Why nothing may be reserved now (not the leader, not synced, warming up), or ``None``."""
+        ...
+
+
+class PodActivator(Protocol):
+    """What receives the pods a cycle asked to retry now (kube-scheduler's ``PodActivator``,
+    implemented by the scheduling queue): pods parked or backing off move to the active queue."""
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """Move ``pods`` to the active queue if they are waiting in it."""
+        ...
+
+
+#: CycleState key of the pods a plugin asks to retry now (``framework.PodsToActivateKey``): a
+#: ``dict`` of UID to :class:`PodInfo`; the standalone scheduler hands them to its queue.
+PODS_TO_ACTIVATE = "kubernetes.io/pods-to-activate"
+
+
+@dataclass(frozen=True)
+class Handle:
+    """What the framework gives a plugin factory (kube-scheduler's ``framework.Handle``).
+
+    ``profile`` is the profile name; ``http_timeout`` the profile's ``httpTimeout`` in seconds
+    (a plugin that waits must answer well inside it). ``cluster`` is the cluster state when the
+    configuration has a ``cluster:`` section, else ``None``; plugins registered with
+    ``needs_cluster=True`` are built only with one. ``waiting_pods``: the profile's pods waiting
+    at Permit (``IterateOverWaitingPods``, ``GetWaitingPod``).
+    """
+
+    profile: str
+    http_timeout: float = 5.0
+    cluster: ClusterHandle | None = None
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+
+    def require_cluster(self, plugin: str) -> ClusterHandle:
+        """:attr:`cluster`; raises ``ValueError`` naming ``plugin`` when there is none."""
+        if self.cluster is None:
+            raise ValueError(f"{plugin} needs cluster state: add a `cluster:` section")
+        return self.cluster
+
+
+__all__ = [
+    "PODS_TO_ACTIVATE",
+    "ClusterHandle",
+    "ClusterNeeds",
+    "Handle",
+    "NodeLister",
+    "PodActivator",
+    "PodGroupLister",
+    "PodIndex",
+    "PoolSpec",
+    "Reservation",
+]

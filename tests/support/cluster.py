@@ -1,0 +1,103 @@
+"""A small in-memory :class:`~app.framework.handle.ClusterHandle` for plugin tests: the cluster
+state's cache (:class:`~app.cluster.state.ClusterState`, filled from documents, no API server),
+the needs plugins declare, and Bindings recorded instead of sent. Stateful plugins are tested
+against it, not against a connected ``ClusterRuntime``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from app.cluster.podgroups import PodGroup, PodGroupStore
+from app.cluster.state import ClusterState, ReserveCheck, Snapshot
+from app.framework import SUCCESS, ClusterNeeds, Handle, PluginEntry, PodInfo, PodRef, Reservation, Status, objects
+
+
+class MemoryCluster:
+    """The cluster as tests describe it (see the module doc). ``bindings`` lists ``(pod uid,
+    node)`` in the order bound; ``refuse_binding`` makes :meth:`bind` fail with that message."""
+
+    def __init__(self, assumed_ttl: float = 30.0) -> None:
+        self.state = ClusterState(assumed_ttl=assumed_ttl)
+        self._podgroups: PodGroupStore | None = None
+        self.bindings: list[tuple[str, str]] = []
+        self.refuse_binding = ""
+        self.admission: str | None = None
+
+    # -- what tests set up ---------------------------------------------------------------------------
+
+    def register(self, plugin: str, needs: ClusterNeeds) -> None:
+        """Keep what ``plugin`` declared (pools, indexes, annotations, PodGroups), as the cluster
+        state does; a pool counted twice is a ``ValueError``."""
+        for pool in needs.pools:
+            if self.state.has_pool(pool.name):
+                raise ValueError(f"{plugin}: resource pool {pool.name!r} is counted already: give each its own name")
+            self.state.add_pool(pool)
+        for index in needs.indexes:
+            if not self.state.has_index(index.name):
+                self.state.add_index(index)
+        self.state.want_pod_annotations(needs.pod_annotations)
+        if needs.pod_groups and self._podgroups is None:
+            self._podgroups = PodGroupStore()
+
+    def build(
+        self, entry: PluginEntry, args: dict[str, Any] | None = None, http_timeout: float = 5.0, **kw: Any
+    ) -> Any:
+        """``entry``'s plugin with ``args`` (camelCase, validated), its needs registered first, as
+        the composition root does; ``kw`` go to the factory."""
+        validated = entry.args.model_validate(args or {}) if entry.args is not None else None
+        if entry.needs is not None:
+            self.register(entry.name, entry.needs(validated, http_timeout))
+        return entry.factory(validated, Handle("p", http_timeout, self), **kw)  # type: ignore[call-arg]
+
+    def seed(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
+        """Load node, pod (and PodGroup) documents as a completed sync would."""
+        self.state.seed(
+            [msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods]
+        )
+        if self._podgroups is not None and groups:
+            self._podgroups.replace([msgspec.convert(g, PodGroup) for g in groups])
+            self._podgroups.mark_synced("podgroups")
+
+    # -- ClusterHandle -------------------------------------------------------------------------------
+
+    @property
+    def podgroups(self) -> PodGroupStore | None:
+        return self._podgroups
+
+    def snapshot(self) -> Snapshot:
+        return self.state.snapshot()
+
+    def pod(self, uid: str) -> PodInfo | None:
+        return self.state.pod(uid)
+
+    def indexed(self, index: str, key: str) -> tuple[PodInfo, ...]:
+        return self.state.indexed(index, key)
+
+    def placement(self, uid: str) -> str | None:
+        return self.state.placement(uid)
+
+    async def read_pod(self, pod: PodRef, timeout: float) -> PodInfo | None:
+        return self.state.pod(pod.uid)
+
+    def assume(self, pod: PodInfo, node: str, check: ReserveCheck | None = None) -> Reservation:
+        return self.state.assume(pod, node, check)
+
+    def forget(self, uid: str, node: str) -> None:
+        self.state.forget(uid, node)
+
+    def finish_binding(self, uid: str) -> None:
+        self.state.finish_binding(uid)
+
+    async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
+        if self.refuse_binding:
+            return Status.error(self.refuse_binding)
+        self.bindings.append((pod.uid, node))
+        return SUCCESS
+
+    def bind_admission(self) -> str | None:
+        return self.admission
+
+
+__all__ = ["MemoryCluster"]
