@@ -216,6 +216,37 @@ def test_gang_that_never_completes_times_out_with_nothing_bound(server: Server, 
     assert verdict["Error"].startswith("Coscheduling: PreFilter: pod group ml/g4 is denied for ")
 
 
+def test_gang_whose_last_member_fails_reserve_binds_none(server: Server, api: FakeAPIServer) -> None:
+    """kube-scheduler's order: each member reserves before Permit. Three members of a gang of 4
+    reserve the 3 underlay IPs of their node and wait at Permit; the fourth's Reserve fails (the
+    pool, whose Reserve holds for every profile): Coscheduling's Unreserve rejects the three, every
+    reservation is undone and no member is bound."""
+    small = node("pool-3", cpu="32", memory="64Gi", pods="110")
+    small["metadata"]["annotations"] = {"ipam.example.com/pool-size": "3"}
+    api.put("nodes", small)
+    api.put("podgroups", pod_group("g4ip", "ml", 4))
+    members = []
+    for i in range(4):
+        p = pod(f"g4ip-{i}", "ml", cpu="100m", memory="64Mi")
+        p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "g4ip"}
+        p["spec"]["containers"][0]["resources"]["requests"][IP] = "1"
+        members.append(api.put("pods", p))
+    wait_for(lambda: server.post("filter", _args(members[3], ["pool-3"])).json()["NodeNames"] == ["pool-3"])
+
+    async def run() -> list[str]:
+        waiting = asyncio.ensure_future(_bind_all(server, [_binding(p, "pool-3") for p in members[:3]]))
+        await asyncio.sleep(0.5)  # the three are reserved and waiting at Permit
+        last = await _bind_all(server, [_binding(members[3], "pool-3")])
+        return last + await waiting
+
+    errors = asyncio.run(run())
+    assert errors[0] == "cannot bind to pool-3: NodeResourcePool: Reserve: pool underlay-ip exhausted: 3/3 in use"
+    assert errors[1:] == ["cannot bind to pool-3: Coscheduling: Permit: rejection in Unreserve"] * 3
+    assert not any(b["metadata"]["name"].startswith("g4ip-") for b in api.bindings)
+    verdict = _pool(server, "filter", _args(members[0], ["pool-3"])).json()
+    assert verdict["NodeNames"] == ["pool-3"]  # every reservation undone: the 3 slots are free again
+
+
 def test_preemption_drops_nodes_with_protected_victims(server: Server) -> None:
     r = server.post("preempt", fixture_bytes("preemptionargs_cache.json"))
     assert r.status_code == 200
