@@ -2,7 +2,7 @@
 Coscheduling), watched like nodes and pods.
 
 Only what gang scheduling reads is kept: each group's ``spec.minMember`` by ``namespace/name``.
-The store is the reflector's :class:`~app.cluster.reflector.Sink`. When the CRD is not installed
+The store is the reflector's :class:`~app.cluster.reflector.Store`. When the CRD is not installed
 (the list answers 404) the store says so (:attr:`PodGroupStore.absent`), and plugins fall back to
 their annotation; the reflector keeps checking, so installing the CRD later is picked up.
 """
@@ -69,7 +69,7 @@ class PodGroupStore:
         with self._lock:
             return self._timeout.get(f"{namespace}/{name}")
 
-    # -- the reflector's sink ------------------------------------------------------------------------
+    # -- the reflector's store ------------------------------------------------------------------------
 
     def prepare(self, obj: Any) -> Any:
         return obj

@@ -88,10 +88,11 @@ _OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
-class Sink(Protocol):
-    """Where a reflector's objects go, and where it reports its health.
+class Store(Protocol):
+    """Where a reflector's objects go (client-go's ``cache.Store`` as the ``Reflector`` writes to it:
+    ``Replace`` after a list, ``Add``/``Update``/``Delete`` per event), and where it reports its health.
 
-    :class:`ClusterState` is the sink of nodes and pods (through :func:`state_sink`); other kinds
+    :class:`ClusterState` is the store of nodes and pods (through :func:`state_store`); other kinds
     (PodGroups) bring their own. ``object_decoder`` decodes one object (a list item or a watched
     object). ``prepare`` turns a decoded item into what ``replace``/``apply`` take. ``missing`` is
     called when the collection does not exist (HTTP 404: a CRD that is not installed); the
@@ -117,7 +118,7 @@ class Sink(Protocol):
     def count(self, kind: str, what: str) -> None: ...
 
 
-class _StateSink:
+class _StateStore:
     """Nodes or pods into :class:`ClusterState` (pods as slim records)."""
 
     def __init__(self, kind: str, state: ClusterState) -> None:
@@ -155,12 +156,12 @@ class _StateSink:
         self.state.mark_failing(self.kind, error)
 
 
-def state_sink(kind: str, state: ClusterState) -> Sink:
-    """The sink of ``kind`` (``nodes`` or ``pods``) into ``state``. Raises ``ValueError`` for
+def state_store(kind: str, state: ClusterState) -> Store:
+    """The store of ``kind`` (``nodes`` or ``pods``) into ``state``. Raises ``ValueError`` for
     another kind."""
     if kind not in _OBJECTS:
         raise ValueError(f"unknown kind {kind!r}")
-    return _StateSink(kind, state)
+    return _StateStore(kind, state)
 
 
 class _GcPause:
@@ -216,22 +217,22 @@ def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class Reflector(ThreadWorker):
-    """Keeps ``sink`` in step with the ``kind`` collection the lister serves (nodes and pods into
-    the cluster state through :func:`state_sink`, PodGroups into their store).
+    """Keeps ``store`` in step with the ``kind`` collection the lister serves (nodes and pods into
+    the cluster state through :func:`state_store`, PodGroups into their store).
 
     ``watch_timeout`` and the backoff bounds are in seconds; ``request_timeout`` bounds each list
     page. A :class:`~app.lifecycle.ThreadWorker` named ``reflector-<kind>``: ``start()`` runs the
     loop in a daemon thread; ``stop()`` asks it to end and closes an open watch, without waiting
     (``await join(timeout)`` waits). A failed list or watch is the worker's ``error`` (the loop
     backs off and retries) until a list or watch succeeds; a collection that does not exist (404)
-    is reported to the sink, not as an error.
+    is reported to the store, not as an error.
     """
 
     def __init__(
         self,
         kind: str,
         lister: ListerWatcher,
-        sink: Sink,
+        store: Store,
         page_size: int = 500,
         watch_timeout: int = 300,
         backoff_initial: float = 0.8,
@@ -242,7 +243,7 @@ class Reflector(ThreadWorker):
         super().__init__(f"reflector-{kind}")
         self.kind = kind
         self.lister = lister
-        self.sink = sink
+        self.store = store
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.backoff_initial = backoff_initial
@@ -281,7 +282,7 @@ class Reflector(ThreadWorker):
                     return
                 if self._watch():
                     delay = self.backoff_initial
-                    self.sink.count(self.kind, "watch_restart")
+                    self.store.count(self.kind, "watch_restart")
                     continue
                 raise APIError(0, "WatchClosed", "the watch ended at once without an event")
             except _RelistError:
@@ -289,13 +290,13 @@ class Reflector(ThreadWorker):
                 # relist from the last version seen, as client-go after an expired watch
                 self._relist_version = self.resource_version or ""
                 self.resource_version = None
-                self.sink.count(self.kind, "relist")
+                self.store.count(self.kind, "relist")
             except Exception as exc:  # any failure: back off, then resume (never kill the thread)
                 if self.stopping.is_set():
                     return  # stop() closed the stream under our feet
                 message = str(exc) if isinstance(exc, APIError) else f"{type(exc).__name__}: {exc}"
                 if isinstance(exc, APIError) and exc.status == 404 and self.resource_version is None:
-                    self.sink.missing(message)
+                    self.store.missing(message)
                     log.info(
                         "%s: the collection does not exist (%s); checking again in %.0fs",
                         self.kind,
@@ -305,7 +306,7 @@ class Reflector(ThreadWorker):
                     if self.wait(self.backoff_max):
                         return
                     continue
-                self.sink.mark_failing(self.kind, message)
+                self.store.mark_failing(self.kind, message)
                 self.failed(f"{self.kind} list/watch: {message}")
                 wait = delay * (1 + self._rng.random())
                 log.warning("%s list/watch failed (%s); retrying in %.1fs", self.kind, message, wait)
@@ -316,8 +317,8 @@ class Reflector(ThreadWorker):
     # -- list --------------------------------------------------------------------------------------
 
     def _list(self) -> None:
-        decode = self.sink.object_decoder.decode
-        prepare = self.sink.prepare
+        decode = self.store.object_decoder.decode
+        prepare = self.store.prepare
         items: list[Any] = []
         token: str | None = None
         # client-go's relistResourceVersion: the first list asks for resourceVersion "0", which
@@ -348,10 +349,10 @@ class Reflector(ThreadWorker):
                 token = meta.continue_
                 if not token or self.stopping.is_set():
                     break
-            self.sink.replace(items)
+            self.store.replace(items)
         self.resource_version = resource_version
         self._relist_version = resource_version
-        self.sink.mark_synced(self.kind)
+        self.store.mark_synced(self.kind)
         log.info("%s: listed %d at resourceVersion %s", self.kind, len(items), resource_version)
 
     # -- watch -------------------------------------------------------------------------------------
@@ -370,11 +371,11 @@ class Reflector(ThreadWorker):
             raise
         with self._lock:
             self._stream = stream
-        self.sink.mark_ok(self.kind)
+        self.store.mark_ok(self.kind)
         self.recovered()
         events = 0
-        apply = self.sink.apply
-        decode = self.sink.object_decoder.decode
+        apply = self.store.apply
+        decode = self.store.object_decoder.decode
         try:
             for line in iter_lines(stream.stream(amt=None, decode_content=False)):
                 if self.stopping.is_set():
@@ -407,4 +408,4 @@ class Reflector(ThreadWorker):
         return events > 0 or time.monotonic() - started >= 1.0
 
 
-__all__ = ["ListMeta", "ListerWatcher", "Reflector", "Sink", "iter_lines", "state_sink"]
+__all__ = ["ListMeta", "ListerWatcher", "Reflector", "Store", "iter_lines", "state_store"]

@@ -20,7 +20,7 @@ from app.cluster.binding import Binder
 from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
-from app.cluster.reflector import Reflector, Sink, state_sink
+from app.cluster.reflector import Reflector, Store, state_store
 from app.cluster.requeue import Requeuer
 from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
 from app.framework.handle import ClusterNeeds, Reservation
@@ -238,20 +238,20 @@ class ClusterRuntime:
         s = self.settings
         self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
         self._binder = Binder(client, self.state, self.executor)
-        sinks: list[tuple[str, Sink]] = [(kind, state_sink(kind, self.state)) for kind in KINDS]
+        stores: list[tuple[str, Store]] = [(kind, state_store(kind, self.state)) for kind in KINDS]
         if self._podgroups is not None:
-            sinks.append((PODGROUPS, self._podgroups))
+            stores.append((PODGROUPS, self._podgroups))
         self.reflectors = [
             Reflector(
                 kind,
                 client,
-                sink,
+                store,
                 page_size=s.page_size,
                 watch_timeout=s.watch_timeout,
                 backoff_initial=s.backoff_initial,
                 backoff_max=s.backoff_max,
             )
-            for kind, sink in sinks
+            for kind, store in stores
         ]
         workers: list[Any] = list(self.reflectors)
         self._warm_up()

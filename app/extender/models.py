@@ -23,7 +23,6 @@ from app.extender.gojson import fold_index, fold_keys
 #: ``MinExtenderPriority`` in types.go: the lowest score an extender should return.
 MIN_EXTENDER_PRIORITY = 0
 #: ``MaxExtenderPriority`` in types.go: the highest score an extender should return.
-MAX_EXTENDER_PRIORITY = 10
 
 
 class GoStruct(BaseModel):

@@ -143,7 +143,7 @@ class Profile(_Model):
     """One profile: served at ``/{name}/{verb}`` (and at ``/{verb}`` when it is the default).
 
     ``schedulerName``: with ``python -m app schedule``, this profile also schedules the pods whose
-    ``spec.schedulerName`` it is, on its own (the standalone scheduler, :mod:`app.scheduling`).
+    ``spec.schedulerName`` it is, on its own (the standalone scheduler, :mod:`app.scheduler`).
     """
 
     name: str

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from app.framework.args import PluginArgs
+from app.framework.args import PluginArgs, ResourceSpec
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
@@ -23,13 +23,6 @@ from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
 
 NAME = "NodeResourcesAllocatable"
-
-
-class ResourceSpec(PluginArgs):
-    """A resource and its weight (> 0)."""
-
-    name: str = Field(min_length=1)
-    weight: int = Field(gt=0)
 
 
 class NodeResourcesAllocatableArgs(PluginArgs):

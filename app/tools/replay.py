@@ -121,7 +121,7 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def _replay_capture(args: argparse.Namespace) -> int:
-    """``replay --capture FILE... --config NEW``: the decisions NEW would change (app.observe.replay)."""
+    """``replay --capture FILE... --config NEW``: the decisions NEW would change (app.tools.capture_diff)."""
     from app.tools.capture_diff import read_capture, replay_capture
 
     service = build_service(args.config)

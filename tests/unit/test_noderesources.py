@@ -370,15 +370,15 @@ def test_fit_filter_reasons_and_codes() -> None:
     for args in ({"ignoredResources": [EXT]}, {"ignoredResourceGroups": ["abc.com"]}):
         assert fit(**args).filter(state, huge, infos[0]).reasons == ("Too many pods", "Insufficient cpu")
     # Reserve repeats the check at bind
-    assert plugin.reserve(small, infos[0]) == "Too many pods, Insufficient cpu"
-    assert plugin.reserve(small, infos[1]) is None
+    assert plugin.reserve(CycleState(), small, infos[0]).message == "Too many pods, Insufficient cpu"
+    assert plugin.reserve(CycleState(), small, infos[1]).is_success()
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}}, "less than or equal to 100"),
-        ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}, "greater than or equal to 1"),
+        ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}, "greater than 0"),
         ({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}, "requestedToCapacityRatio.shape is required"),
         (
             {

@@ -192,12 +192,17 @@ class NodeResourcesFit:
             return [self.score(state, pod, node) for node in nodes]
         return self.nodes_scorer(nodes, state.read(_PRE_SCORE))
 
-    def reserve(self, pod: PodInfo, node: NodeInfo) -> str | None:
-        """At bind: the Filter's check against everything bound and assumed on the node."""
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Reserve, atomically with the pod's assumption: the Filter's check again, against
+        everything bound and assumed on the node by then (two cycles racing for the last room
+        never both pass). Not upstream's: kube-scheduler's serial cycle needs no such check."""
         if node.node is None:
-            return NO_NODE
+            return _NO_NODE_STATUS
         short = insufficient(node, pod.requests, self.ignored, self.ignored_groups)
-        return ", ".join(r.reason for r in short) or None
+        return Status.unschedulable(", ".join(r.reason for r in short)) if short else SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Nothing to undo: the assumption is the framework's."""
 
 
 _NO_NODE_STATUS = Status.error(NO_NODE)

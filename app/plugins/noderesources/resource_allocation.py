@@ -17,7 +17,7 @@ from operator import attrgetter
 
 from pydantic import Field, field_validator
 
-from app.framework.args import PluginArgs
+from app.framework.args import PluginArgs, ResourceSpec, bounded_weights
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource_name
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.types import NO_NODE, NodeInfo, NodeResources, PodInfo
@@ -28,25 +28,15 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
 
 
-class ResourceSpec(PluginArgs):
-    """A resource and its weight, 1..100 (``config.ResourceSpec``; upstream's validation refuses
-    weights outside 1..``MaxNodeScore``)."""
-
-    name: str = Field(min_length=1)
-    weight: int = Field(default=1, ge=1, le=MAX_NODE_SCORE)
-
-
 def default_resources() -> list[ResourceSpec]:
     """cpu and memory, weight 1 each (upstream's ``defaultResourceSpec``)."""
     return [ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1)]
 
 
 def unique_names(resources: list[ResourceSpec]) -> list[ResourceSpec]:
-    """Raise ``ValueError`` when a resource name repeats."""
-    names = [r.name for r in resources]
-    if len(set(names)) != len(names):
-        raise ValueError("resource names must not repeat")
-    return resources
+    """Raise ``ValueError`` when a resource name repeats or a weight is outside 1..100 (upstream's
+    validation refuses weights outside 1..``MaxNodeScore``)."""
+    return bounded_weights(resources, MAX_NODE_SCORE)
 
 
 class ResourcesArgs(PluginArgs):
