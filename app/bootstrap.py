@@ -43,7 +43,7 @@ from app.observe.decisions import DecisionStore
 from app.observe.events import REPORTING_CONTROLLER, EventRecorder
 from app.observe.logs import setup_logging
 from app.plugins import default_registry
-from app.scheduler.queue import SchedulingQueue
+from app.scheduler.queue import SchedulingQueue, pre_enqueue_of
 from app.scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -197,10 +197,15 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
                 on_start=cluster.start_warm_up,
             )
             running.supervisor.add(elector)
+        framework = service.frameworks[profile.name]
+        sort = framework.queue_sort_plugins[0].plugin if framework.queue_sort_plugins else None
         queue = SchedulingQueue(
             config.seconds("pod_initial_backoff"),
             config.seconds("pod_max_backoff"),
             config.seconds("pod_max_in_unschedulable"),
+            # PrioritySort's order is the queue's own key (the same order, without a call per compare)
+            less=sort.less if sort is not None and sort.name != "PrioritySort" else None,  # type: ignore[attr-defined]
+            pre_enqueue=pre_enqueue_of([ep.plugin for ep in framework.pre_enqueue_plugins]),
         )
         running.queues.append(queue)
         scheduler = Scheduler(

@@ -61,8 +61,8 @@ def _validate(args: argparse.Namespace) -> int:
         ext = profile.extender
         print(
             f"  {profile.name}: verbs {', '.join(ext.verbs)}; nodeCacheCapable {str(ext.node_cache_capable).lower()}; "
-            f"filter [{', '.join(p.name for p in profile.plugins.filter)}] "
-            f"score [{', '.join(p.name for p in profile.plugins.score)}]"
+            f"filter [{', '.join(profile.plugins.filter.names())}] "
+            f"score [{', '.join(profile.plugins.score.names())}]"
         )
     return 0
 

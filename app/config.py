@@ -31,9 +31,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from app.framework.build import enabled_plugins
+from app.framework.build import effective_points, enabled_plugins
+from app.framework.defaults import POINTS
 from app.framework.errors import SchedulerExtenderError
-from app.framework.interfaces import EXTENSION_POINTS
 from app.framework.labels import parse_selector
 from app.framework.profile import Duration, Profile, parse_duration
 from app.framework.registry import PluginEntry, Registry
@@ -400,10 +400,28 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
-def _pydantic_problems(exc: pydantic.ValidationError, prefix: str = "") -> list[str]:
+def _as_written(loc: tuple[int | str, ...], data: Any) -> tuple[int | str, ...]:
+    """``loc`` without the ``enabled`` a plugin point's bare list was read into (the path as the
+    user wrote it: ``plugins.filter[0]``, not ``plugins.filter.enabled[0]``)."""
+    out: list[int | str] = []
+    node = data
+    for i, part in enumerate(loc):
+        if part == "enabled" and isinstance(node, list) and i > 0:
+            continue
+        out.append(part)
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
+
+
+def _pydantic_problems(exc: pydantic.ValidationError, prefix: str = "", data: Any = None) -> list[str]:
     out = []
     for err in exc.errors(include_url=False):
-        path = _loc(tuple(err["loc"]))
+        path = _loc(_as_written(tuple(err["loc"]), data))
         full = f"{prefix}.{path}" if prefix and path else (prefix or path)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
@@ -430,7 +448,7 @@ def parse_config(data: Any, registry: Registry, source: str = "") -> Configurati
     try:
         config = Configuration.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise ConfigError(_pydantic_problems(exc), source) from exc
+        raise ConfigError(_pydantic_problems(exc, data=data), source) from exc
     problems = validate_semantics(config, registry)
     if problems:
         raise ConfigError(problems, source)
@@ -479,7 +497,7 @@ def validate_semantics(config: Configuration, registry: Registry) -> list[str]:
     for i, profile in enumerate(config.profiles):
         if profile.scheduler_name and config.cluster is None:
             problems.append(f"profiles[{i}].schedulerName: scheduling needs cluster state: add a `cluster:` section")
-        if profile.scheduler_name and not profile.plugins.bind:
+        if profile.scheduler_name and not effective_points(profile, registry)["bind"]:
             problems.append(
                 f"profiles[{i}].schedulerName: scheduling needs a bind plugin (plugins.bind: DefaultBinder)"
             )
@@ -511,12 +529,8 @@ def _validate_profile(
             problems.append(f"{where}: duplicate extender managed resource name {res.name!r}")
         else:
             seen_resources[res.name] = at
-    points = {
-        "filter": profile.plugins.filter,
-        "score": profile.plugins.score,
-        "preemption": profile.plugins.preemption,
-        "bind": profile.plugins.bind,
-    }
+    points = {point: getattr(profile.plugins, point).enabled for point in POINTS}
+    points["multi_point"] = profile.plugins.multi_point.enabled
     if ext.managed_resources:
         hidden = needs_every_pod(profile, registry)
         if hidden:
@@ -528,19 +542,20 @@ def _validate_profile(
                 "extenders: entry), and keep here only what concerns the pods that request those resources "
                 "(a NodeResourcePool of them)"
             )
+    effective = effective_points(profile, registry)
     for verb, point in (("filter", "filter"), ("prioritize", "score"), ("bind", "bind")):
-        if verb in ext.verbs and not points[point]:
+        if verb in ext.verbs and not effective[point]:
             problems.append(f"{at}.plugins.{point}: the profile serves {verb} but enables no {point} plugin")
-    enabled: set[str] = set()
+    enabled = set(enabled_plugins(profile))
     for point, refs in points.items():
         seen: set[str] = set()
+        key = to_camel(point)
         for j, ref in enumerate(refs):
-            where = f"{at}.plugins.{point}[{j}]"
-            enabled.add(ref.name)
+            where = f"{at}.plugins.{key}[{j}]"
             if ref.name in seen:
-                problems.append(f"{where}.name: {ref.name} is enabled twice at {point}")
+                problems.append(f"{where}.name: {ref.name} is enabled twice at {key}")
             seen.add(ref.name)
-            if ref.weight is not None and point != "score":
+            if ref.weight is not None and point not in ("score", "multi_point"):
                 problems.append(f"{where}.weight: only score plugins take a weight")
             if ref.weight is not None and ref.weight <= 0:
                 problems.append(f"{where}.weight: must be > 0")
@@ -592,11 +607,14 @@ def _validate_profile(
                     for p in _pydantic_problems(exc, f"{at}.pluginConfig[{name}].args")
                 ]
     for point, refs in points.items():  # each plugin must implement the points it is enabled at
-        protocol = EXTENSION_POINTS[point]
+        if point == "multi_point":
+            continue  # enabled wherever it implements a point
+        protocol = POINTS[point]
         for j, ref in enumerate(refs):
             entry = registry.get(ref.name)
             if entry is not None and not _implements(entry, protocol):
-                problems.append(f"{at}.plugins.{point}[{j}].name: plugin {ref.name} does not implement {point}")
+                where = f"{at}.plugins.{to_camel(point)}[{j}].name"
+                problems.append(f"{where}: plugin {ref.name} does not implement {point}")
     return problems
 
 

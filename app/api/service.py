@@ -42,7 +42,7 @@ from app.extender import codec, models
 from app.framework.profile import Verb as VerbName
 from app.framework.runtime import Framework, FrameworkError
 from app.framework.status import Code, Status
-from app.framework.types import NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
+from app.framework.types import CycleState, NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
 from app.lifecycle import WorkerHealth
 from app.observe.decisions import Decision, DecisionStore
 from app.observe.events import EventRecorder
@@ -223,7 +223,7 @@ class ExtenderService:
         if snapshot is not None and snapshot.nominated:
             resolved.nodes = [snapshot.with_nominated(node, args.pod) for node in resolved.nodes]
         try:
-            outcome = framework.run_filter(args.pod, resolved.nodes)
+            outcome = framework.run_filter(args.pod, resolved.nodes, CycleState(snapshot))
         except ObjectDecodeError as exc:  # a node a plugin read does not decode: the client's mistake
             return error_answer("filter", 400, str(exc))
         ignored = outcome.ignored_errors
@@ -265,7 +265,7 @@ class ExtenderService:
             return error_answer("prioritize", 503, NOT_SYNCED, retry_after=1)
         resolved = self.resolve_nodes(framework, args, snapshot)
         try:
-            outcome = framework.run_score(args.pod, resolved.nodes)
+            outcome = framework.run_score(args.pod, resolved.nodes, CycleState(snapshot))
         except ObjectDecodeError as exc:
             return error_answer("prioritize", 400, str(exc))
         except FrameworkError as exc:

@@ -35,6 +35,7 @@ from app import __version__
 from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC
 from app.config import Configuration, LeaderElectionConfig, TLSConfig
 from app.deploy.sizing import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, memory_limit_bytes
+from app.framework.build import effective_points
 from app.framework.errors import SchedulerExtenderError
 from app.framework.registry import PolicyRule, Registry
 
@@ -235,11 +236,12 @@ def _policy_rules(config: Configuration, registry: Registry, scheduling: bool = 
     if config.diagnostics.events.enabled:
         rules.append(EVENTS_RBAC)
     for profile in config.profiles:
-        refs = [*profile.plugins.filter, *profile.plugins.score, *profile.plugins.preemption]
-        if "bind" in profile.extender.verbs or (scheduling and profile.scheduler_name):
-            refs += profile.plugins.bind
-        for ref in refs:
-            entry = registry.get(ref.name)
+        points = effective_points(profile, registry)
+        binds = "bind" in profile.extender.verbs or (scheduling and profile.scheduler_name)
+        binders = set() if binds else {ref.name for ref in points["bind"]}  # they never run here
+        names = {ref.name for refs in points.values() for ref in refs} - binders
+        for name in sorted(names):
+            entry = registry.get(name)
             rules += entry.rbac if entry is not None else ()
     return rules
 

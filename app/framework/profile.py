@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 Verb = Literal["filter", "prioritize", "preempt", "bind"]
@@ -76,14 +84,71 @@ class PluginRef(_Model):
     failure_policy: FailurePolicy = "Fail"
 
 
-class Plugins(_Model):
-    """Plugins per extension point, in the order they run. A filter plugin that also implements
-    PreFilter gets its PreFilter run first; a score plugin its PreScore and NormalizeScore."""
+class PluginSet(_Model):
+    """kube-scheduler's ``PluginSet``: the plugins ``enabled`` at a point, in order, and those
+    ``disabled`` there (a default of the profile's ``multiPoint``, or every default with
+    ``name: "*"``). A bare list is read as ``enabled`` (this service's shorter form)."""
 
-    filter: list[PluginRef] = Field(default_factory=list)
-    score: list[PluginRef] = Field(default_factory=list)
-    preemption: list[PluginRef] = Field(default_factory=list)
-    bind: list[PluginRef] = Field(default_factory=list)
+    enabled: list[PluginRef] = Field(default_factory=list)
+    disabled: list[PluginRef] = Field(default_factory=list)
+
+    def names(self) -> list[str]:
+        """The enabled plugins' names, in order."""
+        return [ref.name for ref in self.enabled]
+
+    def is_disabled(self, name: str) -> bool:
+        """Whether ``name`` (or every plugin, ``*``) is disabled here."""
+        return any(ref.name in (name, "*") for ref in self.disabled)
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # written back as configured: a bare list when nothing is disabled
+        dumped = handler(self)
+        if not self.disabled and isinstance(dumped, dict):
+            return dumped.get("enabled", [])
+        return dumped
+
+
+def _plugin_set(value: Any) -> Any:
+    return {"enabled": value} if isinstance(value, list) else value
+
+
+#: A point's plugins: a ``PluginSet`` or, shorter, the list of its enabled plugins.
+PluginSetField = Annotated[PluginSet, BeforeValidator(_plugin_set)]
+
+
+class Plugins(_Model):
+    """Plugins per extension point, in the order they run, in the shape of kube-scheduler's
+    ``Plugins``: each point is a :class:`PluginSet` (``{enabled: [...], disabled: [...]}``) or the
+    list of its enabled plugins. ``filter`` covers PreFilter and Filter (a filter plugin that also
+    implements PreFilter gets its PreFilter run first), ``score`` PreScore, Score and
+    NormalizeScore; Reserve, Permit, PreBind and PostBind take part for every plugin of the
+    profile that implements them. ``preemption`` is the extender's ``preempt`` verb.
+
+    ``multiPoint`` enables a plugin at every point it implements (``pkg/scheduler/framework/
+    runtime/framework.go`` ``expandMultiPointPlugins``). A profile with ``schedulerName`` starts
+    from kube-scheduler's default ``multiPoint`` (:data:`app.framework.defaults.DEFAULT_PLUGINS`),
+    which its own ``multiPoint`` merges into as kube-scheduler's ``mergePlugins`` does.
+    """
+
+    multi_point: PluginSetField = Field(default_factory=PluginSet)
+    queue_sort: PluginSetField = Field(default_factory=PluginSet)
+    pre_enqueue: PluginSetField = Field(default_factory=PluginSet)
+    filter: PluginSetField = Field(default_factory=PluginSet)
+    post_filter: PluginSetField = Field(default_factory=PluginSet)
+    score: PluginSetField = Field(default_factory=PluginSet)
+    reserve: PluginSetField = Field(default_factory=PluginSet)
+    permit: PluginSetField = Field(default_factory=PluginSet)
+    preemption: PluginSetField = Field(default_factory=PluginSet)
+    bind: PluginSetField = Field(default_factory=PluginSet)
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # only the points configured are written back (the mounted configuration stays as given)
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            return {k: v for k, v in dumped.items() if v not in ([], {"enabled": [], "disabled": []})}
+        return dumped
 
 
 class PluginConfig(_Model):

@@ -152,6 +152,8 @@ class FilterOutcome:
     #: the fail-closed plugin whose error set ``error``, and its status's ``reason_code``
     error_plugin: str = ""
     error_code: str = ""
+    #: a PreFilter's rejection, which every node then carries (FitError's ``PreFilterMsg``)
+    pre_filter: Status | None = None
 
 
 @dataclass
@@ -180,6 +182,10 @@ class Framework:
         http_timeout: float = 5.0,
         shared_reserve: Sequence[ReservePlugin] = (),
         handle: Handle | None = None,
+        queue_sort_plugins: Sequence[EnabledPlugin] = (),
+        pre_enqueue_plugins: Sequence[EnabledPlugin] = (),
+        post_filter_plugins: Sequence[EnabledPlugin] = (),
+        other_plugins: Sequence[EnabledPlugin] = (),
     ) -> None:
         self.profile = profile
         self.http_timeout = http_timeout
@@ -194,6 +200,12 @@ class Framework:
         self.score_plugins = tuple(score_plugins)
         self.preemption_plugins = tuple(preemption_plugins)
         self.bind_plugins = tuple(bind_plugins)
+        #: the standalone scheduler's points: QueueSort (one), PreEnqueue, PostFilter
+        self.queue_sort_plugins = tuple(queue_sort_plugins)
+        self.pre_enqueue_plugins = tuple(pre_enqueue_plugins)
+        self.post_filter_plugins = tuple(post_filter_plugins)
+        if len(self.queue_sort_plugins) > 1:
+            raise ValueError("only one QueueSort plugin can be enabled")
         for ep in self.filter_plugins:
             _require(ep, FilterPlugin, "filter")
         for ep in self.score_plugins:
@@ -205,7 +217,16 @@ class Framework:
         for ep in self.bind_plugins:
             _require(ep, BindPlugin, "bind")
         unique: dict[int, Plugin] = {}
-        for ep in (*self.filter_plugins, *self.score_plugins, *self.preemption_plugins, *self.bind_plugins):
+        for ep in (
+            *self.filter_plugins,
+            *self.score_plugins,
+            *self.preemption_plugins,
+            *self.bind_plugins,
+            *self.queue_sort_plugins,
+            *self.pre_enqueue_plugins,
+            *self.post_filter_plugins,
+            *other_plugins,
+        ):
             unique.setdefault(id(ep.plugin), ep.plugin)
         #: every plugin of the profile implementing Reserve / Permit / PreBind / PostBind, in profile order
         self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
@@ -221,6 +242,9 @@ class Framework:
         state = state if state is not None else CycleState()
         ignored: Counter[str] = Counter()
         active: list[EnabledPlugin] = []
+        # RunPreFilterPlugins: an Unschedulable PreFilter lets the others run (preemption may need
+        # their state) and rejects every node at the end; UnschedulableAndUnresolvable at once
+        unschedulable: Status | None = None
         for ep in self.filter_plugins:
             plugin = ep.plugin
             if isinstance(plugin, PreFilterPlugin):
@@ -242,8 +266,13 @@ class Framework:
                     if not status.reasons:
                         status = Status(status.code, (f"rejected by {ep.name}",))
                     rejected = status.with_plugin(ep.name)
-                    return FilterOutcome([rejected] * len(nodes), "", ignored)
+                    if rejected.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        return FilterOutcome([rejected] * len(nodes), "", ignored, pre_filter=rejected)
+                    unschedulable = unschedulable or rejected
+                    continue
             active.append(ep)
+        if unschedulable is not None:
+            return FilterOutcome([unschedulable] * len(nodes), "", ignored, pre_filter=unschedulable)
 
         # plugin by plugin (profile order), each on the nodes every earlier plugin passed: a node's
         # verdict is still the first non-success status in profile order, as RunFilterPlugins

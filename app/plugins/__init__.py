@@ -6,14 +6,37 @@ from app.plugins import (
     annotation_node_affinity,
     coscheduling,
     default_binder,
+    imagelocality,
+    interpodaffinity,
     node_resource_pool,
     node_resources_allocatable,
+    nodeaffinity,
+    nodename,
+    nodeports,
+    nodeunschedulable,
+    podtopologyspread,
     preemption_rules,
+    queuesort,
+    schedulinggates,
+    tainttoleration,
 )
 from app.plugins.chaos import coin_flip, dice_roll
 from app.plugins.noderesources import balanced_allocation, fit
 
 IN_TREE: tuple[PluginEntry, ...] = (
+    # kube-scheduler's default plugins (every standalone-scheduler profile starts from them:
+    # app/framework/defaults.py)
+    schedulinggates.PLUGIN,
+    queuesort.PLUGIN,
+    nodeunschedulable.PLUGIN,
+    nodename.PLUGIN,
+    tainttoleration.PLUGIN,
+    nodeaffinity.PLUGIN,
+    nodeports.PLUGIN,
+    podtopologyspread.PLUGIN,
+    interpodaffinity.PLUGIN,
+    imagelocality.PLUGIN,
+    # this service's policies
     coin_flip.PLUGIN,
     dice_roll.PLUGIN,
     annotation_node_affinity.PLUGIN,

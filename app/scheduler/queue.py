@@ -20,12 +20,20 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from app.framework import SUCCESS, QueuedPodInfo, Status
 from app.framework.types import PodInfo
 
 ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in_flight"
+#: a pod a PreEnqueue plugin keeps out of the active queue (SchedulingGates): never attempted
+GATED = "gated"
+#: ``less(a, b)``: the profile's QueueSort (PrioritySort: priority, then arrival)
+Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+#: the profile's PreEnqueue plugins as one check: ``SUCCESS`` admits the pod to the active queue
+PreEnqueue = Callable[[PodInfo], Status]
 
 
 @dataclass
@@ -50,13 +58,17 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_unschedulable: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        less: Less | None = None,
+        pre_enqueue: PreEnqueue | None = None,
     ) -> None:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_unschedulable = max_unschedulable
         self._clock = clock
+        self._less = less
+        self._pre_enqueue = pre_enqueue
         self._pods: dict[str, QueuedPod] = {}
-        self._active: list[tuple[int, float, int, str]] = []
+        self._active: list[Any] = []
         self._seq = itertools.count()
 
     def __len__(self) -> int:
@@ -64,7 +76,7 @@ class SchedulingQueue:
 
     def counts(self) -> dict[str, int]:
         """Pods per queue (``active``, ``backoff``, ``unschedulable``; and being scheduled)."""
-        out = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+        out = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, IN_FLIGHT: 0}
         for entry in self._pods.values():
             out[entry.where] += 1
         return out
@@ -87,12 +99,19 @@ class SchedulingQueue:
             seen.add(pod.uid)
             entry = self._pods.get(pod.uid)
             if entry is None:
-                self._pods[pod.uid] = QueuedPod(pod, now)
-                self._push(pod.uid)
+                entry = self._pods[pod.uid] = QueuedPod(pod, now)
+                if self._admitted(pod):
+                    self._push(pod.uid)
+                else:
+                    entry.where = GATED
                 added.append(pod)
             elif entry.pod is not pod:
                 entry.pod = pod
-                if entry.where == UNSCHEDULABLE:  # its object changed: worth another try
+                if entry.where == GATED:  # its gates may be gone (PriorityQueue.Update)
+                    if self._admitted(pod):
+                        entry.where = ACTIVE
+                        self._push(pod.uid)
+                elif entry.where == UNSCHEDULABLE:  # its object changed: worth another try
                     self._move_back(entry, now)
         for uid in [u for u, e in self._pods.items() if u not in seen and e.where != IN_FLIGHT]:
             del self._pods[uid]
@@ -111,7 +130,8 @@ class SchedulingQueue:
             elif entry.where == UNSCHEDULABLE and now - entry.parked_at >= self.max_unschedulable:
                 self._move_back(entry, now)
         while self._active:
-            _, _, _, uid = heapq.heappop(self._active)
+            item = heapq.heappop(self._active)
+            uid = item[3] if isinstance(item, tuple) else item.uid
             found = self._pods.get(uid)
             if found is not None and found.where == ACTIVE:
                 found.where = IN_FLIGHT
@@ -166,9 +186,63 @@ class SchedulingQueue:
             entry.where = ACTIVE
             self._push(entry.pod.uid)
 
+    def gated(self, uid: str) -> bool:
+        """Whether the pod is kept out by a PreEnqueue plugin."""
+        entry = self._pods.get(uid)
+        return entry is not None and entry.where == GATED
+
+    def _admitted(self, pod: PodInfo) -> bool:
+        return self._pre_enqueue is None or self._pre_enqueue(pod).is_success()
+
     def _push(self, uid: str) -> None:
         entry = self._pods[uid]
-        heapq.heappush(self._active, (-entry.pod.priority, entry.added, next(self._seq), uid))
+        if self._less is None:  # PrioritySort's order as a key: priority, then arrival
+            heapq.heappush(self._active, (-entry.pod.priority, entry.added, next(self._seq), uid))
+        else:
+            heapq.heappush(
+                self._active, _Ordered(self._less, QueuedPodInfo(entry.pod, entry.added), next(self._seq), uid)
+            )
 
 
-__all__ = ["ACTIVE", "BACKOFF", "IN_FLIGHT", "UNSCHEDULABLE", "QueuedPod", "SchedulingQueue"]
+class _Ordered:
+    """A heap item ordered by the profile's QueueSort (``less``), then by insertion."""
+
+    __slots__ = ("info", "less", "seq", "uid")
+
+    def __init__(self, less: Less, info: QueuedPodInfo, seq: int, uid: str) -> None:
+        self.less, self.info, self.seq, self.uid = less, info, seq, uid
+
+    def __lt__(self, other: _Ordered) -> bool:
+        if self.less(self.info, other.info):
+            return True
+        if self.less(other.info, self.info):
+            return False
+        return self.seq < other.seq
+
+
+def pre_enqueue_of(plugins: Sequence[Any]) -> PreEnqueue | None:
+    """The PreEnqueue plugins as one check (``RunPreEnqueuePlugins``: the first non-success
+    status), or ``None`` without any."""
+    if not plugins:
+        return None
+
+    def check(pod: PodInfo) -> Status:
+        for plugin in plugins:
+            status: Status = plugin.pre_enqueue(pod)
+            if not status.is_success():
+                return status
+        return SUCCESS
+
+    return check
+
+
+__all__ = [
+    "ACTIVE",
+    "BACKOFF",
+    "GATED",
+    "IN_FLIGHT",
+    "UNSCHEDULABLE",
+    "QueuedPod",
+    "SchedulingQueue",
+    "pre_enqueue_of",
+]

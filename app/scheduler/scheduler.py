@@ -7,9 +7,9 @@ and ip-scheduler cases), with kube-scheduler's semantics where they exist
   :class:`~app.scheduler.queue.SchedulingQueue`; the cluster state's freed-capacity events (a pod
   deleted, a node added or changed, a reservation dropped) move parked pods back, and the pods a
   cycle asks to retry now (``PodsToActivate``: a gang's siblings) are activated;
-- one pod at a time (the scheduling cycle): the node constraints of every kube-scheduler profile
-  (:mod:`app.scheduler.constraints`: cordoned nodes, untolerated taints, ``nodeSelector``), then
-  the profile's Filter over every node the cluster state knows (with the pods nominated to them),
+- one pod at a time (the scheduling cycle): the profile's Filter (kube-scheduler's default plugins
+  and the profile's own, :mod:`app.framework.defaults`) over every node the cluster state knows
+  (with the pods nominated to them),
   Score with the profile's weights, and among the top-scored nodes one chosen at random with
   reservoir sampling (``selectHost``); a single feasible node is not scored. Filter and Score run
   on the event loop for up to :data:`INLINE_NODES` nodes, else in the verb worker thread (the
@@ -65,7 +65,6 @@ from app.kube.timefmt import rfc3339_time
 from app.lifecycle import TaskWorker
 from app.observe.decisions import Decision
 from app.observe.events import PodEvent
-from app.scheduler.constraints import split_by_constraints
 from app.scheduler.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -74,11 +73,13 @@ log = logging.getLogger(__name__)
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 
 
-def fit_error_message(total: int, statuses: Sequence[Status]) -> str:
+def fit_error_message(total: int, statuses: Sequence[Status], pre_filter: Status | None = None) -> str:
     """kube-scheduler's ``FitError.Error()`` (pkg/scheduler/framework/types.go): ``0/N nodes are
-    available: `` then ``"<count> <reason>"`` for each distinct reason of the rejected nodes
-    (a node counts once per reason it has), sorted as strings, joined by ``, `` and ended with a
-    period."""
+    available: `` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
+    period; else ``"<count> <reason>"`` for each distinct reason of the rejected nodes (a node
+    counts once per reason it has), sorted as strings, joined by ``, `` and ended with a period."""
+    if pre_filter is not None:
+        return f"{NO_NODE_AVAILABLE.format(total)}: {pre_filter.message}."
     histogram: dict[str, int] = {}
     for status in statuses:
         if status.code is not Code.SUCCESS:
@@ -126,6 +127,7 @@ class _Found:
     nodes: list[NodeInfo]
     statuses: list[Status]
     error: str = ""
+    pre_filter: Status | None = None
     feasible: list[NodeInfo] = field(default_factory=list)
     scored: ScoreOutcome | None = None
     score_error: str = ""
@@ -193,7 +195,10 @@ class Scheduler(TaskWorker):
         if not self._is_leader() or self.runtime.bind_admission() is not None:
             await asyncio.sleep(0.15)  # not the leader, not synced, or warming up: nothing to do
             return False
-        self.queue.sync(self.state.indexed(self._index, self.scheduler_name, unassumed=True))
+        added = self.queue.sync(self.state.indexed(self._index, self.scheduler_name, unassumed=True))
+        for entered in added:
+            if self.queue.gated(entered.uid):
+                self._gated(entered)
         generation = self.state.freed_generation
         if generation != self._seen_generation:
             self._seen_generation = generation
@@ -210,15 +215,13 @@ class Scheduler(TaskWorker):
     def _find(self, state: CycleState, pod: PodInfo) -> _Found:
         """Filter (the node constraints, then the profile's plugins) and Score, over every node."""
         snapshot = self.state.snapshot()
+        state.snapshot = snapshot
         nodes = list(snapshot.known.values())
         if snapshot.nominated:
             nodes = [snapshot.with_nominated(n, pod) for n in nodes]
-        passing, rejected = split_by_constraints(pod, nodes)  # kube-scheduler's default node filters
-        outcome = self.framework.run_filter(pod, [nodes[i] for i in passing], state)
-        statuses = [rejected.get(i, SUCCESS) for i in range(len(nodes))]
-        for i, status in zip(passing, outcome.statuses, strict=False):
-            statuses[i] = status
-        found = _Found(nodes, statuses, outcome.error)
+        outcome = self.framework.run_filter(pod, nodes, state)
+        statuses = outcome.statuses or [SUCCESS] * len(nodes)
+        found = _Found(nodes, statuses, outcome.error, outcome.pre_filter)
         if outcome.error:
             return found
         found.feasible = [n for n, s in zip(nodes, statuses, strict=True) if s.code is Code.SUCCESS]
@@ -244,7 +247,8 @@ class Scheduler(TaskWorker):
             self._failed(pod, started, f"running filter plugins: {found.error}", unschedulable=False)
             return
         if not found.feasible:
-            self._failed(pod, started, fit_error_message(len(found.nodes), found.statuses), unschedulable=True)
+            message = fit_error_message(len(found.nodes), found.statuses, found.pre_filter)
+            self._failed(pod, started, message, unschedulable=True)
             return
         node = found.feasible[0]
         if found.score_error:
@@ -302,6 +306,13 @@ class Scheduler(TaskWorker):
         self._events(PodEvent(pod.namespace, pod.name, pod.uid, "Normal", "Scheduled", "Binding", note))
         log.info("pod %s/%s: %s", pod.namespace, pod.name, note, extra={"pod": pod.key(), "node": node})
 
+    def _gated(self, pod: PodInfo) -> None:
+        """A PreEnqueue plugin keeps ``pod`` out (SchedulingGates): ``PodScheduled=False`` with
+        reason ``SchedulingGated``, as kube-apiserver writes it for a pod created with gates
+        (pkg/registry/core/pod/strategy.go ``applySchedulingGatedCondition``); no event."""
+        self._condition(pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+        log.info("pod %s/%s: waiting for its scheduling gates", pod.namespace, pod.name, extra={"pod": pod.key()})
+
     def _failed(self, pod: PodInfo, started: float, message: str, unschedulable: bool) -> None:
         self.queue.failed(pod.uid, unschedulable)
         self._observe("unschedulable" if unschedulable else "error", started)
@@ -309,6 +320,11 @@ class Scheduler(TaskWorker):
         self._events(
             PodEvent(pod.namespace, pod.name, pod.uid, "Warning", "FailedScheduling", "Scheduling", message[:1024])
         )
+        self._condition(pod, reason, message)
+        log.info("pod %s/%s: %s", pod.namespace, pod.name, message, extra={"pod": pod.key(), "reason": reason})
+
+    def _condition(self, pod: PodInfo, reason: str, message: str) -> None:
+        """Write ``PodScheduled=False`` with ``reason`` and ``message`` unless already written."""
         if self._conditions.get(pod.uid) != (reason, message) and self._set_condition is not None:
             if len(self._conditions) > 10_000:
                 self._conditions.clear()
@@ -324,7 +340,6 @@ class Scheduler(TaskWorker):
             executor = self.runtime.executor
             if executor is not None:
                 executor.submit(self._write_condition, pod, condition)
-        log.info("pod %s/%s: %s", pod.namespace, pod.name, message, extra={"pod": pod.key(), "reason": reason})
 
     def _write_condition(self, pod: PodInfo, condition: dict[str, Any]) -> None:
         assert self._set_condition is not None

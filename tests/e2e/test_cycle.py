@@ -197,6 +197,7 @@ def test_http_binds_and_the_scheduler_together_never_bind_twice_nor_overcommit(
                 },
             },
             {"name": "DefaultBinder", "args": {"timeoutSeconds": 2}},
+            {"name": "NodeResourcesFit", "args": {"ignoredResources": [IP]}},  # the pool counts them
         ],
     }
     scheduler = Scheduler(write_config(tmp_path, api, [profile], insecureBind=True))

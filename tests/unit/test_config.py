@@ -32,7 +32,7 @@ def test_embedded_default_loads_and_is_deterministic() -> None:
     config = load_config(None, REGISTRY)
     assert config.default_profile == "default"
     profile = config.profiles[0]
-    enabled = {p.name for p in profile.plugins.filter + profile.plugins.score}
+    enabled = {*profile.plugins.filter.names(), *profile.plugins.score.names()}
     assert enabled == {"AnnotationNodeAffinity", "NodeResourcesAllocatable"}  # no chaos plugin
     assert (config.server.host, config.server.port) == ("127.0.0.1", 8888)
 

@@ -315,7 +315,7 @@ def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
         podgroups = {
             (tuple(r["apiGroups"]), v) for r in role["rules"] if r["resources"] == ["podgroups"] for v in r["verbs"]
         }
-        enabled = any(ref.name == "Coscheduling" for p in config.profiles for ref in p.plugins.filter)
+        enabled = any(ref.name == "Coscheduling" for p in config.profiles for ref in p.plugins.filter.enabled)
         assert podgroups == ({(("scheduling.x-k8s.io",), v) for v in ("get", "list", "watch")} if enabled else set())
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
-from app.framework import NodeInfo, Status
+from app.framework import NodeInfo, PodInfo, Status
 from app.kube.errors import APIError
 from app.scheduler.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
 from app.scheduler.scheduler import fit_error_message, select_host
@@ -168,29 +168,96 @@ def test_one_leader_and_a_takeover_only_after_the_lease_expires() -> None:
     assert not a.is_leader() and store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
 
 
+def _default_profile_framework(**profile: Any) -> Any:
+    """A standalone-scheduler profile's framework (kube-scheduler's default plugins), on an
+    in-memory cluster."""
+    from app.bootstrap import assemble
+    from app.config import parse_config
+    from app.plugins import default_registry
+
+    registry = default_registry(False)
+    doc = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [{"name": "s", "schedulerName": "s", **profile}],
+    }
+    return assemble(parse_config(doc, registry), registry).frameworks["s"]
+
+
+def test_every_scheduler_profile_starts_from_kube_schedulers_default_plugins() -> None:
+    fw = _default_profile_framework()
+    assert [ep.name for ep in fw.filter_plugins] == [
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    ]
+    assert [(ep.name, ep.weight) for ep in fw.score_plugins] == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+    ]
+    assert [ep.name for ep in fw.queue_sort_plugins] == ["PrioritySort"]
+    assert [ep.name for ep in fw.pre_enqueue_plugins] == ["SchedulingGates"]
+    assert [ep.name for ep in fw.bind_plugins] == ["DefaultBinder"]
+    # multiPoint's disabled and a point's own list, as KubeSchedulerConfiguration's mergePlugins
+    fw = _default_profile_framework(
+        plugins={
+            "multiPoint": {"disabled": [{"name": "ImageLocality"}, {"name": "NodePorts"}]},
+            "score": {
+                "enabled": [{"name": "NodeResourcesFit", "weight": 5}],
+                "disabled": [{"name": "TaintToleration"}],
+            },
+        }
+    )
+    assert "NodePorts" not in [ep.name for ep in fw.filter_plugins]
+    scores = [(ep.name, ep.weight) for ep in fw.score_plugins]
+    assert scores[0] == ("NodeResourcesFit", 5) and "ImageLocality" not in dict(scores)
+    assert "TaintToleration" not in dict(scores) and "TaintToleration" in [ep.name for ep in fw.filter_plugins]
+    fw = _default_profile_framework(
+        extender={"verbs": ["bind"]},
+        plugins={"multiPoint": {"disabled": [{"name": "*"}]}, "bind": [{"name": "DefaultBinder"}]},
+    )
+    assert fw.filter_plugins == () and [ep.name for ep in fw.bind_plugins] == ["DefaultBinder"]
+
+
 def test_node_constraints_are_kube_schedulers_default_filters() -> None:
-    from app.scheduler.constraints import node_constraints
+    """The default plugins reject the nodes kube-scheduler rejects, with its reasons."""
     from tests.unit.helpers import node
 
+    fw = _default_profile_framework()
+    room = {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+
+    def verdict(p: PodInfo, n: NodeInfo) -> tuple[str, ...] | None:
+        status = fw.run_filter(p, [n]).statuses[0]
+        return None if status.is_success() else status.reasons
+
     control_plane = node(
-        "cp", spec={"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}
+        "cp", spec={"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}, status=room
     )
-    cordoned = node("c", spec={"unschedulable": True})
-    prefer = node("p", spec={"taints": [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]})
-    gpu = node("g", labels={"accelerator": "a100"})
+    cordoned = node("c", spec={"unschedulable": True}, status=room)
+    prefer = node("p", spec={"taints": [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]}, status=room)
+    gpu = node("g", labels={"accelerator": "a100"}, status=room)
     plain = pod("p")
-    assert node_constraints(plain, control_plane).reasons == (  # type: ignore[union-attr]
-        "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",
-    )
-    assert node_constraints(plain, cordoned).reasons == ("node(s) were unschedulable",)  # type: ignore[union-attr]
-    assert node_constraints(plain, prefer) is None and node_constraints(plain, gpu) is None
+    assert verdict(plain, control_plane) == ("node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",)
+    assert verdict(plain, cordoned) == ("node(s) were unschedulable",)
+    assert verdict(plain, prefer) is None and verdict(plain, gpu) is None
     tolerant = pod("t", tolerations=[{"operator": "Exists"}])  # tolerates every taint
-    assert node_constraints(tolerant, control_plane) is None and node_constraints(tolerant, cordoned) is None
+    assert verdict(tolerant, control_plane) is None and verdict(tolerant, cordoned) is None
     keyed = pod(
         "k",
         tolerations=[{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}],
     )
-    assert node_constraints(keyed, control_plane) is None and node_constraints(keyed, cordoned) is not None
+    assert verdict(keyed, control_plane) is None and verdict(keyed, cordoned) is not None
     selective = pod("s", nodeSelector={"accelerator": "a100"})
-    assert node_constraints(selective, gpu) is None
-    assert node_constraints(selective, prefer).reasons == ("node(s) didn't match Pod's node affinity/selector",)  # type: ignore[union-attr]
+    assert verdict(selective, gpu) is None
+    assert verdict(selective, prefer) == ("node(s) didn't match Pod's node affinity/selector",)

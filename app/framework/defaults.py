@@ -1,0 +1,131 @@
+"""kube-scheduler's default profile, and a profile's plugins per point once ``multiPoint`` is
+expanded.
+
+:data:`DEFAULT_PLUGINS` is v1.30's ``getDefaultPlugins``
+(pkg/scheduler/apis/config/v1/default_plugins.go): one ``multiPoint`` list, score weights in
+brackets: SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (3),
+NodeAffinity (2), NodePorts, NodeResourcesFit (1), [VolumeRestrictions, NodeVolumeLimits,
+VolumeBinding, VolumeZone], PodTopologySpread (2), InterPodAffinity (2), [DefaultPreemption],
+NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder. The four volume plugins
+are not here: this service does not watch PersistentVolumes, PersistentVolumeClaims nor
+StorageClasses (a pod with volumes is placed as if it had none). DefaultPreemption (PostFilter)
+is not here yet: a pod no node fits is not preempted for.
+
+A profile with ``schedulerName`` (the standalone scheduler) starts from that default, as every
+kube-scheduler profile does; its own ``multiPoint`` merges into it (:func:`merge_plugin_set`,
+upstream's ``mergePluginSet``); then :func:`expand` gives each point its plugins
+(``expandMultiPointPlugins``). An extender profile starts from nothing: kube-scheduler runs its
+own defaults before calling the extender.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from app.framework.interfaces import (
+    BindPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    PostFilterPlugin,
+    PreemptionPlugin,
+    PreEnqueuePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from app.framework.profile import PluginRef, PluginSet, Profile
+
+#: (name, score weight) of kube-scheduler v1.30's default ``multiPoint``, in its order.
+DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+#: The points a profile configures, with the protocol a plugin needs to run there. PreFilter
+#: runs with Filter, PreScore and NormalizeScore with Score.
+POINTS: dict[str, Any] = {
+    "queue_sort": QueueSortPlugin,
+    "pre_enqueue": PreEnqueuePlugin,
+    "filter": FilterPlugin,
+    "post_filter": PostFilterPlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preemption": PreemptionPlugin,
+    "bind": BindPlugin,
+}
+
+
+def default_plugin_set() -> PluginSet:
+    """:data:`DEFAULT_PLUGINS` as a ``multiPoint`` PluginSet."""
+    return PluginSet(enabled=[PluginRef(name=name, weight=weight) for name, weight in DEFAULT_PLUGINS])
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """upstream's ``mergePluginSet``: the defaults not disabled (none with ``*``), each replaced in
+    place by a custom entry of the same name, then the other custom entries in order."""
+    disabled = {ref.name for ref in custom.disabled}
+    custom_by_name = {ref.name: i for i, ref in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if "*" not in disabled:
+        for ref in default.enabled:
+            if ref.name in disabled:
+                continue
+            index = custom_by_name.get(ref.name)
+            if index is not None:
+                ref = custom.enabled[index]
+                replaced.add(index)
+            enabled.append(ref)
+    enabled += [ref for i, ref in enumerate(custom.enabled) if i not in replaced]
+    return PluginSet(enabled=enabled, disabled=list(custom.disabled))
+
+
+def multi_point(profile: Profile) -> PluginSet:
+    """The profile's ``multiPoint`` after merging it into kube-scheduler's defaults (profiles with
+    ``schedulerName``) or as written (extender profiles)."""
+    if profile.scheduler_name:
+        return merge_plugin_set(default_plugin_set(), profile.plugins.multi_point)
+    return profile.plugins.multi_point
+
+
+def expand(profile: Profile, implements: Callable[[str, Any], bool]) -> dict[str, list[PluginRef]]:
+    """Each point's plugins (keys of :data:`POINTS`), as ``expandMultiPointPlugins`` orders them:
+    the plugins configured at the point that ``multiPoint`` also names (they override it), then
+    ``multiPoint``'s other plugins that implement the point (``implements(name, protocol)``) and
+    are not disabled there, then the point's other plugins. A point with ``disabled: [{name:
+    "*"}]`` gets only its own."""
+    expanded = multi_point(profile)
+    out: dict[str, list[PluginRef]] = {}
+    for point, protocol in POINTS.items():
+        spec: PluginSet = getattr(profile.plugins, point)
+        own = list(spec.enabled)
+        if any(ref.name == "*" for ref in spec.disabled):
+            out[point] = own
+            continue
+        own_names = {ref.name for ref in own}
+        overridden = [ref.name for ref in expanded.enabled if ref.name in own_names]
+        from_multi = [
+            ref
+            for ref in expanded.enabled
+            if ref.name not in own_names and not spec.is_disabled(ref.name) and implements(ref.name, protocol)
+        ]
+        first = [ref for ref in own if ref.name in overridden]
+        rest = [ref for ref in own if ref.name not in overridden]
+        out[point] = [*first, *from_multi, *rest]
+    return out
+
+
+__all__ = ["DEFAULT_PLUGINS", "POINTS", "default_plugin_set", "expand", "merge_plugin_set", "multi_point"]

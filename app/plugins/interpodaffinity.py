@@ -1,0 +1,656 @@
+"""InterPodAffinity: required and preferred pod affinity and anti-affinity, as kube-scheduler v1.30.
+
+Ports kube-scheduler's plugin (pkg/scheduler/framework/plugins/interpodaffinity: ``plugin.go``,
+``filtering.go``, ``scoring.go``; the affinity terms of ``pkg/scheduler/framework/types.go``
+``AffinityTerm``/``NewPodInfo``; the args and their validation of pkg/scheduler/apis/config
+``InterPodAffinityArgs``, ``v1/defaults.go``, ``validation/validation_pluginargs.go``).
+
+**PreFilter** looks at every node of the cluster (``state.snapshot.list()``, else the candidate
+nodes) and counts, per topology pair ``(topologyKey, node's value of it)``:
+
+- ``existingAntiAffinityCounts``: the required anti-affinity terms of the pods already placed
+  (only ``NodeInfo.pods_with_required_anti_affinity`` is read) that match the incoming pod;
+- ``affinityCounts``: the existing pods matching *all* of the incoming pod's required affinity
+  terms, once per term whose topology key the pod's node has;
+- ``antiAffinityCounts``: the existing pods matching each of the incoming pod's required
+  anti-affinity terms (every pod is read, only when the incoming pod has required terms).
+
+It returns ``Skip`` when the pod has no required term and no existing pod's anti-affinity
+matches it, and ``UnschedulableAndUnresolvable`` ``parsing pod: ...`` when one of the pod's label
+selectors is invalid (``metav1.LabelSelectorAsSelector``'s error, byte for byte).
+
+**Filter**, per node, in upstream's order (a few dict lookups):
+
+1. the pod's required affinity: the node must have every term's topology key, and a matching pod
+   must exist in the node's domain of each term; unless no existing pod matches at all and the pod
+   matches its own terms (the first pod of a group) -> ``UnschedulableAndUnresolvable``
+   "node(s) didn't match pod affinity rules";
+2. the pod's required anti-affinity -> ``Unschedulable`` "node(s) didn't match pod anti-affinity
+   rules";
+3. the existing pods' required anti-affinity -> ``Unschedulable`` "node(s) didn't satisfy
+   existing pods anti-affinity rules".
+
+**PreScore/Score/NormalizeScore**: per topology pair, the sum of the incoming pod's preferred
+affinity weights (minus its preferred anti-affinity weights) over the existing pods matching
+them, plus, for every existing pod whose terms match the incoming pod, ``hardPodAffinityWeight``
+per required affinity term, its preferred affinity weights, minus its preferred anti-affinity
+weights. A node scores the sum over its labels; NormalizeScore maps min..max to 0..100
+(``int(100 * (s - min) / (max - min))``, all 0 when equal). PreScore returns ``Skip`` when nothing
+matched, and, with ``ignorePreferredTermsOfExistingPods``, for a pod without preferred terms.
+
+Namespaces of a term (``AffinityTerm.Matches``): the term's ``namespaces``, plus those its
+``namespaceSelector`` selects; the owner pod's namespace when both are empty/unset. For the
+incoming pod's terms the selector is resolved against the known namespaces
+(``mergeAffinityTermNamespacesIfNotEmpty``: ``state.snapshot.namespace_labels``; an unknown
+namespace is not selected), an empty selector ``{}`` selects every namespace. For existing pods'
+terms the selector is matched against the incoming pod's namespace labels, an empty set when the
+namespace is unknown (``GetNamespaceLabelsSnapshot``). Label selectors follow
+``metav1.LabelSelectorAsSelector`` (:func:`app.framework.labels.label_selector_matches`: ``None``
+selects nothing, ``{}`` everything). ``matchLabelKeys``/``mismatchLabelKeys`` of terms are alpha
+in v1.30 (``MatchLabelKeysInPodAffinity``, off by default) and ignored. Needs cluster state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import Field, field_validator
+
+from app.framework import objects
+from app.framework.args import PluginArgs
+from app.framework.handle import Handle
+from app.framework.labels import label_selector_matches
+from app.framework.registry import PluginEntry
+from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.status import SKIP, SUCCESS, Code, Status
+from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+
+NAME = "InterPodAffinity"
+_PRE_FILTER = f"{NAME}/pre-filter"
+_PRE_SCORE = f"{NAME}/pre-score"
+
+#: ``ErrReasonExistingAntiAffinityRulesNotMatch`` (filtering.go)
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
+#: ``ErrReasonAffinityRulesNotMatch``
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+#: ``ErrReasonAntiAffinityRulesNotMatch``
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+
+_AFFINITY_FAIL = Status(
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_AFFINITY_RULES_NOT_MATCH,), reason_code="PodAffinityRulesNotMatch"
+)
+_ANTI_AFFINITY_FAIL = Status(
+    Code.UNSCHEDULABLE, (ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,), reason_code="PodAntiAffinityRulesNotMatch"
+)
+_EXISTING_ANTI_AFFINITY_FAIL = Status(
+    Code.UNSCHEDULABLE,
+    (ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,),
+    reason_code="ExistingPodsAntiAffinityRulesNotMatch",
+)
+_NO_NODE_STATUS = Status.error(NO_NODE)
+
+#: the bounds of ``hardPodAffinityWeight`` (validation_pluginargs.go ``validateHardPodAffinityWeight``)
+MIN_HARD_POD_AFFINITY_WEIGHT, MAX_HARD_POD_AFFINITY_WEIGHT = 0, 100
+
+
+class InterPodAffinityArgs(PluginArgs):
+    """``InterPodAffinityArgs``: ``hardPodAffinityWeight`` (the score an existing pod's required
+    affinity term matching the incoming pod adds, 0..100, default 1) and
+    ``ignorePreferredTermsOfExistingPods`` (default ``false``: when ``true``, PreScore skips a pod
+    that has no preferred term of its own)."""
+
+    hard_pod_affinity_weight: int = Field(default=1, strict=True)
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    @field_validator("hard_pod_affinity_weight")
+    @classmethod
+    def _in_range(cls, weight: int) -> int:
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise ValueError(f"not in valid range [{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]")
+        return weight
+
+
+# -- label selector validation (metav1.LabelSelectorAsSelector -> labels.NewRequirement) -----------
+
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist"))
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """k8s.io/apimachinery/pkg/util/validation ``RegexError``."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    return msg + " (e.g. " + " or ".join(f"'{e}', " for e in examples) + f"regex used for validation is '{fmt}')"
+
+
+_QUALIFIED_NAME_ERROR = _regex_error(
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+    "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]",
+    "MyName",
+    "my.name",
+    "123-abc",
+)
+_LABEL_VALUE_ERROR = _regex_error(
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character",
+    "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
+    "MyValue",
+    "my_value",
+    "12345",
+)
+_DNS1123_SUBDOMAIN_ERROR = _regex_error(
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character",
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
+    "example.com",
+)
+
+
+def _go_quote(value: str) -> str:
+    """Go's ``%q`` of a string (close enough: JSON escaping of a printable string is the same)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _go_string_slice(values: Sequence[str] | None) -> str:
+    """Go's ``%#v`` of a ``[]string``."""
+    if not values:
+        return "[]string(nil)" if values is None else "[]string{}"
+    return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
+
+
+def _qualified_name_errors(value: str) -> list[str]:
+    """``validation.IsQualifiedName``."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 characters")
+            if not _DNS1123_SUBDOMAIN.match(prefix):
+                errs.append("prefix part " + _DNS1123_SUBDOMAIN_ERROR)
+    else:
+        return [
+            "a qualified name "
+            + _QUALIFIED_NAME_ERROR
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME.match(name):
+        errs.append("name part " + _QUALIFIED_NAME_ERROR)
+    return errs
+
+
+def _requirement_errors(key: str, op: str, values: list[str] | None) -> list[str]:
+    """``labels.NewRequirement``'s field errors, rendered as ``field.Error.Error()``."""
+    out: list[str] = []
+    key_errs = _qualified_name_errors(key)
+    if key_errs:
+        out.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
+    if op in ("In", "NotIn") and not values:
+        out.append(
+            f"values: Invalid value: {_go_string_slice(values)}: for 'in', 'notin' operators, values set can't be empty"
+        )
+    elif op == "=" and len(values or ()) != 1:
+        out.append(
+            f"values: Invalid value: {_go_string_slice(values)}: exact-match compatibility requires one single value"
+        )
+    elif op in ("Exists", "DoesNotExist") and values:
+        out.append(
+            f"values: Invalid value: {_go_string_slice(values)}: values set must be empty for exists and does not exist"
+        )
+    for i, value in enumerate(values or ()):
+        errs = []
+        if len(value) > 63:
+            errs.append("must be no more than 63 characters")
+        if not _LABEL_VALUE.match(value):
+            errs.append(_LABEL_VALUE_ERROR)
+        if errs:
+            out.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(errs)}")
+    return out
+
+
+def _aggregate(errors: list[str]) -> str:
+    """``utilerrors.NewAggregate(...).Error()``: one message, or ``[a, b]`` (repeats dropped)."""
+    if len(errors) == 1:
+        return errors[0]
+    seen: list[str] = []
+    for e in errors:
+        if e not in seen:
+            seen.append(e)
+    return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
+
+
+def selector_error(selector: objects.LabelSelector | None) -> str | None:
+    """The error ``metav1.LabelSelectorAsSelector`` returns for ``selector``, else ``None``.
+
+    ``matchLabels`` first (each an ``=`` requirement), then ``matchExpressions`` in order; the
+    first failing requirement's errors (aggregated) are the message."""
+    if selector is None:
+        return None
+    for key, value in (selector.match_labels or {}).items():
+        errs = _requirement_errors(key, "=", [value])
+        if errs:
+            return _aggregate(errs)
+    for expr in selector.match_expressions or ():
+        op = expr.operator or ""
+        if op not in _OPERATORS:
+            return f"{_go_quote(op)} is not a valid label selector operator"
+        errs = _requirement_errors(expr.key or "", op, list(expr.values) if expr.values is not None else None)
+        if errs:
+            return _aggregate(errs)
+    return None
+
+
+def _terms_error(terms: Sequence[objects.PodAffinityTerm | None]) -> str | None:
+    """``getAffinityTerms``: the first term whose labelSelector, then namespaceSelector, fails."""
+    for term in terms:
+        if term is None:
+            continue
+        err = selector_error(term.label_selector) or selector_error(term.namespace_selector)
+        if err is not None:
+            return err
+    return None
+
+
+def pod_parse_error(pod: PodInfo) -> str | None:
+    """``framework.NewPodInfo``'s error for ``pod``'s affinity terms (``None`` when all parse)."""
+    aff = pod.affinity
+    if aff is None:
+        return None
+    pa, anti = aff.pod_affinity, aff.pod_anti_affinity
+    errors: list[str] = []
+    for label, terms in (
+        ("requiredAffinityTerms", _required(pa)),
+        ("requiredAntiAffinityTerms", _required(anti)),
+        ("preferredAffinityTerms", [w.pod_affinity_term for w in _preferred(pa)]),
+        ("preferredAntiAffinityTerms", [w.pod_affinity_term for w in _preferred(anti)]),
+    ):
+        err = _terms_error(terms)
+        if err is not None:
+            errors.append(f"{label}: {err}")
+    return _aggregate(errors) if errors else None
+
+
+# -- terms ---------------------------------------------------------------------------------------
+
+
+def _required(pa: objects.PodAffinity | None) -> list[objects.PodAffinityTerm]:
+    return (pa.required_during_scheduling_ignored_during_execution or []) if pa is not None else []
+
+
+def _preferred(pa: objects.PodAffinity | None) -> list[objects.WeightedPodAffinityTerm]:
+    return (pa.preferred_during_scheduling_ignored_during_execution or []) if pa is not None else []
+
+
+NamespaceLookup = Callable[[str], "Mapping[str, str] | None"]
+
+
+def _namespace_lookup(state: CycleState) -> NamespaceLookup:
+    """``namespace -> labels`` (``None`` when unknown) from the cycle's snapshot, memoized for
+    the call; without a snapshot every namespace is unknown."""
+    snapshot = state.snapshot
+    if snapshot is None:
+        return lambda ns: None
+    cache: dict[str, Mapping[str, str] | None] = {}
+
+    def lookup(ns: str) -> Mapping[str, str] | None:
+        try:
+            return cache[ns]
+        except KeyError:
+            found: Mapping[str, str] | None = snapshot.namespace_labels(ns)
+            cache[ns] = found
+            return found
+
+    return lookup
+
+
+class IncomingTerm:
+    """An incoming pod's term with ``namespaceSelector`` merged into its namespaces
+    (``mergeAffinityTermNamespacesIfNotEmpty``): ``namespaces`` (a set), ``all_namespaces`` (the
+    selector is ``{}``), ``namespace_selector`` (a non-empty selector, resolved through
+    ``lookup``: an unknown namespace is not selected), ``selector``, ``topology_key``."""
+
+    __slots__ = (
+        "_lookup",
+        "_ns_memo",
+        "all_namespaces",
+        "namespace_selector",
+        "namespaces",
+        "selector",
+        "topology_key",
+    )
+
+    def __init__(self, term: objects.PodAffinityTerm | None, owner: PodInfo, lookup: NamespaceLookup) -> None:
+        term = term if term is not None else _EMPTY_TERM
+        ns_sel = term.namespace_selector
+        if not term.namespaces and ns_sel is None:
+            self.namespaces: frozenset[str] = frozenset((owner.namespace,))
+        else:
+            self.namespaces = frozenset(term.namespaces or ())
+        self.all_namespaces = ns_sel is not None and not ns_sel.match_labels and not ns_sel.match_expressions
+        self.namespace_selector = ns_sel if ns_sel is not None and not self.all_namespaces else None
+        self.selector = term.label_selector
+        self.topology_key = term.topology_key or ""
+        self._lookup = lookup
+        self._ns_memo: dict[str, bool] = {}
+
+    def namespace_matches(self, ns: str) -> bool:
+        """Whether a pod in ``ns`` is within the term's namespaces."""
+        if ns in self.namespaces or self.all_namespaces:
+            return True
+        sel = self.namespace_selector
+        if sel is None:
+            return False
+        memo = self._ns_memo
+        found = memo.get(ns)
+        if found is None:
+            labels = self._lookup(ns)
+            found = memo[ns] = labels is not None and label_selector_matches(sel, labels)
+        return found
+
+    def matches(self, pod: PodInfo) -> bool:
+        """``AffinityTerm.Matches(pod, nil)``."""
+        return self.namespace_matches(pod.namespace) and label_selector_matches(self.selector, pod.labels)
+
+
+_EMPTY_TERM = objects.PodAffinityTerm()
+
+
+def existing_term_matches(
+    term: objects.PodAffinityTerm, owner_namespace: str, pod: PodInfo, ns_labels: Mapping[str, str]
+) -> bool:
+    """``AffinityTerm.Matches(pod, nsLabels)`` for a term of an existing pod in
+    ``owner_namespace``: ``ns_labels`` are the labels of ``pod``'s namespace (empty when unknown)."""
+    namespaces, ns_sel = term.namespaces, term.namespace_selector
+    if not namespaces and ns_sel is None:
+        if pod.namespace != owner_namespace:
+            return False
+    elif not ((namespaces is not None and pod.namespace in namespaces) or label_selector_matches(ns_sel, ns_labels)):
+        return False
+    return label_selector_matches(term.label_selector, pod.labels)
+
+
+def _all_match(terms: Sequence[IncomingTerm], pod: PodInfo) -> bool:
+    """``podMatchesAllAffinityTerms``: false for no terms."""
+    if not terms:
+        return False
+    return all(t.matches(pod) for t in terms)
+
+
+def _all_nodes(state: CycleState, nodes: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
+    snapshot = state.snapshot
+    return snapshot.list() if snapshot is not None else nodes
+
+
+# -- state ---------------------------------------------------------------------------------------
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    """What Filter reads: the three counts by ``(topologyKey, value)`` and the keys to look up.
+
+    ``affinity_keys``: the topology key of each required affinity term (in order, repeats kept);
+    ``first_of_group``: no existing pod matches all affinity terms and the pod matches them itself.
+    """
+
+    existing_anti_affinity_counts: dict[Pair, int]
+    existing_anti_affinity_keys: tuple[str, ...]
+    affinity_counts: dict[Pair, int]
+    affinity_keys: tuple[str, ...]
+    anti_affinity_counts: dict[Pair, int]
+    anti_affinity_keys: tuple[str, ...]
+    first_of_group: bool
+
+
+def _verdict(s: PreFilterState, labels: Mapping[str, str]) -> Status:
+    """``Filter``: satisfyPodAffinity, satisfyPodAntiAffinity, satisfyExistingPodsAntiAffinity."""
+    if s.affinity_keys:
+        counts = s.affinity_counts
+        pods_exist = True
+        for key in s.affinity_keys:
+            value = labels.get(key)
+            if value is None:
+                return _AFFINITY_FAIL  # all topology labels must exist on the node
+            if counts.get((key, value), 0) <= 0:
+                pods_exist = False
+        if not pods_exist and not s.first_of_group:
+            return _AFFINITY_FAIL
+    anti = s.anti_affinity_counts
+    if anti:
+        for key in s.anti_affinity_keys:
+            value = labels.get(key)
+            if value is not None and anti.get((key, value), 0) > 0:
+                return _ANTI_AFFINITY_FAIL
+    existing = s.existing_anti_affinity_counts
+    if existing:
+        for key in s.existing_anti_affinity_keys:
+            value = labels.get(key)
+            if value is not None and existing.get((key, value), 0) > 0:
+                return _EXISTING_ANTI_AFFINITY_FAIL
+    return SUCCESS
+
+
+# -- the plugin ----------------------------------------------------------------------------------
+
+
+class InterPodAffinity:
+    """PreFilter + Filter + PreScore + Score + NormalizeScore (see the module doc)."""
+
+    name = NAME
+
+    def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
+        self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = args.ignore_preferred_terms_of_existing_pods
+
+    # -- filter ----------------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """Count the topology pairs over every node of the cluster; ``Skip`` when nothing applies."""
+        error = pod_parse_error(pod)
+        if error is not None:
+            return Status.unresolvable(f"parsing pod: {error}")
+        aff = pod.affinity
+        lookup = _namespace_lookup(state)
+        affinity_terms = [IncomingTerm(t, pod, lookup) for t in _required(aff.pod_affinity)] if aff else []
+        anti_terms = [IncomingTerm(t, pod, lookup) for t in _required(aff.pod_anti_affinity)] if aff else []
+        all_nodes = _all_nodes(state, nodes)
+        ns_labels = lookup(pod.namespace) or {}
+
+        existing = self._existing_anti_affinity_counts(pod, ns_labels, all_nodes)
+        affinity_counts: dict[Pair, int] = {}
+        anti_counts: dict[Pair, int] = {}
+        if affinity_terms or anti_terms:
+            self._incoming_counts(affinity_terms, anti_terms, all_nodes, affinity_counts, anti_counts)
+        if not existing and not affinity_terms and not anti_terms:
+            return SKIP
+        state.write(
+            _PRE_FILTER,
+            PreFilterState(
+                existing_anti_affinity_counts=existing,
+                existing_anti_affinity_keys=tuple({k for k, _ in existing}),
+                affinity_counts=affinity_counts,
+                affinity_keys=tuple(t.topology_key for t in affinity_terms),
+                anti_affinity_counts=anti_counts,
+                anti_affinity_keys=tuple(t.topology_key for t in anti_terms),
+                first_of_group=not affinity_counts and _all_match(affinity_terms, pod),
+            ),
+        )
+        return SUCCESS
+
+    @staticmethod
+    def _existing_anti_affinity_counts(
+        pod: PodInfo, ns_labels: Mapping[str, str], all_nodes: Sequence[NodeInfo]
+    ) -> dict[Pair, int]:
+        """``getExistingAntiAffinityCounts``: only the pods with required anti-affinity are read."""
+        counts: dict[Pair, int] = {}
+        for node in all_nodes:
+            holders = node.pods_with_required_anti_affinity
+            if not holders or node.node is None:
+                continue
+            labels = node.labels
+            for existing in holders:
+                anti = existing.affinity.pod_anti_affinity if existing.affinity is not None else None
+                for term in _required(anti):
+                    key = term.topology_key or ""
+                    value = labels.get(key)
+                    if value is not None and existing_term_matches(term, existing.namespace, pod, ns_labels):
+                        pair = (key, value)
+                        counts[pair] = counts.get(pair, 0) + 1
+        return counts
+
+    @staticmethod
+    def _incoming_counts(
+        affinity_terms: list[IncomingTerm],
+        anti_terms: list[IncomingTerm],
+        all_nodes: Sequence[NodeInfo],
+        affinity_counts: dict[Pair, int],
+        anti_counts: dict[Pair, int],
+    ) -> None:
+        """``getIncomingAffinityAntiAffinityCounts``: every pod of every node that has one of the
+        terms' topology keys (a node without any cannot add to a count)."""
+        for node in all_nodes:
+            if node.node is None:
+                continue
+            labels = node.labels
+            affinity_pairs = [
+                (t.topology_key, labels[t.topology_key]) for t in affinity_terms if t.topology_key in labels
+            ]
+            anti_pairs = [(t, (t.topology_key, labels[t.topology_key])) for t in anti_terms if t.topology_key in labels]
+            if not affinity_pairs and not anti_pairs:
+                continue
+            for existing in node.pods:
+                if affinity_pairs and _all_match(affinity_terms, existing):
+                    for pair in affinity_pairs:
+                        affinity_counts[pair] = affinity_counts.get(pair, 0) + 1
+                for term, pair in anti_pairs:
+                    if term.matches(existing):
+                        anti_counts[pair] = anti_counts.get(pair, 0) + 1
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """The node's verdict from PreFilter's counts; ``Error`` for an unknown node object.
+        Raises ``KeyError`` when PreFilter did not run."""
+        s: PreFilterState = state.read(_PRE_FILTER)
+        if node.node is None:
+            return _NO_NODE_STATUS
+        return _verdict(s, node.labels)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """:meth:`filter` for every node of ``nodes``, in order."""
+        s: PreFilterState = state.read(_PRE_FILTER)
+        return [_verdict(s, n.labels) if n.node is not None else _NO_NODE_STATUS for n in nodes]
+
+    # -- score -----------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """Sum the weights per topology pair over every node of the cluster; ``Skip`` when none."""
+        aff = pod.affinity
+        preferred_affinity = _preferred(aff.pod_affinity) if aff else []
+        preferred_anti = _preferred(aff.pod_anti_affinity) if aff else []
+        has_constraints = bool(preferred_affinity or preferred_anti)
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return SKIP
+        error = pod_parse_error(pod)
+        if error is not None:
+            return Status.error(f"failed to parse pod: {error}")
+        lookup = _namespace_lookup(state)
+        incoming = [(IncomingTerm(w.pod_affinity_term, pod, lookup), w.weight or 0) for w in preferred_affinity]
+        incoming += [(IncomingTerm(w.pod_affinity_term, pod, lookup), -(w.weight or 0)) for w in preferred_anti]
+        ns_labels = lookup(pod.namespace) or {}
+        hard = self.hard_pod_affinity_weight
+        scores: dict[str, dict[str, int]] = {}
+        touched = False
+
+        def add(key: str, value: str, weight: int) -> None:
+            by_value = scores.get(key)
+            if by_value is None:
+                by_value = scores[key] = {}
+            by_value[value] = by_value.get(value, 0) + weight
+
+        for node in _all_nodes(state, nodes):
+            if node.node is None:
+                continue
+            labels = node.labels
+            if not labels:
+                continue
+            for existing in node.pods if has_constraints else node.pods_with_affinity:
+                for term, weight in incoming:
+                    value = labels.get(term.topology_key)
+                    if value is not None and term.matches(existing):
+                        add(term.topology_key, value, weight)
+                        touched = True
+                existing_aff = existing.affinity
+                if existing_aff is None:
+                    continue
+                for raw, weight in self._existing_terms(existing_aff, hard):
+                    key = raw.topology_key or ""
+                    value = labels.get(key)
+                    if value is not None and existing_term_matches(raw, existing.namespace, pod, ns_labels):
+                        add(key, value, weight)
+                        touched = True
+        if not touched:
+            return SKIP
+        state.write(_PRE_SCORE, scores)
+        return SUCCESS
+
+    @staticmethod
+    def _existing_terms(aff: objects.Affinity, hard: int) -> list[tuple[objects.PodAffinityTerm, int]]:
+        """An existing pod's scoring terms with their signed weights: required affinity (``hard``,
+        when above 0), preferred affinity, preferred anti-affinity (negative)."""
+        out: list[tuple[objects.PodAffinityTerm, int]] = []
+        if hard > 0:
+            out += [(t, hard) for t in _required(aff.pod_affinity)]
+        out += [(w.pod_affinity_term, w.weight or 0) for w in _preferred(aff.pod_affinity) if w.pod_affinity_term]
+        out += [
+            (w.pod_affinity_term, -(w.weight or 0)) for w in _preferred(aff.pod_anti_affinity) if w.pod_affinity_term
+        ]
+        return out
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """The sum of PreScore's weights over the node's topology pairs (may be negative; see
+        :meth:`normalize_score`). Raises ``LookupError`` for an unknown node object."""
+        scores: dict[str, dict[str, int]] = state.read(_PRE_SCORE)
+        if node.node is None:
+            raise LookupError(NO_NODE)
+        labels = node.labels
+        total = 0
+        for key, by_value in scores.items():
+            value = labels.get(key)
+            if value is not None:
+                total += by_value.get(value, 0)
+        return total
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """Map min..max of ``scores`` onto 0..100 in place (``int(100 * (s - min) / (max - min))``,
+        float64 as upstream); all 0 when every node has the same score."""
+        if not state.read(_PRE_SCORE) or not scores:
+            return SUCCESS
+        low = min(s.score for s in scores)
+        high = max(s.score for s in scores)
+        diff = high - low
+        for s in scores:
+            s.score = int(float(MAX_NODE_SCORE) * (float(s.score - low) / float(diff))) if diff > 0 else 0
+        return SUCCESS
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=InterPodAffinity,
+    args=InterPodAffinityArgs,
+    needs_cluster=True,
+    summary="filter+score: kube-scheduler's InterPodAffinity (pod affinity and anti-affinity) on the cluster state",
+)

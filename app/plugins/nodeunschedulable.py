@@ -1,0 +1,72 @@
+"""NodeUnschedulable: a cordoned node (``spec.unschedulable: true``) takes only pods that tolerate
+the ``node.kubernetes.io/unschedulable:NoSchedule`` taint.
+
+Ports kube-scheduler v1.30's plugin (pkg/scheduler/framework/plugins/nodeunschedulable/
+node_unschedulable.go): Filter only, ``UnschedulableAndUnresolvable`` ``node(s) were
+unschedulable``; the toleration check is ``v1helper.TolerationsTolerateTaint`` with the taint
+``{Key: node.kubernetes.io/unschedulable, Effect: NoSchedule}`` (no value), via
+:func:`app.plugins.tainttoleration.tolerations_tolerate_taint`.
+
+Reads only the pod and the node object (no cluster state). A node known only by name (no object)
+is an ``ERROR`` (:data:`~app.framework.types.NO_NODE`): v1.30 always has the node object (older
+releases answered ``node(s) had unknown conditions`` for a missing one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.framework import objects
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
+from app.framework.status import SUCCESS, Code, Status
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
+from app.plugins.tainttoleration import NO_SCHEDULE, tolerations_tolerate_taint
+
+NAME = "NodeUnschedulable"
+#: ``v1.TaintNodeUnschedulable``
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+#: ``ErrReasonUnschedulable``
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+_UNSCHEDULABLE_TAINT = objects.Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
+_REJECTED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSCHEDULABLE,), reason_code="NodeUnschedulable")
+_NO_NODE_STATUS = Status.error(NO_NODE)
+
+
+def tolerates_unschedulable(pod: PodInfo) -> bool:
+    """Whether ``pod`` tolerates ``node.kubernetes.io/unschedulable:NoSchedule`` (and so a
+    cordoned node)."""
+    return tolerations_tolerate_taint(pod.tolerations, _UNSCHEDULABLE_TAINT)
+
+
+class NodeUnschedulable:
+    """Filter (see the module doc). Takes no args."""
+
+    name = NAME
+
+    def __init__(self, args: None = None, handle: Handle | None = None) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``SUCCESS``, or ``UnschedulableAndUnresolvable`` for a cordoned node the pod does not
+        tolerate; ``ERROR`` for a node without its object."""
+        if node.node is None:
+            return _NO_NODE_STATUS
+        if node.unschedulable and not tolerates_unschedulable(pod):
+            return _REJECTED
+        return SUCCESS
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """:meth:`filter` for each of ``nodes``, in order (the toleration is checked once)."""
+        rejected = SUCCESS if tolerates_unschedulable(pod) else _REJECTED
+        return [_NO_NODE_STATUS if n.node is None else rejected if n.unschedulable else SUCCESS for n in nodes]
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=NodeUnschedulable,
+    args=None,
+    needs_cluster=False,
+    summary="filter: kube-scheduler's NodeUnschedulable (cordoned nodes, unless the pod tolerates them)",
+)

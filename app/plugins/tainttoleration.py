@@ -1,0 +1,168 @@
+"""TaintToleration: a pod goes only where it tolerates the NoSchedule/NoExecute taints, and
+prefers nodes with fewer PreferNoSchedule taints it does not tolerate.
+
+Ports kube-scheduler v1.30's plugin (pkg/scheduler/framework/plugins/tainttoleration/
+taint_toleration.go) with the helpers it calls: ``v1helper.FindMatchingUntoleratedTaint`` and
+``TolerationsTolerateTaint`` (k8s.io/component-helpers/scheduling/corev1/helpers.go),
+``helper.DoNotScheduleTaintsFilterFunc`` (pkg/scheduler/framework/plugins/helper/taint.go) and
+``Toleration.ToleratesTaint`` (k8s.io/api/core/v1/toleration.go).
+
+- Filter: the first taint of ``spec.taints`` with effect ``NoSchedule`` or ``NoExecute`` that no
+  toleration tolerates rejects the node, ``UnschedulableAndUnresolvable``
+  ``node(s) had untolerated taint {<key>: <value>}``.
+- PreScore: the pod's tolerations with effect ``PreferNoSchedule`` or empty (empty means every
+  effect); never ``Skip``.
+- Score: how many ``PreferNoSchedule`` taints of the node those tolerations do not tolerate.
+- NormalizeScore: ``DefaultNormalizeScore(MaxNodeScore, reverse=true)``: the node with the most
+  such taints scores 0, a node with none 100.
+
+Reads only the pod and the node object (no cluster state). A node known only by name (no object)
+is an ``ERROR`` (:data:`~app.framework.types.NO_NODE`): upstream always has the node object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from app.framework import objects
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
+from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
+from app.framework.status import SUCCESS, Code, Status
+from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+
+NAME = "TaintToleration"
+#: CycleState key of PreScore's tolerations (upstream ``"PreScore" + Name``)
+_PRE_SCORE = f"{NAME}/prefer-no-schedule-tolerations"
+
+#: ``v1.TaintEffectNoSchedule``, ``v1.TaintEffectPreferNoSchedule``, ``v1.TaintEffectNoExecute``
+NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
+#: ``v1.TolerationOpEqual``, ``v1.TolerationOpExists``
+OP_EQUAL, OP_EXISTS = "Equal", "Exists"
+
+_NO_NODE_STATUS = Status.error(NO_NODE)
+
+
+def tolerates_taint(toleration: objects.Toleration, taint: objects.Taint) -> bool:
+    """``Toleration.ToleratesTaint`` of k8s.io/api v1.30 (core/v1/toleration.go).
+
+    An empty toleration effect matches every effect and an empty key every key; the operator
+    ``""`` or ``Equal`` needs the same value (``""`` when unset), ``Exists`` any value; any other
+    operator tolerates nothing. ``tolerationSeconds`` is not looked at.
+    """
+    effect = toleration.effect or ""
+    if effect and effect != (taint.effect or ""):
+        return False
+    key = toleration.key or ""
+    if key and key != (taint.key or ""):
+        return False
+    operator = toleration.operator or ""
+    if operator in ("", OP_EQUAL):
+        return (toleration.value or "") == (taint.value or "")
+    return operator == OP_EXISTS
+
+
+def tolerations_tolerate_taint(tolerations: Iterable[objects.Toleration], taint: objects.Taint) -> bool:
+    """``v1helper.TolerationsTolerateTaint``: whether any of ``tolerations`` tolerates ``taint``."""
+    return any(tolerates_taint(t, taint) for t in tolerations)
+
+
+def find_matching_untolerated_taint(
+    taints: Iterable[objects.Taint], tolerations: Sequence[objects.Toleration]
+) -> objects.Taint | None:
+    """``v1helper.FindMatchingUntoleratedTaint(taints, tolerations, DoNotScheduleTaintsFilterFunc())``:
+    the first taint with effect ``NoSchedule`` or ``NoExecute`` that none of ``tolerations``
+    tolerates, or ``None``."""
+    for taint in taints:
+        if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerations_tolerate_taint(tolerations, taint):
+            return taint
+    return None
+
+
+def prefer_no_schedule_tolerations(tolerations: Iterable[objects.Toleration]) -> tuple[objects.Toleration, ...]:
+    """``getAllTolerationPreferNoSchedule``: the tolerations with effect ``PreferNoSchedule`` or
+    empty (an empty effect means every effect)."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def count_intolerable_prefer_no_schedule(
+    taints: Iterable[objects.Taint], tolerations: Sequence[objects.Toleration]
+) -> int:
+    """``countIntolerableTaintsPreferNoSchedule``: the ``PreferNoSchedule`` taints none of
+    ``tolerations`` tolerates."""
+    return sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(tolerations, t))
+
+
+@lru_cache(maxsize=4096)
+def untolerated_status(key: str, value: str) -> Status:
+    """The Filter rejection for an untolerated taint, one shared object per ``(key, value)``:
+    ``fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)``."""
+    return Status(
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (f"node(s) had untolerated taint {{{key}: {value}}}",),
+        reason_code="UntoleratedTaint",
+    )
+
+
+class TaintToleration:
+    """Filter, PreScore, Score and NormalizeScore (see the module doc). Takes no args."""
+
+    name = NAME
+
+    def __init__(self, args: None = None, handle: Handle | None = None) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``SUCCESS``, or ``UnschedulableAndUnresolvable`` naming the first untolerated
+        NoSchedule/NoExecute taint; ``ERROR`` for a node without its object."""
+        if node.node is None:
+            return _NO_NODE_STATUS
+        taint = find_matching_untolerated_taint(node.taints, pod.tolerations)
+        if taint is None:
+            return SUCCESS
+        return untolerated_status(taint.key or "", taint.value or "")
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """:meth:`filter` for each of ``nodes``, in order."""
+        tolerations = pod.tolerations
+        out: list[Status] = []
+        append = out.append
+        for node in nodes:
+            if node.node is None:
+                append(_NO_NODE_STATUS)
+                continue
+            taints = node.taints
+            if not taints:
+                append(SUCCESS)
+                continue
+            taint = find_matching_untolerated_taint(taints, tolerations)
+            append(SUCCESS if taint is None else untolerated_status(taint.key or "", taint.value or ""))
+        return out
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """Keep the pod's PreferNoSchedule (or effect-less) tolerations for Score."""
+        state.write(_PRE_SCORE, prefer_no_schedule_tolerations(pod.tolerations))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """The raw score: the count of intolerable PreferNoSchedule taints (0..len(taints)).
+        Raises ``LookupError`` for a node without its object, ``KeyError`` when PreScore did
+        not run (upstream's error reading the cycle state)."""
+        if node.node is None:
+            raise LookupError(NO_NODE)
+        tolerations: tuple[objects.Toleration, ...] = state.read(_PRE_SCORE)
+        return count_intolerable_prefer_no_schedule(node.taints, tolerations)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """``DefaultNormalizeScore(MaxNodeScore, true, scores)``: fewer intolerable taints score higher."""
+        return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=TaintToleration,
+    args=None,
+    needs_cluster=False,
+    summary="filter + score: kube-scheduler's TaintToleration (NoSchedule/NoExecute taints, PreferNoSchedule count)",
+)

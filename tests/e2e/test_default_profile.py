@@ -1,0 +1,105 @@
+"""kube-scheduler's default plugins in the standalone scheduler, end to end with the real
+``schedule`` process and the test API server: required pod anti-affinity on the hostname never
+shares a node, a zone spread constraint with ``maxSkew: 1`` holds, a gated pod waits for its gates
+and is bound soon after they are removed."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.e2e.test_cycle import write_config
+from tests.e2e.test_scheduler import Scheduler, api, bound, wait_for
+from tests.support.apiserver import FakeAPIServer, node, pod
+
+__all__ = ["api"]  # the test API server fixture, shared with test_scheduler
+
+PROFILE = {"name": "default", "schedulerName": "default-plugins"}
+
+
+def zoned(name: str, zone: str) -> dict[str, Any]:
+    doc = node(name, cpu="32", memory="64Gi", pods="110")
+    doc["metadata"]["labels"] = {
+        "kubernetes.io/hostname": name,
+        "topology.kubernetes.io/zone": zone,
+    }
+    return doc
+
+
+def pending(name: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    doc = pod(name, cpu="10m", memory="16Mi")
+    doc["metadata"]["labels"] = labels
+    doc["spec"]["schedulerName"] = "default-plugins"
+    doc["spec"].update(spec)
+    return doc
+
+
+def test_required_anti_affinity_on_the_hostname_never_shares_a_node(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(8):
+        api.put("nodes", zoned(f"n{i}", f"z{i % 2}"))
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    for i in range(10):  # 10 replicas, 8 nodes: 8 bound on 8 distinct nodes, 2 left pending
+        api.put("pods", pending(f"web-{i}", {"app": "web"}, affinity=anti))
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+        placed = wait_for(lambda: len(bound(api)) == 8 and bound(api), seconds=30, what="8 replicas bound")
+        assert len(set(placed.values())) == 8  # never two on one node
+        time.sleep(1.0)
+        assert len(bound(api)) == 8  # the other two stay pending
+        stuck = next(n for n in (f"web-{i}" for i in range(10)) if n not in placed)
+        explained = httpx.get(f"{scheduler.url}/explain/default/{stuck}").json()
+        reasons = {v.get("reason") for a in explained["attempts"] if a["verb"] == "filter" for v in a["nodes"].values()}
+        assert reasons == {"node(s) didn't match pod anti-affinity rules"}
+    finally:
+        scheduler.stop()
+
+
+def test_a_zone_spread_with_max_skew_one_holds(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(6):
+        api.put("nodes", zoned(f"n{i}", f"z{i % 3}"))
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "spread"}},
+        }
+    ]
+    for i in range(30):
+        api.put("pods", pending(f"s-{i}", {"app": "spread"}, topologySpreadConstraints=spread))
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+        placed = wait_for(lambda: len(bound(api)) == 30 and bound(api), seconds=60, what="30 pods bound")
+        per_zone = Counter(f"z{int(n[1:]) % 3}" for n in placed.values())
+        assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
+    finally:
+        scheduler.stop()
+
+
+def test_a_gated_pod_waits_for_its_gates_then_is_bound(api: FakeAPIServer, tmp_path: Path) -> None:
+    api.put("nodes", zoned("n0", "z0"))
+    gated = api.put("pods", pending("gated", {}, schedulingGates=[{"name": "example.com/quota"}]))
+    api.put("pods", pending("free", {}))
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+        wait_for(lambda: "free" in bound(api), seconds=30, what="the ungated pod bound")
+        time.sleep(1.0)
+        assert "gated" not in bound(api)
+        with api.lock:
+            conditions = api.objects["pods"]["default/gated"]["status"].get("conditions", [])
+        assert {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}.items() <= next(
+            c for c in conditions if c["type"] == "PodScheduled"
+        ).items()
+        ungated = dict(gated)
+        ungated["spec"] = {**gated["spec"], "schedulingGates": []}
+        api.put("pods", ungated)
+        removed = time.monotonic()
+        wait_for(lambda: "gated" in bound(api), seconds=10, what="the pod bound once its gate is gone")
+        assert time.monotonic() - removed < 2.0
+    finally:
+        scheduler.stop()

@@ -1,0 +1,836 @@
+"""PodTopologySpread, against kube-scheduler v1.30's tables.
+
+Ported from pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go
+(``TestSingleConstraint``, ``TestMultipleConstraints``) and scoring_test.go
+(``TestPodTopologySpreadScore``) of kubernetes/kubernetes, as data: each case keeps upstream's
+name. Upstream's builders (``st.MakePod()``, ``st.MakeNode()``) become the small helpers below;
+pods have upstream's empty namespace unless a case sets one.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+import pytest
+
+from app.framework import objects
+from app.framework.runtime import EnabledPlugin, Framework
+from app.framework.status import Code
+from app.framework.types import CycleState, NodeInfo, NodeUsage, PodInfo
+from app.plugins.podtopologyspread import (
+    ERR_REASON_CONSTRAINTS_NOT_MATCH,
+    ERR_REASON_NODE_LABEL_NOT_MATCH,
+    LABEL_HOSTNAME,
+    NAME,
+    PLUGIN,
+    PodTopologySpread,
+    PodTopologySpreadArgs,
+    go_round,
+)
+
+DNS, SA = "DoNotSchedule", "ScheduleAnyway"
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+#: upstream's ``taints``: node.kubernetes.io/unschedulable:NoSchedule
+TAINTS = [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]
+S, U, UU = Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+# -- builders (upstream's st.MakePod / st.MakeNode) -------------------------------------------------
+
+
+def tsc(
+    max_skew: int,
+    key: str,
+    mode: str,
+    selector: dict[str, Any] | None,
+    min_domains: int | None = None,
+    affinity_policy: str | None = None,
+    taints_policy: str | None = None,
+    match_label_keys: list[str] | None = None,
+) -> dict[str, Any]:
+    """``SpreadConstraint(maxSkew, key, mode, selector, minDomains, nodeAffinityPolicy,
+    nodeTaintsPolicy, matchLabelKeys)``."""
+    doc: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": mode}
+    for field, value in (
+        ("labelSelector", selector),
+        ("minDomains", min_domains),
+        ("nodeAffinityPolicy", affinity_policy),
+        ("nodeTaintsPolicy", taints_policy),
+        ("matchLabelKeys", match_label_keys),
+    ):
+        if value is not None:
+            doc[field] = value
+    return doc
+
+
+def in_pod(
+    labels: Mapping[str, str],
+    *constraints: dict[str, Any],
+    node_selector: Mapping[str, str] | None = None,
+    affinity: dict[str, Any] | None = None,
+    namespace: str = "",
+    tolerations: list[dict[str, Any]] | None = None,
+) -> PodInfo:
+    """The incoming pod ``p``."""
+    spec: dict[str, Any] = {"topologySpreadConstraints": list(constraints)}
+    if node_selector is not None:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity is not None:
+        spec["affinity"] = affinity
+    if tolerations is not None:
+        spec["tolerations"] = tolerations
+    doc = {"metadata": {"name": "p", "namespace": namespace, "uid": "uid-p", "labels": dict(labels)}, "spec": spec}
+    return PodInfo(msgspec.convert(doc, objects.Pod))
+
+
+def affinity_in(key: str, values: list[str], op: str = "In") -> dict[str, Any]:
+    """``NodeAffinityIn`` / ``NodeAffinityNotIn`` (one matchExpressions term)."""
+    req = {"key": key, "operator": op, "values": values}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [req]}]}
+        }
+    }
+
+
+def nd(name: str, labels: Mapping[str, str], taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A node document."""
+    doc: dict[str, Any] = {"metadata": {"name": name, "labels": dict(labels)}}
+    if taints is not None:
+        doc["spec"] = {"taints": taints}
+    return doc
+
+
+def zn(name: str, zone: str, **extra: str) -> dict[str, Any]:
+    """``MakeNode().Name(name).Label("zone", zone).Label("node", name)``."""
+    return nd(name, {"zone": zone, "node": name, **extra})
+
+
+def hn(name: str) -> dict[str, Any]:
+    """``MakeNode().Name(name).Label(v1.LabelHostname, name)``."""
+    return nd(name, {LABEL_HOSTNAME: name})
+
+
+def ep(
+    name: str, node: str, labels: Mapping[str, str] | None = None, namespace: str = "", terminating: bool = False
+) -> dict[str, Any]:
+    """An existing pod on ``node``, labelled ``foo`` unless ``labels`` are given."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{name}",
+        "labels": dict(labels if labels is not None else {"foo": ""}),
+    }
+    if terminating:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node}}
+
+
+def foo_pods(node: str, *names: str) -> list[dict[str, Any]]:
+    """Existing pods labelled ``foo`` on ``node``."""
+    return [ep(n, node) for n in names]
+
+
+def node_infos(nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]]) -> list[NodeInfo]:
+    """NodeInfos of ``nodes`` with the ``pods`` bound to them."""
+    by_node: dict[str, list[PodInfo]] = {}
+    for p in pods:
+        by_node.setdefault(p["spec"]["nodeName"], []).append(PodInfo(msgspec.convert(p, objects.Pod)))
+    out = []
+    for n in nodes:
+        name = n["metadata"]["name"]
+        out.append(NodeInfo(name, msgspec.convert(n, objects.Node), NodeUsage(pods=tuple(by_node.get(name, ())))))
+    return out
+
+
+class Snapshot:
+    """A :class:`~app.framework.handle.NodeLister` over fixed NodeInfos."""
+
+    def __init__(self, infos: Sequence[NodeInfo]) -> None:
+        self.infos = list(infos)
+
+    def list(self) -> Sequence[NodeInfo]:
+        return self.infos
+
+    def get(self, name: str) -> NodeInfo | None:
+        return next((n for n in self.infos if n.name == name), None)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return None
+
+
+def framework(plugin: PodTopologySpread) -> Framework:
+    return Framework("p", [EnabledPlugin(NAME, plugin)], [EnabledPlugin(NAME, plugin, 1)])
+
+
+LIST = PodTopologySpreadArgs(defaulting_type="List")
+
+FOUR = [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2"), zn("node-y", "zone2")]
+SPREAD_2103 = [*foo_pods("node-a", "p-a1", "p-a2"), ep("p-b1", "node-b"), *foo_pods("node-y", "p-y1", "p-y2", "p-y3")]
+FOO_ONLY = [nd("node-a", {"node": "node-a", "foo": ""}), nd("node-b", {"node": "node-b", "foo": ""})]
+FOO_ONLY += [nd("node-x", {"node": "node-x", "foo": ""})]
+P_B1_B2_Y1 = [ep("p-b1", "node-a"), ep("p-b2", "node-b"), ep("p-y1", "node-y")]
+FOO_POD = {"foo": ""}
+
+# -- TestSingleConstraint ---------------------------------------------------------------------------
+
+SINGLE_CONSTRAINT: list[dict[str, Any]] = [
+    {
+        "name": "no existing pods",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, FOO)),
+        "nodes": FOUR,
+        "pods": [],
+        "want": {"node-a": S, "node-b": S, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "no existing pods, incoming pod doesn't match itself",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, BAR)),
+        "nodes": FOUR,
+        "pods": [],
+        "want": {"node-a": S, "node-b": S, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "existing pods in a different namespace do not count",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, FOO)),
+        "nodes": FOUR,
+        "pods": [
+            ep("p-a1", "node-a", namespace="ns1"),
+            ep("p-b1", "node-a", namespace="ns2"),
+            ep("p-x1", "node-x"),
+            ep("p-y1", "node-y"),
+        ],
+        "want": {"node-a": S, "node-b": S, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "existing pods do not match null selector",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, None)),
+        "nodes": FOUR,
+        "pods": [ep("p-x1", "node-x"), ep("p-y1", "node-y")],
+        "want": {"node-a": S, "node-b": S, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "pods spread across zones as 3/3, all nodes fit",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, FOO)),
+        "nodes": FOUR,
+        "pods": SPREAD_2103,
+        "want": {"node-a": S, "node-b": S, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, FOO)),
+        "nodes": [zn("node-a", "zone1"), nd("node-b", {"zon": "zone1", "node": "node-b"}), *FOUR[2:]],
+        "pods": [ep("p-a1", "node-a"), ep("p-b1", "node-b"), ep("p-x1", "node-x"), ep("p-y1", "node-y")],
+        "want": {"node-a": S, "node-b": UU, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "pod cannot be scheduled as all nodes don't have label 'rack'",
+        "pod": in_pod(FOO_POD, tsc(1, "rack", DNS, FOO)),
+        "nodes": [zn("node-a", "zone1"), zn("node-x", "zone2")],
+        "pods": [],
+        "want": {"node-a": UU, "node-x": UU},
+    },
+    {
+        "name": "pods spread across nodes as 2/1/0/3, only node-x fits",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO)),
+        "nodes": FOUR,
+        "pods": SPREAD_2103,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
+        "pod": in_pod(FOO_POD, tsc(2, "node", DNS, FOO)),
+        "nodes": FOUR,
+        "pods": SPREAD_2103,
+        "want": {"node-a": U, "node-b": S, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
+        "pod": in_pod({"bar": ""}, tsc(1, "node", DNS, FOO)),
+        "nodes": FOUR,
+        "pods": SPREAD_2103,
+        "want": {"node-a": U, "node-b": S, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO), affinity=affinity_in("node", ["node-a", "node-y"])),
+        "nodes": FOUR,
+        "pods": SPREAD_2103,
+        "want": {"node-a": S, "node-b": S, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "terminating Pods should be excluded",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO)),
+        "nodes": [nd("node-a", {"node": "node-a"}), nd("node-b", {"node": "node-b"})],
+        "pods": [ep("p-a", "node-a", terminating=True), ep("p-b", "node-b")],
+        "want": {"node-a": S, "node-b": U},
+    },
+    {
+        "name": "incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, FOO), affinity=affinity_in("node", ["node-b"], "NotIn")),
+        "nodes": FOUR,
+        "pods": [ep("p-b1", "node-b"), ep("p-b2", "node-b"), ep("p-y1", "node-y")],
+        "want": {"node-a": S, "node-b": S, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, "
+        "then the third node fits",
+        "pod": in_pod(FOO_POD, tsc(2, "node", DNS, FOO, 4)),
+        "nodes": [nd(n, {"node": n}) for n in ("node-a", "node-b", "node-c")],
+        "pods": [*foo_pods("node-a", "p-a1", "p-a2"), *foo_pods("node-b", "p-b1", "p-b2"), ep("p-c1", "node-c")],
+        "want": {"node-a": U, "node-b": U, "node-c": S},
+    },
+    {
+        "name": "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, "
+        "then the all nodes fit",
+        "pod": in_pod(FOO_POD, tsc(2, "node", DNS, FOO, 2)),
+        "nodes": [nd(n, {"node": n}) for n in ("node-a", "node-b", "node-c")],
+        "pods": [*foo_pods("node-a", "p-a1", "p-a2"), *foo_pods("node-b", "p-b1", "p-b2"), ep("p-c1", "node-c")],
+        "want": {"node-a": S, "node-b": S, "node-c": S},
+    },
+    {
+        "name": "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, "
+        "then the third and fourth nodes fit",
+        "pod": in_pod(FOO_POD, tsc(2, "zone", DNS, FOO, 3)),
+        "nodes": FOUR,
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, "
+        "then the all nodes fit",
+        "pod": in_pod(FOO_POD, tsc(2, "zone", DNS, FOO, 1)),
+        "nodes": FOUR,
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": S, "node-b": S, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "NodeAffinityPolicy honored with labelSelectors",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO), node_selector=FOO_POD),
+        "nodes": [*FOO_ONLY, nd("node-y", {"node": "node-y"})],
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "NodeAffinityPolicy ignored with labelSelectors",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO, None, "Ignore"), node_selector=FOO_POD),
+        "nodes": [*FOO_ONLY, nd("node-y", {"node": "node-y"})],
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "NodeAffinityPolicy honored with nodeAffinity",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO), affinity=affinity_in("foo", [""])),
+        "nodes": [*FOO_ONLY, nd("node-y", {"node": "node-y"})],
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "NodeAffinityPolicy ignored with labelSelectors",  # upstream's name (with nodeAffinity)
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO, None, "Ignore"), affinity=affinity_in("foo", [""])),
+        "nodes": [*FOO_ONLY, nd("node-y", {"node": "node-y"})],
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "NodeTaintsPolicy honored",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO, None, None, "Honor")),
+        "nodes": [*FOO_ONLY, nd("node-y", {"node": "node-y"}, TAINTS)],
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": S},
+    },
+    {
+        "name": "NodeTaintsPolicy ignored",
+        "pod": in_pod(FOO_POD, tsc(1, "node", DNS, FOO)),
+        "nodes": [*FOO_ONLY, nd("node-y", {"node": "node-y"}, TAINTS)],
+        "pods": P_B1_B2_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+]
+
+# -- TestMultipleConstraints ------------------------------------------------------------------------
+
+ZONE_NODE_FOO = (tsc(1, "zone", DNS, FOO), tsc(1, "node", DNS, FOO))
+ZONE_FOO_NODE_BAR = (tsc(1, "zone", DNS, FOO), tsc(1, "node", DNS, BAR))
+FOO_BAR = {"foo": "", "bar": ""}
+P_A1_B1_Y1 = [ep("p-a1", "node-a"), ep("p-b1", "node-b"), ep("p-y1", "node-y")]
+
+MULTIPLE_CONSTRAINTS: list[dict[str, Any]] = [
+    {
+        "name": "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
+        "pod": in_pod(FOO_POD, *ZONE_NODE_FOO),
+        "nodes": FOUR,
+        "pods": SPREAD_2103,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
+        "pod": in_pod(FOO_POD, *ZONE_NODE_FOO),
+        "nodes": FOUR,
+        "pods": [*SPREAD_2103, ep("p-y4", "node-y")],
+        "want": {"node-a": U, "node-b": U, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+        "pod": in_pod(FOO_BAR, *ZONE_FOO_NODE_BAR),
+        "nodes": FOUR,
+        "pods": [ep("p-a1", "node-a"), ep("p-y1", "node-y", {"bar": ""})],
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+        "pod": in_pod(FOO_BAR, *ZONE_FOO_NODE_BAR),
+        "nodes": FOUR,
+        "pods": [ep("p-a1", "node-a"), ep("p-x1", "node-x", {"bar": ""}), ep("p-y1", "node-y", {"bar": ""})],
+        "want": {"node-a": U, "node-b": U, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+        "pod": in_pod(FOO_BAR, *ZONE_FOO_NODE_BAR),
+        "nodes": FOUR,
+        "pods": [
+            ep("p-a1", "node-a"),
+            ep("p-a2", "node-a", FOO_BAR),
+            ep("p-y1", "node-y"),
+            ep("p-y2", "node-y", FOO_BAR),
+            ep("p-y3", "node-y"),
+        ],
+        "want": {"node-a": U, "node-b": S, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+        "pod": in_pod({"bar": ""}, *ZONE_FOO_NODE_BAR),
+        "nodes": FOUR,
+        "pods": [ep("p-a1", "node-a"), ep("p-x1", "node-x", {"bar": ""}), ep("p-y1", "node-y", {"bar": ""})],
+        "want": {"node-a": S, "node-b": S, "node-x": U, "node-y": U},
+    },
+    {
+        "name": "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+        "pod": in_pod(FOO_POD, *ZONE_NODE_FOO),
+        "nodes": [*FOUR[:2], nd("node-x", {"zone": "zone2"}), FOUR[3]],
+        "pods": [ep("p-a1", "node-a"), ep("p-y3", "node-y")],
+        "want": {"node-a": U, "node-b": S, "node-x": UU, "node-y": U},
+    },
+    {
+        "name": "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+        "pod": in_pod(
+            FOO_POD, tsc(1, "zone", DNS, FOO), tsc(1, "node", DNS, FOO, None, "Ignore"), node_selector=FOO_POD
+        ),
+        "nodes": [
+            zn("node-a", "zone1", foo=""),
+            zn("node-b", "zone1", foo=""),
+            zn("node-x", "zone2", foo=""),
+            zn("node-y", "zone2"),
+        ],
+        "pods": P_A1_B1_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", DNS, FOO, None, None, "Honor"), tsc(1, "node", DNS, FOO)),
+        "nodes": [
+            zn("node-a", "zone1", foo=""),
+            zn("node-b", "zone1", foo=""),
+            zn("node-x", "zone2", foo=""),
+            nd("node-y", {"zone": "zone2", "node": "node-y"}, TAINTS),
+        ],
+        "pods": P_A1_B1_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+        "pod": in_pod(FOO_POD, *ZONE_NODE_FOO, node_selector=FOO_POD),
+        "nodes": [
+            zn("node-a", "zone1", foo=""),
+            zn("node-b", "zone1"),
+            zn("node-x", "zone2", foo=""),
+            nd("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, TAINTS),
+        ],
+        "pods": P_A1_B1_Y1,
+        "want": {"node-a": U, "node-b": S, "node-x": S, "node-y": U},
+    },
+    {
+        "name": "two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+        "pod": in_pod(
+            FOO_POD,
+            tsc(1, "zone", DNS, FOO, None, None, "Honor"),
+            tsc(1, "node", DNS, FOO, None, "Ignore"),
+            node_selector=FOO_POD,
+        ),
+        "nodes": [
+            zn("node-a", "zone1", foo=""),
+            zn("node-b", "zone1"),
+            zn("node-x", "zone2", foo=""),
+            nd("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, TAINTS),
+        ],
+        "pods": P_A1_B1_Y1,
+        "want": {"node-a": U, "node-b": U, "node-x": S, "node-y": U},
+    },
+]
+
+_REASONS = {U: (ERR_REASON_CONSTRAINTS_NOT_MATCH,), UU: (ERR_REASON_NODE_LABEL_NOT_MATCH,), S: ()}
+
+
+@pytest.mark.parametrize(
+    "case", SINGLE_CONSTRAINT + MULTIPLE_CONSTRAINTS, ids=[c["name"] for c in SINGLE_CONSTRAINT + MULTIPLE_CONSTRAINTS]
+)
+def test_filter_tables(case: dict[str, Any]) -> None:
+    """TestSingleConstraint and TestMultipleConstraints, through the framework: every node's
+    code and upstream's reason byte for byte."""
+    plugin = PodTopologySpread(LIST, None)
+    nodes = node_infos(case["nodes"], case["pods"])
+    outcome = framework(plugin).run_filter(case["pod"], nodes, CycleState(Snapshot(nodes)))
+    assert not outcome.error
+    got = {n.name: s.code for n, s in zip(nodes, outcome.statuses, strict=True)}
+    assert got == case["want"]
+    for status in outcome.statuses:
+        assert status.reasons == _REASONS[status.code]
+        if status.code is not S:
+            assert status.plugin == NAME
+
+
+# -- TestPodTopologySpreadScore ---------------------------------------------------------------------
+
+HOST4 = [hn("node-a"), hn("node-b"), hn("node-c"), hn("node-d")]
+SPREAD_4321 = [
+    *foo_pods("node-a", "p-a1", "p-a2", "p-a3", "p-a4"),
+    *foo_pods("node-b", "p-b1", "p-b2", "p-b3"),
+    *foo_pods("node-c", "p-c1", "p-c2"),
+    ep("p-d1", "node-d"),
+]
+SPREAD_2103_D = [*foo_pods("node-a", "p-a1", "p-a2"), ep("p-b1", "node-b"), *foo_pods("node-d", "p-d1", "p-d2", "p-d3")]
+SPREAD_4213 = [
+    *foo_pods("node-a", "p-a1", "p-a2", "p-a3", "p-a4"),
+    *foo_pods("node-b", "p-b1", "p-b2"),
+    ep("p-x1", "node-x"),
+    *foo_pods("node-y", "p-y1", "p-y2", "p-y3"),
+]
+
+
+def zh(name: str, zone: str) -> dict[str, Any]:
+    """``MakeNode().Name(name).Label("zone", zone).Label(v1.LabelHostname, name)``."""
+    return nd(name, {"zone": zone, LABEL_HOSTNAME: name})
+
+
+SCORE: list[dict[str, Any]] = [
+    {
+        "name": "one constraint on node, no existing pods",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": [],
+        "nodes": [hn("node-a"), hn("node-b")],
+        "failed": [],
+        "want": {"node-a": 100, "node-b": 100},
+    },
+    {
+        "name": "one constraint on node, only one node is candidate",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": [*foo_pods("node-a", "p-a1", "p-a2"), ep("p-b1", "node-b")],
+        "nodes": [hn("node-a")],
+        "failed": [hn("node-b")],
+        "want": {"node-a": 100},
+    },
+    {
+        "name": "one constraint on node, all nodes have the same number of matching pods",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": [ep("p-a1", "node-a"), ep("p-b1", "node-b")],
+        "nodes": [hn("node-a"), hn("node-b")],
+        "failed": [],
+        "want": {"node-a": 100, "node-b": 100},
+    },
+    {
+        "name": "one constraint on node, all 4 nodes are candidates",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": SPREAD_2103_D,
+        "nodes": HOST4,
+        "failed": [],
+        "want": {"node-a": 20, "node-b": 60, "node-c": 100, "node-d": 0},
+    },
+    {
+        "name": "one constraint on node, null selector",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, None)),
+        "pods": SPREAD_2103_D,
+        "nodes": HOST4,
+        "failed": [],
+        "want": {"node-a": 100, "node-b": 100, "node-c": 100, "node-d": 100},
+    },
+    {
+        "name": "one constraint on node, all 4 nodes are candidates, maxSkew=2",
+        "pod": in_pod(FOO_POD, tsc(2, LABEL_HOSTNAME, SA, FOO)),
+        "pods": SPREAD_2103_D,
+        "nodes": HOST4,
+        "failed": [],
+        "want": {"node-a": 33, "node-b": 66, "node-c": 100, "node-d": 16},
+    },
+    {
+        "name": "one constraint on node, all 4 nodes are candidates, maxSkew=3",
+        "pod": in_pod(FOO_POD, tsc(3, LABEL_HOSTNAME, SA, FOO)),
+        "pods": SPREAD_4321,
+        "nodes": HOST4,
+        "failed": [],
+        "want": {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
+    },
+    {
+        "name": "system defaulting, nodes don't have zone, pods match service",
+        "pod": in_pod(FOO_POD),
+        "pods": SPREAD_4321,
+        "nodes": HOST4,
+        "failed": [],
+        # a Service selecting foo="" (upstream's objs)
+        "default_selector": objects.LabelSelector(match_labels={"foo": ""}),
+        "want": {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
+    },
+    {
+        "name": "one constraint on node, 3 out of 4 nodes are candidates",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": SPREAD_4213,
+        "nodes": [hn("node-a"), hn("node-b"), hn("node-x")],
+        "failed": [hn("node-y")],
+        "want": {"node-a": 33, "node-b": 83, "node-x": 100},
+    },
+    {
+        "name": "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": SPREAD_4213,
+        "nodes": [hn("node-a"), nd("node-b", {"n": "node-b"}), hn("node-x")],
+        "failed": [hn("node-y")],
+        "want": {"node-a": 16, "node-b": 0, "node-x": 100},
+    },
+    {
+        "name": "one constraint on zone, 3 out of 4 nodes are candidates",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, FOO)),
+        "pods": SPREAD_4213,
+        "nodes": [zh("node-a", "zone1"), zh("node-b", "zone1"), zh("node-x", "zone2")],
+        "failed": [zh("node-y", "zone2")],
+        "want": {"node-a": 75, "node-b": 75, "node-x": 100},
+    },
+]
+
+
+@pytest.mark.parametrize("case", SCORE, ids=[c["name"] for c in SCORE])
+def test_score_table(case: dict[str, Any]) -> None:
+    """TestPodTopologySpreadScore through the framework: the plugin's 0..100 scores after
+    NormalizeScore (upstream runs it with ``defaultingType: System``)."""
+    given = case.get("default_selector")
+    plugin = PodTopologySpread(PodTopologySpreadArgs(), None, default_selector=lambda pod: given)
+    all_nodes = node_infos(case["nodes"] + case["failed"], case["pods"])
+    candidates = all_nodes[: len(case["nodes"])]
+    outcome = framework(plugin).run_score(case["pod"], candidates, CycleState(Snapshot(all_nodes)))
+    got = dict(zip([n.name for n in candidates], outcome.plugin_scores[NAME], strict=True))
+    assert got == case["want"]
+
+
+# -- more behaviour ---------------------------------------------------------------------------------
+
+
+def test_pre_filter_skips_without_hard_constraints() -> None:
+    """No DoNotSchedule constraint (and no default selector): PreFilter returns Skip."""
+    plugin = PodTopologySpread(PodTopologySpreadArgs(), None)
+    nodes = node_infos(FOUR, [])
+    state = CycleState(Snapshot(nodes))
+    assert plugin.pre_filter(state, in_pod(FOO_POD, tsc(1, "zone", SA, FOO)), nodes).code is Code.SKIP
+    assert plugin.pre_filter(state, in_pod(FOO_POD), nodes).code is Code.SKIP
+    assert plugin.pre_score(state, in_pod(FOO_POD), nodes).code is Code.SKIP
+
+
+def test_match_label_keys_narrow_the_selector() -> None:
+    """matchLabelKeys: only pods with the incoming pod's value of the key count."""
+    pod = in_pod({"foo": "", "rev": "2"}, tsc(1, "node", DNS, FOO, None, None, None, ["rev"]))
+    pods = [ep("p-a1", "node-a", {"foo": "", "rev": "1"}), ep("p-a2", "node-a", {"foo": "", "rev": "1"})]
+    pods += [ep("p-b1", "node-b", {"foo": "", "rev": "2"})]
+    nodes = node_infos([nd("node-a", {"node": "node-a"}), nd("node-b", {"node": "node-b"})], pods)
+    outcome = framework(PodTopologySpread(LIST, None)).run_filter(pod, nodes, CycleState(Snapshot(nodes)))
+    assert [s.code for s in outcome.statuses] == [S, U]
+
+
+def test_default_constraints_list() -> None:
+    """defaultingType List: the given constraints with the default selector; none without one."""
+    args = PodTopologySpreadArgs.model_validate(
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [{"maxSkew": 1, "topologyKey": "node", "whenUnsatisfiable": DNS}],
+        }
+    )
+    nodes = node_infos([nd("node-a", {"node": "node-a"}), nd("node-b", {"node": "node-b"})], [ep("p-a1", "node-a")])
+    selected = PodTopologySpread(args, None, default_selector=lambda p: objects.LabelSelector(match_labels=FOO_POD))
+    outcome = framework(selected).run_filter(in_pod(FOO_POD), nodes, CycleState(Snapshot(nodes)))
+    assert [s.code for s in outcome.statuses] == [U, S]
+    unselected = PodTopologySpread(args, None)
+    outcome = framework(unselected).run_filter(in_pod(FOO_POD), nodes, CycleState(Snapshot(nodes)))
+    assert [s.code for s in outcome.statuses] == [S, S]
+
+
+def test_snapshot_counts_nodes_beyond_the_candidates() -> None:
+    """PreFilter counts every node of the snapshot, not only the candidates."""
+    nodes = node_infos(FOUR, SPREAD_2103)
+    pod = in_pod(FOO_POD, tsc(1, "node", DNS, FOO))
+    with_snapshot = framework(PodTopologySpread(LIST, None)).run_filter(pod, nodes[:2], CycleState(Snapshot(nodes)))
+    assert [s.code for s in with_snapshot.statuses] == [U, U]  # node-x has 0 matching pods
+    without = framework(PodTopologySpread(LIST, None)).run_filter(pod, nodes[:2], CycleState())
+    assert [s.code for s in without.statuses] == [U, S]  # minimum among node-a/node-b is 1
+
+
+def test_invalid_selector_is_an_error() -> None:
+    """A selector LabelSelectorAsSelector refuses makes PreFilter an Error."""
+    bad = {"matchExpressions": [{"key": "foo", "operator": "In", "values": []}]}
+    nodes = node_infos(FOUR, [])
+    outcome = framework(PodTopologySpread(LIST, None)).run_filter(
+        in_pod(FOO_POD, tsc(1, "zone", DNS, bad)), nodes, CycleState(Snapshot(nodes))
+    )
+    assert outcome.error
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"defaultingType": "Foo"}, 'defaultingType: Unsupported value: "Foo"'),
+        (
+            {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": SA}]},
+            "when .defaultConstraints are not empty",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": SA}],
+            },
+            "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)",
+        ),
+        (
+            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": SA}]},
+            "defaultConstraints[0].topologyKey: Required value: can not be empty",
+        ),
+        (
+            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "z"}]},
+            "defaultConstraints[0].whenUnsatisfiable: Required value: can not be empty",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": SA, "labelSelector": {}},
+                ],
+            },
+            "defaultConstraints[0].labelSelector: Forbidden",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": SA},
+                    {"maxSkew": 2, "topologyKey": "z", "whenUnsatisfiable": SA},
+                ],
+            },
+            'defaultConstraints[1]: Duplicate value: "{z, ScheduleAnyway}"',
+        ),
+    ],
+)
+def test_args_validation(doc: dict[str, Any], message: str) -> None:
+    """ValidatePodTopologySpreadArgs."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        PodTopologySpreadArgs.model_validate(doc)
+
+
+def test_args_defaults_and_entry() -> None:
+    """defaultingType defaults to System; the registry entry builds the plugin."""
+    assert PodTopologySpreadArgs().defaulting_type == "System"
+    assert PLUGIN.name == "PodTopologySpread" and PLUGIN.needs_cluster
+    assert isinstance(PLUGIN.factory(PodTopologySpreadArgs(), None), PodTopologySpread)  # type: ignore[arg-type]
+
+
+def test_go_round() -> None:
+    """Go's math.Round: half away from zero."""
+    assert [go_round(x) for x in (0.5, 1.5, 2.5, 2.4999, -0.5, 0.0)] == [1, 2, 3, 2, -1, 0]
+
+
+# -- generated ----------------------------------------------------------------------------------------
+
+
+def _random_case(rng: random.Random) -> tuple[PodInfo, list[NodeInfo]]:
+    zones = ["z1", "z2", "z3"]
+    nodes, pods = [], []
+    for i in range(rng.randint(1, 8)):
+        labels = {"node": f"n{i}"}
+        if rng.random() < 0.85:
+            labels["zone"] = rng.choice(zones)
+        if rng.random() < 0.5:
+            labels["disk"] = "ssd"
+        taints = TAINTS if rng.random() < 0.2 else None
+        nodes.append(nd(f"n{i}", labels, taints))
+        for j in range(rng.randint(0, 4)):
+            pod_labels = {"app": rng.choice(["a", "b"])}
+            pods.append(
+                ep(f"p{i}-{j}", f"n{i}", pod_labels, rng.choice(["", "", "other"]), terminating=rng.random() < 0.1)
+            )
+    selector = {"matchLabels": {"app": "a"}}
+    constraints = [
+        tsc(
+            rng.randint(1, 3),
+            key,
+            DNS,
+            selector,
+            rng.choice([None, 1, 2, 4]),
+            rng.choice([None, "Honor", "Ignore"]),
+            rng.choice([None, "Honor", "Ignore"]),
+        )
+        for key in rng.sample(["zone", "node"], rng.randint(1, 2))
+    ]
+    node_selector = {"disk": "ssd"} if rng.random() < 0.3 else None
+    return in_pod({"app": rng.choice(["a", "b"])}, *constraints, node_selector=node_selector), node_infos(nodes, pods)
+
+
+def _reference(pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Code]:
+    """A direct reading of filtering.go: counts per domain over eligible nodes, then the skew."""
+    out = []
+    constraints = pod.topology_spread_constraints
+    keys = [c.topology_key or "" for c in constraints]
+    for node in nodes:
+        code = S
+        for c in constraints:
+            key = c.topology_key or ""
+            if key not in node.labels:
+                code = UU
+                break
+            counts: dict[str, int] = {}
+            for other in nodes:
+                if not all(k in other.labels for k in keys):
+                    continue
+                if (c.node_affinity_policy or "Honor") == "Honor" and any(
+                    other.labels.get(k) != v for k, v in pod.node_selector.items()
+                ):
+                    continue
+                if (c.node_taints_policy or "Ignore") == "Honor" and other.taints:
+                    continue  # the pod tolerates nothing
+                value = other.labels[key]
+                matching = [
+                    p
+                    for p in other.pods
+                    if p.namespace == pod.namespace and not p.deleting and p.labels.get("app") == "a"
+                ]
+                counts[value] = counts.get(value, 0) + len(matching)
+            lowest = min(counts.values(), default=2**31 - 1)
+            if len(counts) < (1 if c.min_domains is None else c.min_domains):
+                lowest = 0
+            self_match = 1 if pod.labels.get("app") == "a" else 0
+            if counts.get(node.labels[key], 0) + self_match - lowest > (c.max_skew or 0):
+                code = U
+                break
+        out.append(code)
+    return out
+
+
+def test_generated_filter_matches_reference_and_batch() -> None:
+    """Random clusters: ``filter_nodes`` equals ``filter`` per node, and both equal a direct
+    per-node reading of upstream's rule."""
+    rng = random.Random(20240530)
+    plugin = PodTopologySpread(LIST, None)
+    for _ in range(300):
+        pod, nodes = _random_case(rng)
+        state = CycleState(Snapshot(nodes))
+        assert plugin.pre_filter(state, pod, nodes).code is Code.SUCCESS
+        batch = plugin.filter_nodes(state, pod, nodes)
+        single = [plugin.filter(state, pod, n) for n in nodes]
+        assert [s.code for s in batch] == [s.code for s in single]
+        assert [s.code for s in batch] == _reference(pod, nodes)
