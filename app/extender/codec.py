@@ -35,7 +35,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import msgspec
 import orjson
@@ -313,7 +313,7 @@ class _RawArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
 
 class _ViewNodeList(msgspec.Struct, forbid_unknown_fields=True):
     metadata: msgspec.Raw = msgspec.Raw(b"{}")
-    items: list[objects.Node] | None = None
+    items: list[objects.RequestNode] | None = None
 
 
 class _ViewArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
@@ -456,7 +456,7 @@ def decode_extender_args(
                 name = view.metadata.name if view.metadata is not None else None
                 if not name:  # not what json.Marshal(v1.Node) writes: decode the Go way
                     return _decode_extender_args_general(body, limits)
-                nodes.append(NodeInfo(name, view))
+                nodes.append(NodeInfo(name, cast(objects.Node, view)))  # a Node without status.images
     return _assemble(PodInfo(pod_view), nodes, raws, meta, raw.node_names, limits)
 
 
@@ -468,16 +468,17 @@ def _lazy_nodes(items: list[msgspec.Raw] | None, limits: Limits) -> tuple[list[m
 
 
 def _load_node(indexed: tuple[int, msgspec.Raw]) -> objects.Node:
-    """Decode one node of ``Nodes.items`` (the lazy loader of :class:`NodeInfo`)."""
+    """Decode one node of ``Nodes.items`` (the lazy loader of :class:`NodeInfo`), as
+    :class:`objects.RequestNode` (no ``status.images``), which plugins read as a Node."""
     i, item = indexed
     where = f"Nodes.items[{i}]"
-    view: objects.Node = decode_as(item, objects.Node, where)
+    view: objects.RequestNode = decode_as(item, objects.RequestNode, where)
     if view.metadata is None or not view.metadata.name:
         # not what json.Marshal(v1.Node) writes: fold keys, as Go's decoder would
-        view = go_decode(item, objects.Node, where)
+        view = go_decode(item, objects.RequestNode, where)
         if view.metadata is None or not view.metadata.name:
             raise DecodeError(f"{where} has no metadata.name")
-    return view
+    return cast(objects.Node, view)  # the same fields, status.images excepted
 
 
 def _decode_extender_args_general(body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS) -> ExtenderArgsView:
