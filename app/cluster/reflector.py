@@ -86,6 +86,8 @@ _OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
     "nodes": msgspec.json.Decoder(objects.Node),
     "pods": msgspec.json.Decoder(objects.Pod),
 }
+#: nodes without ``status.images`` when no plugin reads them (``ClusterNeeds.images``)
+_NODES_WITHOUT_IMAGES: msgspec.json.Decoder[Any] = msgspec.json.Decoder(objects.RequestNode)
 
 
 class Store(Protocol):
@@ -124,7 +126,8 @@ class _StateStore:
     def __init__(self, kind: str, state: ClusterState) -> None:
         self.kind = kind
         self.state = state
-        self.object_decoder = _OBJECTS[kind]
+        without_images = kind == "nodes" and not state.keep_images
+        self.object_decoder = _NODES_WITHOUT_IMAGES if without_images else _OBJECTS[kind]
         self.mark_synced = state.mark_synced
         self.mark_ok = state.mark_ok
         self.mark_failing = state.mark_failing

@@ -122,6 +122,8 @@ class ClusterRuntime:
             self.state.want_pod_annotations(needs.pod_annotations)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
+        if needs.images:
+            self.state.keep_images = True
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
 
     # -- ClusterHandle ------------------------------------------------------------------------------

@@ -156,6 +156,8 @@ class ClusterState:
         self.stale_after = stale_after
         self._clock = clock
         self._keep_annotations = frozenset(keep_annotations)
+        #: records keep their containers' images and nodes their status.images (ImageLocality)
+        self.keep_images = False
         self._pools: list[PoolSpec] = []
         self._indexes: dict[str, tuple[PodIndex, dict[str, dict[str, PodInfo]], dict[str, str]]] = {}
         self._lock = threading.Lock()
@@ -259,7 +261,7 @@ class ClusterState:
 
     def record(self, pod: objects.Pod) -> PodInfo:
         """The slim record the cache keeps for ``pod`` (computed outside the lock)."""
-        return PodInfo.record(pod, self._keep_annotations)
+        return PodInfo.record(pod, self._keep_annotations, keep_images=self.keep_images)
 
     def replace_pods(self, pods: Iterable[PodInfo]) -> None:
         """Replace every pod (a completed list). Assumptions stay: they are confirmed, dropped or

@@ -130,6 +130,7 @@ class PodInfo:
         pod: objects.Pod,
         keep_annotations: frozenset[str] | None = None,
         intern: Callable[[str], str] = sys.intern,
+        keep_images: bool = True,
     ) -> PodInfo:
         """A slim cluster-state record of ``pod``: the decoded object is dropped after its
         requests are computed, annotations are cut to ``keep_annotations`` (``None``: keep all),
@@ -171,7 +172,9 @@ class PodInfo:
         if info.topology_spread_constraints:
             info.topology_spread_constraints = _shared(info.topology_spread_constraints)
         if info.images:
-            info.images = tuple(intern(i) for i in info.images)
+            info.images = tuple(intern(i) for i in info.images) if keep_images else ()
+        # not read of a cached pod yet (preemption's victim order will): one string less per pod
+        info.creation_timestamp = info.start_time = ""
         return info
 
     @classmethod

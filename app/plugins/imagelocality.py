@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.framework.handle import Handle
+from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
@@ -158,5 +158,7 @@ PLUGIN = PluginEntry(
     name=NAME,
     factory=ImageLocality,
     args=None,
+    # the nodes' status.images and the pods' images: the cluster state keeps them only when asked
+    needs=lambda args, http_timeout: ClusterNeeds(images=True),
     summary="score: kube-scheduler's ImageLocality (nodes that already have the pod's images, by size and spread)",
 )

@@ -40,6 +40,8 @@ class MemoryCluster:
         self.state.want_pod_annotations(needs.pod_annotations)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
+        if needs.images:
+            self.state.keep_images = True
 
     def build(
         self, entry: PluginEntry, args: dict[str, Any] | None = None, http_timeout: float = 5.0, **kw: Any
