@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_bind.py
 	$(BIN)/python bench/bench_decisions.py
 	$(BIN)/python bench/bench_cluster.py
+	$(BIN)/python bench/bench_scheduler.py
 
 ## fuzz: the hypothesis fuzz tests of the verbs with many more examples (minutes; FUZZ_EXAMPLES=N)
 fuzz: $(STAMP)

@@ -24,6 +24,7 @@ import gc
 import logging
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -159,6 +160,15 @@ def event_recorder(service: ExtenderService, controller: str = REPORTING_CONTROL
     )
 
 
+def _lease_admission(cluster: ClusterRuntime) -> Callable[[], str | None]:
+    """A leader-elected scheduler's admission: the cluster state has synced (no warm-up)."""
+
+    def admission() -> str | None:
+        return None if cluster.state.has_synced() else "the cluster state has not synced yet"
+
+    return admission
+
+
 def _read_lease(client: Any, timeout: float, namespace: str, name: str) -> bytes | None:
     lease: bytes | None = client.get_lease(namespace, name, timeout)
     return lease
@@ -181,6 +191,9 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             running.supervisor.add(recorder)
             service.recorders.append(recorder)
         elector = None
+        # the Lease changes hands only after leaseDuration without a renewal: longer than any
+        # Binding of the previous holder can stay in flight, so no warm-up is needed after it
+        short_binds = cluster.bind_deadline < config.seconds("lease_duration")
         if config.leader_elect:
             settings = LeaderElectionSettings(
                 lease_name=name,
@@ -219,6 +232,8 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             set_condition=client.set_pod_condition,
             metrics=metrics,
             is_leader=elector.is_leader if elector is not None else (lambda: True),
+            admission=_lease_admission(cluster) if elector is not None and short_binds else None,
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=random.Random(),
         )
         running.supervisor.add(scheduler)

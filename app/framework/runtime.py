@@ -88,6 +88,25 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
     return SUCCESS
 
 
+#: The verdict of a node a Filter search stopped before (enough feasible nodes were found).
+UNEVALUATED = Status(Code.SKIP, ("not evaluated: enough feasible nodes were found first",))
+
+#: kube-scheduler's ``minFeasibleNodesToFind`` and ``minFeasibleNodesPercentageToFind``.
+MIN_FEASIBLE_NODES_TO_FIND, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 100, 5
+
+
+def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes: int) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind`` (pkg/scheduler/schedule_one.go): every node below
+    100; else ``percentageOfNodesToScore`` percent of them (0: adaptive, 50 % less one per 125
+    nodes, at least 5 %), and at least 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = percentage_of_nodes_to_score
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
 class FrameworkError(SchedulerExtenderError):
     """A verb could not be answered because a fail-closed plugin returned ``ERROR``."""
 
@@ -154,6 +173,8 @@ class FilterOutcome:
     error_code: str = ""
     #: a PreFilter's rejection, which every node then carries (FitError's ``PreFilterMsg``)
     pre_filter: Status | None = None
+    #: how many nodes were judged, in the search order (all of them unless ``feasible_wanted``)
+    evaluated: int = 0
 
 
 @dataclass
@@ -236,9 +257,19 @@ class Framework:
 
     # -- filter ---------------------------------------------------------------------------------
 
-    def run_filter(self, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None) -> FilterOutcome:
+    def run_filter(
+        self,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        state: CycleState | None = None,
+        feasible_wanted: int | None = None,
+        start: int = 0,
+    ) -> FilterOutcome:
         """Run PreFilter and Filter for ``pod`` over ``nodes``; see :class:`FilterOutcome`.
-        ``state``: the cycle's state when the cycle goes on past Filter (the standalone scheduler)."""
+        ``state``: the cycle's state when the cycle goes on past Filter (the standalone scheduler).
+        ``feasible_wanted``: stop once that many nodes passed, judging ``nodes`` from index
+        ``start`` on, wrapping around (kube-scheduler's ``numFeasibleNodesToFind`` and
+        ``nextStartNodeIndex``); the nodes not reached keep :data:`UNEVALUATED`."""
         state = state if state is not None else CycleState()
         ignored: Counter[str] = Counter()
         active: list[EnabledPlugin] = []
@@ -275,35 +306,54 @@ class Framework:
             return FilterOutcome([unschedulable] * len(nodes), "", ignored, pre_filter=unschedulable)
 
         # plugin by plugin (profile order), each on the nodes every earlier plugin passed: a node's
-        # verdict is still the first non-success status in profile order, as RunFilterPlugins
-        statuses: list[Status] = [SUCCESS] * len(nodes)
-        pending = list(range(len(nodes)))
-        for ep in active:
-            if not pending:
+        # verdict is still the first non-success status in profile order, as RunFilterPlugins.
+        # With ``feasible_wanted``, the nodes are judged in chunks in the order starting at
+        # ``start`` until that many passed (findNodesThatPassFilters); the rest stay unevaluated.
+        count = len(nodes)
+        if feasible_wanted is None or feasible_wanted >= count:
+            order: Sequence[int] = range(count)
+            chunk_size = count
+            statuses: list[Status] = [SUCCESS] * count
+        else:
+            order = [(start + i) % count for i in range(count)]
+            chunk_size = max(feasible_wanted, 1)
+            statuses = [UNEVALUATED] * count
+        position = found = 0
+        while position < count:
+            chunk = order[position : position + chunk_size]
+            pending = list(chunk)
+            for ep in active:
+                if not pending:
+                    break
+                subset = nodes if len(pending) == count else [nodes[i] for i in pending]
+                verdicts = _filter_nodes(ep, state, pod, subset)
+                still: list[int] = []
+                attributed: dict[int, Status] = {}
+                for i, node, status in zip(pending, subset, verdicts, strict=True):
+                    code = status.code
+                    if code is Code.SUCCESS:
+                        still.append(i)
+                    elif code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        # one attributed copy per distinct status object, not one per node
+                        named = attributed.get(id(status))
+                        if named is None:
+                            named = status if status.reasons else Status(code, (f"rejected by {ep.name}",))
+                            named = attributed[id(status)] = named.with_plugin(ep.name)
+                        statuses[i] = named
+                    elif ep.ignores_errors:
+                        ignored[ep.name] += 1
+                        still.append(i)
+                    else:
+                        message = f"{ep.name}: node {node.name}: {_error_text(status)}"
+                        return FilterOutcome([], message, ignored, ep.name, status.reason_code)
+                pending = still
+            for i in pending:
+                statuses[i] = SUCCESS
+            position += len(chunk)
+            found += len(pending)
+            if feasible_wanted is not None and found >= feasible_wanted:
                 break
-            subset = nodes if len(pending) == len(nodes) else [nodes[i] for i in pending]
-            verdicts = _filter_nodes(ep, state, pod, subset)
-            still: list[int] = []
-            attributed: dict[int, Status] = {}
-            for i, node, status in zip(pending, subset, verdicts, strict=True):
-                code = status.code
-                if code is Code.SUCCESS:
-                    still.append(i)
-                elif code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    # one attributed copy per distinct status object, not one per node
-                    named = attributed.get(id(status))
-                    if named is None:
-                        named = status if status.reasons else Status(code, (f"rejected by {ep.name}",))
-                        named = attributed[id(status)] = named.with_plugin(ep.name)
-                    statuses[i] = named
-                elif ep.ignores_errors:
-                    ignored[ep.name] += 1
-                    still.append(i)
-                else:
-                    message = f"{ep.name}: node {node.name}: {_error_text(status)}"
-                    return FilterOutcome([], message, ignored, ep.name, status.reason_code)
-            pending = still
-        return FilterOutcome(statuses, "", ignored)
+        return FilterOutcome(statuses, "", ignored, evaluated=position)
 
     # -- score ----------------------------------------------------------------------------------
 

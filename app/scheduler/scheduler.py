@@ -27,11 +27,18 @@ and ip-scheduler cases), with kube-scheduler's semantics where they exist
   written only when it changes; Events are aggregated and rate-limited by
   :class:`~app.observe.events.EventRecorder`;
 - with ``scheduling.leaderElect``, only the holder of the Lease ``<leaseNamespace>/<schedulerName>``
-  schedules (:class:`~app.cluster.leader.LeaseElector`); a new leader first waits out the binds a
-  predecessor may still have in flight (:meth:`ClusterRuntime.bind_admission`).
+  schedules (:class:`~app.cluster.leader.LeaseElector`). A new leader schedules as soon as the
+  cluster state has synced: it acquired the Lease only once its holder had not renewed it for
+  ``leaseDuration``, longer than any Binding of the holder can stay in flight (the bind deadline
+  must be shorter; else it waits out that deadline, :meth:`ClusterRuntime.bind_admission`).
+  Without leader election a start waits out one bind deadline (a previous process's Bindings).
 
-Not done here: preemption (PostFilter), the adaptive ``percentageOfNodesToScore`` (every node is
-filtered), and queueing hints (every freed-capacity event moves every parked pod).
+Filter stops once ``numFeasibleNodesToFind`` nodes passed (``scheduling.percentageOfNodesToScore``,
+kube-scheduler's adaptive default when 0: every node below 100 nodes, 10 % of 5,000), starting
+where the previous cycle stopped, and only those are scored.
+
+Not done here: preemption (PostFilter) and queueing hints (every freed-capacity event moves
+every parked pod).
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from app.framework import (
     ScoreOutcome,
     Status,
 )
+from app.framework.runtime import num_feasible_nodes_to_find
 from app.kube.timefmt import rfc3339_time
 from app.lifecycle import TaskWorker
 from app.observe.decisions import Decision
@@ -138,7 +146,8 @@ class Scheduler(TaskWorker):
     ``worker``: the executor of the verb worker thread (large cycles run there); ``record``:
     receives each decision (``/explain``, metrics, logs); ``events``: posts a :class:`PodEvent`;
     ``set_condition(namespace, name, condition)``: writes ``PodScheduled`` (blocking; run on the
-    cluster's API executor); ``is_leader()``: whether to schedule now. A
+    cluster's API executor); ``is_leader()``: whether to schedule now; ``admission()``: why nothing
+    may be reserved yet (default: the cluster state's :meth:`~ClusterRuntime.bind_admission`). A
     :class:`~app.lifecycle.TaskWorker`: started on the server's event loop."""
 
     def __init__(
@@ -153,6 +162,8 @@ class Scheduler(TaskWorker):
         set_condition: Callable[[str, str, dict[str, Any]], None] | None = None,
         metrics: SchedulerMetrics | None = None,
         is_leader: Callable[[], bool] = lambda: True,
+        admission: Callable[[], str | None] | None = None,
+        percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
     ) -> None:
         super().__init__(f"scheduler-{name}")
@@ -167,11 +178,16 @@ class Scheduler(TaskWorker):
         self._set_condition = set_condition
         self.metrics = metrics
         self._is_leader = is_leader
+        self._admission = admission or runtime.bind_admission
         self._rng = rng or random.Random()
         self._index = f"scheduler/{name}"
         self.state.add_index(PodIndex(self._index, self._key))
         self._seen_generation = self.state.freed_generation
         self._conditions: dict[str, tuple[str, str]] = {}
+        #: ``percentageOfNodesToScore`` (0: kube-scheduler's adaptive default) and where the next
+        #: Filter search starts (``nextStartNodeIndex``: nodes are judged in turn across cycles)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._next_start = 0
         self._binds: set[asyncio.Task[None]] = set()
 
     def _key(self, pod: PodInfo) -> str | None:
@@ -192,7 +208,7 @@ class Scheduler(TaskWorker):
     async def step(self) -> bool:
         """Sync the queue with the watch, apply cluster events, and try one pod; returns whether a
         pod was tried."""
-        if not self._is_leader() or self.runtime.bind_admission() is not None:
+        if not self._is_leader() or self._admission() is not None:
             await asyncio.sleep(0.15)  # not the leader, not synced, or warming up: nothing to do
             return False
         added = self.queue.sync(self.state.indexed(self._index, self.scheduler_name, unassumed=True))
@@ -219,12 +235,17 @@ class Scheduler(TaskWorker):
         nodes = list(snapshot.known.values())
         if snapshot.nominated:
             nodes = [snapshot.with_nominated(n, pod) for n in nodes]
-        outcome = self.framework.run_filter(pod, nodes, state)
+        wanted = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(nodes))
+        start = self._next_start % len(nodes) if nodes else 0
+        outcome = self.framework.run_filter(pod, nodes, state, wanted, start)
         statuses = outcome.statuses or [SUCCESS] * len(nodes)
         found = _Found(nodes, statuses, outcome.error, outcome.pre_filter)
         if outcome.error:
             return found
-        found.feasible = [n for n, s in zip(nodes, statuses, strict=True) if s.code is Code.SUCCESS]
+        if nodes:
+            self._next_start = (start + outcome.evaluated) % len(nodes)
+        order = [(start + i) % len(nodes) for i in range(len(nodes))] if wanted < len(nodes) else range(len(nodes))
+        found.feasible = [nodes[i] for i in order if statuses[i].code is Code.SUCCESS][:wanted]
         if len(found.feasible) > 1:
             try:
                 found.scored = self.framework.run_score(pod, found.feasible, state)

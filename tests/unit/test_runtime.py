@@ -305,3 +305,37 @@ def test_permit_rejection_or_timeout_unreserves_and_never_binds() -> None:
 def test_plugins_must_implement_their_point() -> None:
     with pytest.raises(ValueError, match="does not implement the score extension point"):
         Framework("p", score_plugins=[ep(RejectNamed("R", {}))])
+
+
+@pytest.mark.parametrize(
+    ("percentage", "nodes", "wanted"),
+    [
+        # kube-scheduler's TestNumFeasibleNodesToFind (pkg/scheduler/schedule_one_test.go)
+        (0, 10, 10),  # not set, numAllNodes < minFeasibleNodesToFind
+        (40, 10, 10),  # set, numAllNodes < minFeasibleNodesToFind
+        (0, 1000, 420),  # not set, numAllNodes > minFeasibleNodesToFind: 50 - 1000/125 = 42 %
+        (40, 1000, 400),
+        (0, 6000, 300),  # 50 - 48 = 2 %: raised to 5 %
+        (40, 6000, 2400),
+        (0, 20000, 1000),
+    ],
+)
+def test_num_feasible_nodes_to_find(percentage: int, nodes: int, wanted: int) -> None:
+    from app.framework.runtime import num_feasible_nodes_to_find
+
+    assert num_feasible_nodes_to_find(percentage, nodes) == wanted
+
+
+def test_filter_stops_once_enough_nodes_passed_and_resumes_where_it_stopped() -> None:
+    nodes = [NodeInfo(f"n{i}") for i in range(10)]
+    judge = RejectNamed("R", {"n2": Status.unresolvable("no"), "n3": Status.unresolvable("no")})
+    fw = Framework("p", [ep(judge)])
+    # judged in chunks of 3 from n1: n1 passes, n2 and n3 do not; n4..n6 pass: enough, stop
+    out = fw.run_filter(pod(), nodes, CycleState(), feasible_wanted=3, start=1)
+    assert out.evaluated == 6
+    assert [i for i, s in enumerate(out.statuses) if s.code is Code.SUCCESS] == [1, 4, 5, 6]
+    assert [s.message for s in out.statuses[2:4]] == ["no", "no"]
+    assert out.statuses[0].message.startswith("not evaluated") and out.statuses[7].message.startswith("not")
+    # the next search starts where this one stopped, and wraps around
+    out = fw.run_filter(pod(), nodes, CycleState(), feasible_wanted=3, start=1 + out.evaluated)
+    assert [i for i, s in enumerate(out.statuses) if s.code is Code.SUCCESS] == [7, 8, 9] and out.evaluated == 3

@@ -1,0 +1,181 @@
+"""The standalone scheduler's pace: ``python -m app schedule`` (every kube-scheduler default plugin
+enabled, leader election on a Lease nobody holds) against the test API server of ``tests/support``
+in its own process, with a backlog of pods created before the scheduler starts.
+
+Scenarios (``BENCH_SCENARIOS``, default all): ``plain`` (200 nodes, 1,500 pods requesting cpu and
+memory), ``mix`` (200 nodes, 1,500 pods: 20 % with required anti-affinity on the hostname within
+groups of 5, 20 % with a zone topology spread constraint, 20 % with required node affinity, the
+rest plain), ``plain-5000`` (5,000 nodes, 1,500 plain pods). For each: pods bound per second from
+the first Binding to the last, the first Binding's delay after the scheduler process started,
+p50/p99 of a scheduling attempt (the scheduler's own histogram, bucket upper bounds), and the API
+server's own ceiling (the official client binding as many other pods directly, 16 threads).
+Run: ``make bench`` (or ``python bench/bench_scheduler.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.conftest import free_port  # noqa: E402
+
+PODS = 1500
+
+API_SERVER = """
+import sys, time, threading
+sys.path.insert(0, sys.argv[1])
+from tests.support.apiserver import FakeAPIServer, node, pod
+nodes, pods, scenario, kubeconfig = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+api = FakeAPIServer().start()
+for i in range(nodes):
+    doc = node(f"node-{i:04d}", cpu="64", memory="256Gi", pods="110")
+    doc["metadata"]["labels"] = {
+        "kubernetes.io/hostname": f"node-{i:04d}",
+        "topology.kubernetes.io/zone": f"zone-{i % 3}",
+        "pool": "a" if i % 2 else "b",
+    }
+    api.put("nodes", doc)
+for i in range(pods):
+    doc = pod(f"p-{i}", "bench", cpu="100m", memory="128Mi")
+    doc["spec"]["schedulerName"] = "bench-scheduler"
+    labels = {"app": f"g{i // 5}"}
+    kind = i % 5 if scenario == "mix" else 4
+    if kind == 0:
+        term = {"labelSelector": {"matchLabels": {"app": f"g{i // 5}"}}, "topologyKey": "kubernetes.io/hostname"}
+        doc["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    elif kind == 1:
+        labels = {"spread": "yes"}
+        doc["spec"]["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"spread": "yes"}},
+        }]
+    elif kind == 2:
+        req = {"key": "pool", "operator": "In", "values": ["a"]}
+        doc["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [req]}]}}}
+    doc["metadata"]["labels"] = labels
+    api.put("pods", doc)
+for i in range(pods):  # for the ceiling: bound directly, never seen by the scheduler
+    api.put("pods", pod(f"d-{i}", "direct", cpu="100m", memory="128Mi"))
+times = []
+bind = api.bind
+def timed(namespace, name, body):
+    answer = bind(namespace, name, body)
+    if namespace == "bench" and answer[0] == 201:
+        times.append(time.time())
+    return answer
+api.bind = timed
+open(kubeconfig, "w").write(api.kubeconfig())
+print("ready", flush=True)
+while len(times) < pods:
+    time.sleep(0.05)
+print(f"{times[0]} {times[-1]}", flush=True)
+sys.stdin.readline()
+"""
+
+
+def direct(kubeconfig: Path, nodes: int) -> float:
+    """Binds per second of the official client alone against the same API server (the ceiling)."""
+    from app.kube.client import KubeClient, load_client
+
+    client = KubeClient(load_client(str(kubeconfig), None, 16).api_client)
+
+    def one(i: int) -> None:
+        client.create_binding("direct", f"d-{i}", f"uid-direct-d-{i}", f"node-{i % nodes:04d}", 30)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, range(PODS)))
+    return PODS / (time.perf_counter() - started)
+
+
+def attempt_quantiles(metrics: str) -> tuple[float, float]:
+    """p50 and p99 of ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}``, as the
+    upper bounds of the histogram buckets they fall in (seconds)."""
+    buckets: list[tuple[float, float]] = []
+    for line in metrics.splitlines():
+        if line.startswith("scheduler_scheduling_attempt_duration_seconds_bucket{") and 'result="scheduled"' in line:
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    total = buckets[-1][1] if buckets else 0.0
+
+    def q(p: float) -> float:
+        return next((le for le, count in buckets if count >= p * total), float("nan"))
+
+    return q(0.5), q(0.99)
+
+
+def run(scenario: str, nodes: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
+    kubeconfig = tmp / "kubeconfig"
+    api = subprocess.Popen(
+        [sys.executable, "-c", API_SERVER, str(REPO), str(nodes), str(PODS), scenario, str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert api.stdout is not None and api.stdout.readline().strip() == "ready"
+        config = {
+            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+            "kind": "ExtenderConfiguration",
+            "server": {"host": "127.0.0.1", "logLevel": "warning"},
+            "cluster": {"kubeconfig": str(kubeconfig)},
+            "diagnostics": {"decisions": {"enabled": False}},
+            "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
+        }
+        path = tmp / "schedule.yaml"
+        path.write_text(yaml.safe_dump(config))
+        port = free_port()
+        started = time.time()
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp / "schedule.log").open("wb"),
+        )
+        try:
+            first, last = (float(t) for t in api.stdout.readline().split())
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        finally:
+            scheduler.terminate()
+            scheduler.wait(timeout=30)
+        p50, p99 = attempt_quantiles(metrics)
+        ceiling = direct(kubeconfig, nodes)
+        rate = (PODS - 1) / max(last - first, 1e-9)
+        print(
+            f"{scenario:<11} {nodes:>5} nodes {PODS} pods   bound {rate:7.1f} pods/s ({rate / ceiling:5.0%} of the "
+            f"ceiling {ceiling:6.1f})   first bind {first - started:5.2f} s after start   attempt p50 <= "
+            f"{p50 * 1000:6.1f} ms  p99 <= {p99 * 1000:6.1f} ms"
+        )
+        api.stdin.write("\n")  # type: ignore[union-attr]
+        api.stdin.flush()  # type: ignore[union-attr]
+    finally:
+        api.kill()
+
+
+SCENARIOS = {"plain": ("plain", 200), "mix": ("mix", 200), "plain-5000": ("plain", 5000)}
+
+
+def main() -> None:
+    chosen = os.environ.get("BENCH_SCENARIOS", ",".join(SCENARIOS)).split(",")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); every default plugin enabled")
+    for name in chosen:
+        scenario, nodes = SCENARIOS[name]
+        run(scenario if name != "plain-5000" else "plain", nodes)
+
+
+if __name__ == "__main__":
+    main()
