@@ -297,13 +297,14 @@ class DecisionsConfig(_Model):
 class EventsConfig(_Model):
     """``diagnostics.events``: Kubernetes Events (``events.k8s.io/v1``) posted on pods for the
     decisions an operator must see (:mod:`app.observe.events`); needs ``cluster:`` and the
-    ``events: create, patch`` RBAC that ``render`` emits. ``qps`` (2) and ``burst`` (25): the
-    rate of API calls for events (calls over it are dropped and counted); ``seriesWindow`` (6m,
+    ``events: create, patch`` RBAC that ``render`` emits. ``qps`` (1/300: one per 5 minutes) and
+    ``burst`` (25): the rate of API calls for events *per pod*, as client-go's spam filter
+    (calls over it are dropped and counted); ``seriesWindow`` (6m,
     client-go's ``finishTime``): a series of the same event on the same pod ends when it has not
     repeated for this long (its final count is then written)."""
 
     enabled: bool = True
-    qps: float = Field(default=2.0, gt=0)
+    qps: float = Field(default=1 / 300, gt=0)
     burst: int = Field(default=25, gt=0)
     series_window: Duration = "6m"
 

@@ -20,7 +20,11 @@ rejected at every retry makes two API calls, then one per 30 minutes, not one pe
 
 The listener runs on the request path and only queues (at most 1000 events waiting, the rest
 dropped and counted, as upstream's ``DropIfChannelFull``); one daemon thread writes, at most
-``qps`` calls per second with bursts of ``burst`` (calls over budget are dropped and counted).
+``qps`` calls per second with bursts of ``burst`` *per pod* (client-go's ``EventSourceObjectSpamFilter``
+in ``tools/record/events_cache.go``: a token bucket per involved object, 25 then one per 5 minutes),
+so a busy scheduler's ``Scheduled`` and ``FailedScheduling`` events for many pods are all written
+while one pod that keeps failing cannot flood the API server; calls over a pod's budget are
+dropped and counted. The pods' buckets are bounded (:data:`MAX_BUCKETS`, the oldest forgotten).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ FINISH_TIME = 6 * 60.0
 REFRESH_TIME = 30 * 60.0
 #: upstream's ``maxQueuedEvents``
 MAX_QUEUED = 1000
+#: the most pods whose event budget is remembered (the least recently used are forgotten)
+MAX_BUCKETS = 10_000
 #: the longest note the API server accepts (``validation.NoteLengthLimit``: 1 KiB)
 NOTE_LIMIT = 1024
 
@@ -116,7 +122,7 @@ class EventRecorder(ThreadWorker):
         self,
         create: Callable[[str, dict[str, Any]], None],
         patch: Callable[[str, str, dict[str, Any]], None],
-        qps: float = 2.0,
+        qps: float = 1 / 300,
         burst: int = 25,
         finish_time: float = FINISH_TIME,
         refresh_time: float = REFRESH_TIME,
@@ -136,8 +142,8 @@ class EventRecorder(ThreadWorker):
         self._clock = clock
         self._queue: queue.Queue[PodEvent] = queue.Queue(MAX_QUEUED)
         self._cache: dict[tuple[str, ...], _Series] = {}
-        self._tokens = float(burst)
-        self._refilled = clock()
+        #: (namespace, name) -> [tokens, refilled at]: one token bucket per pod
+        self._buckets: dict[tuple[str, str], list[float]] = {}
         self.posted = 0
         self.dropped = 0
 
@@ -231,7 +237,7 @@ class EventRecorder(ThreadWorker):
     def _write(self, namespace: str, body: dict[str, Any], patch: dict[str, Any] | None) -> bool:
         """One API write within the rate budget: create, or patch the series (create again when the
         Event is gone, as upstream). Returns whether it was written."""
-        if not self._take_token():
+        if not self._take_token((namespace, body["regarding"]["name"])):
             self.dropped += 1
             return False
         try:
@@ -255,13 +261,19 @@ class EventRecorder(ThreadWorker):
         self.recovered()
         return True
 
-    def _take_token(self) -> bool:
+    def _take_token(self, pod: tuple[str, str]) -> bool:
         now = self._clock()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._refilled) * self.qps)
-        self._refilled = now
-        if self._tokens < 1:
+        bucket = self._buckets.pop(pod, None)  # re-inserted last: the dict is oldest-used first
+        if bucket is None:
+            bucket = [float(self.burst), now]
+            while len(self._buckets) >= MAX_BUCKETS:
+                del self._buckets[next(iter(self._buckets))]
+        bucket[0] = min(float(self.burst), bucket[0] + (now - bucket[1]) * self.qps)
+        bucket[1] = now
+        self._buckets[pod] = bucket
+        if bucket[0] < 1:
             return False
-        self._tokens -= 1
+        bucket[0] -= 1
         return True
 
 

@@ -102,11 +102,20 @@ def test_events_aggregate_into_one_series_and_respect_the_rate() -> None:
     clock.now += 400
     recorder.tick()  # the series ended: its final count is written once
     assert calls[-1] == ("patch", 5) and len(calls) == 3
+    # the budget is per pod (client-go's spam filter): other pods' events are all written
     other = [event_for(decision(f"q{i}", clock.now, verb="bind", node="n1", error="boom")) for i in range(3)]
     for e in other:
         assert e is not None
         recorder.record(e)
-    assert recorder.dropped == 2  # burst 2, less the series write made a moment ago: one left
+    assert recorder.dropped == 0 and len(calls) == 6
+    # while p's own bucket (burst 2, one token a second) has one token left after the final write
+    for e in (
+        event_for(decision("p", clock.now, verb="bind", node="n1", error="boom")),
+        event_for(decision("p", clock.now, error="gathering", error_code="PodGroupWaiting")),
+    ):
+        assert e is not None
+        recorder.record(e)
+    assert recorder.dropped == 1 and len(calls) == 7
     assert event_for(decision("ok", clock.now, verb="bind", node="n1")) is None
 
 
