@@ -109,21 +109,9 @@ class ClusterRuntime:
         """Keep what ``plugin`` declared it needs (call before :meth:`connect`): its pools (a pool
         name may be counted once: ``ValueError`` when another plugin counts it already), pod
         indexes (one per name), pod annotation keys, PodGroups, and its bind deadline."""
-        for pool in needs.pools:
-            if self.state.has_pool(pool.name):
-                raise ValueError(
-                    f"{plugin}: resource pool {pool.name!r} is already counted: give each pool its own name"
-                )
-            self.state.add_pool(pool)
-        for index in needs.indexes:
-            if not self.state.has_index(index.name):
-                self.state.add_index(index)
-        if needs.pod_annotations:
-            self.state.want_pod_annotations(needs.pod_annotations)
+        self.state.register(plugin, needs)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
-        if needs.images:
-            self.state.keep_images = True
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
 
     # -- ClusterHandle ------------------------------------------------------------------------------

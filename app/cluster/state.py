@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.framework import objects
-from app.framework.handle import PodIndex, PoolSpec, Reservation
+from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
 from app.framework.status import Status
 from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
 
@@ -189,6 +189,22 @@ class ClusterState:
     def keep_annotations(self) -> frozenset[str]:
         """The pod annotation keys pod records keep."""
         return self._keep_annotations
+
+    def register(self, plugin: str, needs: ClusterNeeds) -> None:
+        """Keep what ``plugin`` declared (call before the reflectors start): its pools (a pool
+        name may be counted once: ``ValueError`` when another plugin counts it already), pod
+        indexes (one per name), pod annotation keys, and images."""
+        for pool in needs.pools:
+            if self.has_pool(pool.name):
+                raise ValueError(f"{plugin}: resource pool {pool.name!r} is counted already: give each its own name")
+            self.add_pool(pool)
+        for index in needs.indexes:
+            if not self.has_index(index.name):
+                self.add_index(index)
+        if needs.pod_annotations:
+            self.want_pod_annotations(needs.pod_annotations)
+        if needs.images:
+            self.keep_images = True
 
     def add_pool(self, pool: PoolSpec) -> None:
         """Count ``pool`` per node. Raises ``ValueError`` if the name is taken."""

@@ -20,8 +20,8 @@ from app.framework import objects
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Code, Status
+from app.framework.taints import NO_SCHEDULE, tolerations_tolerate_taint
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
-from app.plugins.tainttoleration import NO_SCHEDULE, tolerations_tolerate_taint
 
 NAME = "NodeUnschedulable"
 #: ``v1.TaintNodeUnschedulable``

@@ -55,6 +55,7 @@ from app.framework.labels import node_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
+from app.framework.taints import find_matching_untolerated_taint
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
 
 NAME = "PodTopologySpread"
@@ -382,28 +383,10 @@ def filter_constraints(
     return out
 
 
-def tolerates(toleration: objects.Toleration, taint: objects.Taint) -> bool:
-    """``v1.Toleration.ToleratesTaint``: an empty effect matches every effect, an empty key every
-    key; ``Exists`` ignores the value, ``Equal`` (or no operator) compares it."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    op = toleration.operator or ""
-    if op in ("", "Equal"):
-        return (toleration.value or "") == (taint.value or "")
-    return op == "Exists"
-
-
 def has_untolerated_schedule_taint(taints: Sequence[objects.Taint], tolerations: Sequence[objects.Toleration]) -> bool:
     """Whether a ``NoSchedule`` or ``NoExecute`` taint of the node is tolerated by none of
     ``tolerations`` (``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``)."""
-    for taint in taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(tolerates(t, taint) for t in tolerations):
-            return True
-    return False
+    return find_matching_untolerated_taint(taints, tolerations) is not None
 
 
 def required_node_affinity(pod: PodInfo) -> Callable[[NodeInfo, Mapping[str, str]], bool] | None:

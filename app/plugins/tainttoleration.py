@@ -30,54 +30,18 @@ from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
 from app.framework.status import SUCCESS, Code, Status
+from app.framework.taints import (
+    PREFER_NO_SCHEDULE,
+    find_matching_untolerated_taint,
+    tolerations_tolerate_taint,
+)
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
 
 NAME = "TaintToleration"
 #: CycleState key of PreScore's tolerations (upstream ``"PreScore" + Name``)
 _PRE_SCORE = f"{NAME}/prefer-no-schedule-tolerations"
 
-#: ``v1.TaintEffectNoSchedule``, ``v1.TaintEffectPreferNoSchedule``, ``v1.TaintEffectNoExecute``
-NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
-#: ``v1.TolerationOpEqual``, ``v1.TolerationOpExists``
-OP_EQUAL, OP_EXISTS = "Equal", "Exists"
-
 _NO_NODE_STATUS = Status.error(NO_NODE)
-
-
-def tolerates_taint(toleration: objects.Toleration, taint: objects.Taint) -> bool:
-    """``Toleration.ToleratesTaint`` of k8s.io/api v1.30 (core/v1/toleration.go).
-
-    An empty toleration effect matches every effect and an empty key every key; the operator
-    ``""`` or ``Equal`` needs the same value (``""`` when unset), ``Exists`` any value; any other
-    operator tolerates nothing. ``tolerationSeconds`` is not looked at.
-    """
-    effect = toleration.effect or ""
-    if effect and effect != (taint.effect or ""):
-        return False
-    key = toleration.key or ""
-    if key and key != (taint.key or ""):
-        return False
-    operator = toleration.operator or ""
-    if operator in ("", OP_EQUAL):
-        return (toleration.value or "") == (taint.value or "")
-    return operator == OP_EXISTS
-
-
-def tolerations_tolerate_taint(tolerations: Iterable[objects.Toleration], taint: objects.Taint) -> bool:
-    """``v1helper.TolerationsTolerateTaint``: whether any of ``tolerations`` tolerates ``taint``."""
-    return any(tolerates_taint(t, taint) for t in tolerations)
-
-
-def find_matching_untolerated_taint(
-    taints: Iterable[objects.Taint], tolerations: Sequence[objects.Toleration]
-) -> objects.Taint | None:
-    """``v1helper.FindMatchingUntoleratedTaint(taints, tolerations, DoNotScheduleTaintsFilterFunc())``:
-    the first taint with effect ``NoSchedule`` or ``NoExecute`` that none of ``tolerations``
-    tolerates, or ``None``."""
-    for taint in taints:
-        if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerations_tolerate_taint(tolerations, taint):
-            return taint
-    return None
 
 
 def prefer_no_schedule_tolerations(tolerations: Iterable[objects.Toleration]) -> tuple[objects.Toleration, ...]:

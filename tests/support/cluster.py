@@ -30,18 +30,9 @@ class MemoryCluster:
     def register(self, plugin: str, needs: ClusterNeeds) -> None:
         """Keep what ``plugin`` declared (pools, indexes, annotations, PodGroups), as the cluster
         state does; a pool counted twice is a ``ValueError``."""
-        for pool in needs.pools:
-            if self.state.has_pool(pool.name):
-                raise ValueError(f"{plugin}: resource pool {pool.name!r} is counted already: give each its own name")
-            self.state.add_pool(pool)
-        for index in needs.indexes:
-            if not self.state.has_index(index.name):
-                self.state.add_index(index)
-        self.state.want_pod_annotations(needs.pod_annotations)
+        self.state.register(plugin, needs)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
-        if needs.images:
-            self.state.keep_images = True
 
     def build(
         self, entry: PluginEntry, args: dict[str, Any] | None = None, http_timeout: float = 5.0, **kw: Any

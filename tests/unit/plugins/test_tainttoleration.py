@@ -13,8 +13,9 @@ import pytest
 
 from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.status import Code
+from app.framework.taints import tolerates_taint
 from app.plugins import tainttoleration
-from app.plugins.tainttoleration import NAME, TaintToleration, tolerates_taint
+from app.plugins.tainttoleration import NAME, TaintToleration
 
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
