@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from app.framework.handle import ClusterNeeds, Reservation
 from app.framework.registry import PolicyRule
 from app.framework.status import Status
 from app.framework.types import PodInfo, PodRef
+from app.kube.errors import APIError
 
 if TYPE_CHECKING:
     from app.kube.client import KubeClient
@@ -190,6 +192,27 @@ class ClusterRuntime:
                 f"extender started or took over can no longer be in flight ({self.bind_deadline:g}s bind deadline)"
             )
         return None
+
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
+        """Delete ``victims`` (UID preconditions) and nominate ``preemptor`` to ``node``, on the
+        API executor (kube-scheduler's ``prepareCandidate`` and its nominating ``updatePod``)."""
+        if self.executor is None or self.client is None:
+            log.warning("preemption for %s on %s not carried out: not connected", preemptor.key(), node)
+            return
+        self.executor.submit(self._preempt, self.client, preemptor, node, tuple(victims))
+
+    @staticmethod
+    def _preempt(client: KubeClient, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...]) -> None:
+        for victim in victims:
+            try:
+                client.delete_pod(victim.namespace, victim.name, victim.uid)
+                log.info("preempted %s on %s for %s", victim.key(), node, preemptor.key())
+            except APIError as exc:
+                log.warning("preempting %s on %s for %s failed: %s", victim.key(), node, preemptor.key(), exc)
+        try:
+            client.set_nominated_node(preemptor.namespace, preemptor.name, node)
+        except APIError as exc:
+            log.warning("nominating %s to %s failed: %s", preemptor.key(), node, exc)
 
     # -- leadership ---------------------------------------------------------------------------------
 

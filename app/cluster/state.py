@@ -108,6 +108,17 @@ class Snapshot:
         usage = info.usage
         return NodeInfo(info.name, info.node, _account(usage, (*usage.pods, *extra), extra, 1, self._pools))
 
+    def without_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        """``info`` with ``pods`` no longer counted (preemption's dry run: the node as it would be
+        once they are gone; ``NodeInfo.RemovePod``)."""
+        gone = {p.uid for p in pods}
+        removed = tuple(p for p in info.usage.pods if p.uid in gone)
+        if not removed:
+            return info
+        usage = info.usage
+        kept = tuple(p for p in usage.pods if p.uid not in gone)
+        return NodeInfo(info.name, info.node, _account(usage, kept, removed, -1, self._pools))
+
     def get(self, name: str) -> NodeInfo | None:
         """The cached NodeInfo of ``name`` when the node object is known, else ``None``."""
         return self.known.get(name)

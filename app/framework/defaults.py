@@ -5,11 +5,10 @@ expanded.
 (pkg/scheduler/apis/config/v1/default_plugins.go): one ``multiPoint`` list, score weights in
 brackets: SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (3),
 NodeAffinity (2), NodePorts, NodeResourcesFit (1), [VolumeRestrictions, NodeVolumeLimits,
-VolumeBinding, VolumeZone], PodTopologySpread (2), InterPodAffinity (2), [DefaultPreemption],
+VolumeBinding, VolumeZone], PodTopologySpread (2), InterPodAffinity (2), DefaultPreemption,
 NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder. The four volume plugins
 are not here: this service does not watch PersistentVolumes, PersistentVolumeClaims nor
-StorageClasses (a pod with volumes is placed as if it had none). DefaultPreemption (PostFilter)
-is not here yet: a pod no node fits is not preempted for.
+StorageClasses (a pod with volumes is placed as if it had none).
 
 A profile with ``schedulerName`` (the standalone scheduler) starts from that default, as every
 kube-scheduler profile does; its own ``multiPoint`` merges into it (:func:`merge_plugin_set`,
@@ -48,6 +47,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("NodeResourcesFit", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),

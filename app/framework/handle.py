@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.framework.status import Status
-from app.framework.types import NodeInfo, PodInfo, PodRef
+from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.framework.waiting import WaitingPods
 
 
@@ -98,6 +98,14 @@ class NodeLister(Protocol):
         the namespace is not known."""
         ...
 
+    def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        """``info`` with ``pods`` counted as if they ran there (``NodeInfo.AddPod``)."""
+        ...
+
+    def without_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        """``info`` with ``pods`` no longer counted (``NodeInfo.RemovePod``)."""
+        ...
+
 
 class PodGroupLister(Protocol):
     """The watched PodGroups (``scheduling.x-k8s.io/v1alpha1``): ``synced`` once listed,
@@ -176,6 +184,27 @@ class ClusterHandle(Protocol):
         """Why nothing may be reserved now (not the leader, not synced, warming up), or ``None``."""
         ...
 
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
+        """Carry out a preemption (``prepareCandidate``): delete ``victims`` (each with its UID as
+        precondition) and set ``preemptor``'s ``status.nominatedNodeName`` to ``node``. Does not
+        block: the API calls run off the event loop; failures are logged."""
+        ...
+
+
+class FilterRunner:
+    """Runs the profile's Filter plugins for a pod on one node as a preemption dry run would
+    (``RunFilterPluginsWithNominatedPods`` after ``RemovePod``): ``runner(state, pod, node)``
+    recomputes every PreFilter with ``node`` standing in for the node of that name in
+    ``state.snapshot`` and returns the node's verdict. Set by the framework once it is built."""
+
+    def __init__(self) -> None:
+        self.run: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None
+
+    def __call__(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if self.run is None:
+            raise RuntimeError("the framework is not built yet")
+        return self.run(state, pod, node)
+
 
 class PodActivator(Protocol):
     """What receives the pods a cycle asked to retry now (kube-scheduler's ``PodActivator``,
@@ -199,13 +228,16 @@ class Handle:
     (a plugin that waits must answer well inside it). ``cluster`` is the cluster state when the
     configuration has a ``cluster:`` section, else ``None``; plugins registered with
     ``needs_cluster=True`` are built only with one. ``waiting_pods``: the profile's pods waiting
-    at Permit (``IterateOverWaitingPods``, ``GetWaitingPod``).
+    at Permit (``IterateOverWaitingPods``, ``GetWaitingPod``). ``run_filter``: the profile's
+    Filter on one node (:class:`FilterRunner`, preemption).
     """
 
     profile: str
     http_timeout: float = 5.0
     cluster: ClusterHandle | None = None
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    #: the profile's Filter on one node, for preemption's dry runs
+    run_filter: FilterRunner = field(default_factory=FilterRunner)
 
     def require_cluster(self, plugin: str) -> ClusterHandle:
         """:attr:`cluster`; raises ``ValueError`` naming ``plugin`` when there is none."""
@@ -218,6 +250,7 @@ __all__ = [
     "PODS_TO_ACTIVATE",
     "ClusterHandle",
     "ClusterNeeds",
+    "FilterRunner",
     "Handle",
     "NodeLister",
     "PodActivator",

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -253,6 +253,7 @@ class Framework:
         self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
         self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
         self.pre_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PreBindPlugin))
+        self.handle.run_filter.run = self._filter_on
         self.post_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PostBindPlugin))
 
     # -- filter ---------------------------------------------------------------------------------
@@ -354,6 +355,36 @@ class Framework:
             if feasible_wanted is not None and found >= feasible_wanted:
                 break
         return FilterOutcome(statuses, "", ignored, evaluated=position)
+
+    def _filter_on(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """The profile's PreFilter and Filter for ``pod`` on ``node`` alone, ``node`` standing in
+        for the node of its name in ``state.snapshot`` (preemption's dry run: :class:`FilterRunner`)."""
+        snapshot = state.snapshot
+        outcome = self.run_filter(pod, [node], CycleState(_Replaced(snapshot, node) if snapshot is not None else None))
+        if outcome.error:
+            return Status.error(outcome.error)
+        return outcome.statuses[0] if outcome.statuses else SUCCESS
+
+    def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
+        """PostFilter (``RunPostFilterPlugins``), for a pod no node passed: the first plugin that
+        succeeds decides (its nominated node); an ``UnschedulableAndUnresolvable`` or an error stops;
+        else ``Unschedulable`` with every plugin's reasons."""
+        reasons: list[str] = []
+        rejector = ""
+        for ep in self.post_filter_plugins:
+            try:
+                nominated, status = ep.plugin.post_filter(state, pod, statuses)  # type: ignore[attr-defined]
+            except Exception as exc:
+                nominated, status = "", Status.error(_describe(exc))
+            if status.is_success():
+                return nominated, status.with_plugin(ep.name)
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return "", status.with_plugin(ep.name)
+            if not status.is_rejected():
+                return "", Status(Code.ERROR, (_error_text(status),), ep.name)
+            reasons += status.reasons
+            rejector = rejector or ep.name
+        return "", Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- score ----------------------------------------------------------------------------------
 
@@ -674,6 +705,30 @@ def _failed(node_name: str, status: Status, point: str) -> Status:
 def code_name_of(status: Status) -> str:
     """The status's code name, for a status without a message."""
     return status.code.name
+
+
+class _Replaced:
+    """A :class:`NodeLister` with one node standing in for the node of its name."""
+
+    def __init__(self, base: Any, node: NodeInfo) -> None:
+        self.base, self.node = base, node
+
+    def get(self, name: str) -> NodeInfo | None:
+        found: NodeInfo | None = self.node if name == self.node.name else self.base.get(name)
+        return found
+
+    def list(self) -> list[NodeInfo]:
+        name = self.node.name
+        return [self.node if n.name == name else n for n in self.base.list()]
+
+    def namespace_labels(self, namespace: str) -> Any:
+        return self.base.namespace_labels(namespace)
+
+    def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        return self.base.with_pods(info, pods)  # type: ignore[no-any-return]
+
+    def without_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        return self.base.without_pods(info, pods)  # type: ignore[no-any-return]
 
 
 def _batch(plugin: str, method: str, call: Callable[[], Any]) -> Any:

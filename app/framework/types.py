@@ -173,8 +173,8 @@ class PodInfo:
             info.topology_spread_constraints = _shared(info.topology_spread_constraints)
         if info.images:
             info.images = tuple(intern(i) for i in info.images) if keep_images else ()
-        # not read of a cached pod yet (preemption's victim order will): one string less per pod
-        info.creation_timestamp = info.start_time = ""
+        # not read of a cached pod (preemption orders victims by status.startTime): one string less
+        info.creation_timestamp = ""
         return info
 
     @classmethod

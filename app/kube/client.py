@@ -227,6 +227,23 @@ class KubeClient:
         patch = {"status": {"conditions": [condition]}}
         _discard(self.core.patch_namespaced_pod_status, name, namespace, patch, _request_timeout=timeout)
 
+    def set_nominated_node(self, namespace: str, name: str, node: str, timeout: float = 5.0) -> None:
+        """Merge PATCH of ``pods/status`` setting ``status.nominatedNodeName`` (``""`` clears it),
+        as kube-scheduler's ``updatePod`` writes a preemptor's nomination."""
+        patch = {"status": {"nominatedNodeName": node or None}}
+        _discard(self.core.patch_namespaced_pod_status, name, namespace, patch, _request_timeout=timeout)
+
+    def delete_pod(self, namespace: str, name: str, uid: str, timeout: float = 5.0) -> None:
+        """DELETE a pod with its UID as precondition (a preemption victim: never another pod that
+        took its name); a pod already gone is not an error."""
+        body: Any = {"preconditions": {"uid": uid}}
+        try:
+            self.core.delete_namespaced_pod(name, namespace, body=body, _request_timeout=timeout)
+        except Exception as exc:
+            error = api_error(exc)
+            if error.status != 404:
+                raise error from exc
+
     def create_lease(self, namespace: str, body: dict[str, Any], timeout: float = 5.0) -> None:
         """POST a ``coordination.k8s.io/v1`` Lease (409 ``AlreadyExists`` when another came first)."""
         lease: Any = body

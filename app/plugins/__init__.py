@@ -6,6 +6,7 @@ from app.plugins import (
     annotation_node_affinity,
     coscheduling,
     default_binder,
+    defaultpreemption,
     imagelocality,
     interpodaffinity,
     node_resource_pool,
@@ -35,6 +36,7 @@ IN_TREE: tuple[PluginEntry, ...] = (
     nodeports.PLUGIN,
     podtopologyspread.PLUGIN,
     interpodaffinity.PLUGIN,
+    defaultpreemption.PLUGIN,
     imagelocality.PLUGIN,
     # this service's policies
     coin_flip.PLUGIN,

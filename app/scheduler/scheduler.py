@@ -37,8 +37,9 @@ Filter stops once ``numFeasibleNodesToFind`` nodes passed (``scheduling.percenta
 kube-scheduler's adaptive default when 0: every node below 100 nodes, 10 % of 5,000), starting
 where the previous cycle stopped, and only those are scored.
 
-Not done here: preemption (PostFilter) and queueing hints (every freed-capacity event moves
-every parked pod).
+A pod no node fits runs PostFilter (DefaultPreemption: victims deleted, the pod nominated to the
+node; it is scheduled there once they are gone). Not done here: queueing hints (every
+freed-capacity event moves every parked pod).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from app.cluster.runtime import ClusterRuntime
@@ -269,6 +271,8 @@ class Scheduler(TaskWorker):
             return
         if not found.feasible:
             message = fit_error_message(len(found.nodes), found.statuses, found.pre_filter)
+            if self.framework.post_filter_plugins:  # preemption: room for it in a later cycle
+                message = await self._post_filter(state, pod, found, message)
             self._failed(pod, started, message, unschedulable=True)
             return
         node = found.feasible[0]
@@ -301,6 +305,20 @@ class Scheduler(TaskWorker):
         task = asyncio.get_running_loop().create_task(self._bind(state, pod, node.name, started))
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
+
+    async def _post_filter(self, state: CycleState, pod: PodInfo, found: _Found, message: str) -> str:
+        """PostFilter (DefaultPreemption) for a pod no node passed; returns the FitError message
+        with the PostFilter's (``PostFilterMsg``: ``preemption: 0/N nodes are available: ...``)."""
+        statuses = {n.name: s for n, s in zip(found.nodes, found.statuses, strict=True)}
+        run = partial(self.framework.run_post_filter, state, pod, statuses)
+        if self.worker is not None and len(found.nodes) > INLINE_NODES:
+            nominated, status = await asyncio.get_running_loop().run_in_executor(self.worker, run)
+        else:
+            nominated, status = run()
+        if status.is_success() and nominated:
+            log.info("pod %s/%s: nominated to %s (preemption)", pod.namespace, pod.name, nominated)
+            return message
+        return f"{message} {status.message}" if status.message else message
 
     def _activate(self, state: CycleState) -> None:
         pods: dict[str, PodInfo] | None = state.get(PODS_TO_ACTIVATE)

@@ -94,7 +94,15 @@ def test_a_backlog_is_scheduled_once_per_pod(api: FakeAPIServer, tmp_path: Path)
     scheduler = Scheduler(write_config(tmp_path, api, [profile]))
     try:
         wait_for(lambda: len(bound(api)) == 300, seconds=120, what="300 pods bound")
-        assert metric(scheduler.url, "scheduler_schedule_attempts_total", profile="backlog", result="scheduled") == 300
+        # the attempt is counted once its binding task has finished, a moment after the API server stored it
+        scheduled = wait_for(
+            lambda: (
+                metric(scheduler.url, "scheduler_schedule_attempts_total", profile="backlog", result="scheduled") >= 300
+                and metric(scheduler.url, "scheduler_schedule_attempts_total", profile="backlog", result="scheduled")
+            ),
+            what="300 attempts counted",
+        )
+        assert scheduled == 300
         assert set(bindings_per_pod(api).values()) == {1}  # one Binding per pod: never sent twice
     finally:
         scheduler.stop()

@@ -103,3 +103,27 @@ def test_a_gated_pod_waits_for_its_gates_then_is_bound(api: FakeAPIServer, tmp_p
         assert time.monotonic() - removed < 2.0
     finally:
         scheduler.stop()
+
+
+def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(2):
+        api.put("nodes", node(f"n{i}", cpu="2", memory="4Gi", pods="110"))
+    for name, where, priority in (("low-a", "n0", 10), ("low-b", "n1", 5)):
+        running = pod(name, node_name=where, cpu="2", memory="16Mi", phase="Running", priority=priority)
+        running["status"]["startTime"] = "2026-01-01T00:00:00Z"
+        api.put("pods", running)
+    urgent = pending("urgent", {}, priority=1000)
+    urgent["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    api.put("pods", urgent)
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+        wait_for(lambda: "urgent" in bound(api), seconds=30, what="the preemptor bound")
+        assert api.deletions == ["default/low-b"]  # the lower-priority victim of the two
+        assert bound(api)["urgent"] == "n1"
+        nominations = [
+            p for key, p in api.status_patches if key == "default/urgent" and "nominatedNodeName" in p["status"]
+        ]
+        assert nominations[0]["status"]["nominatedNodeName"] == "n1"
+        assert "low-a" in bound(api)
+    finally:
+        scheduler.stop()

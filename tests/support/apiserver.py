@@ -133,6 +133,8 @@ class FakeAPIServer:
         self.history: list[tuple[int, str, str, Obj]] = []
         self.watchers: list[_Watcher] = []
         self.bindings: list[Obj] = []
+        #: ``namespace/name`` of every pod deleted through the API (preemption's victims)
+        self.deletions: list[str] = []
         #: (namespace/name, annotations) of every PATCH of a pod's annotations
         self.patches: list[tuple[str, Obj]] = []
         self.requests: list[str] = []
@@ -538,6 +540,28 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 return
             if segs[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and len(segs) == 7 and segs[5] == "events":
                 self._send(*api.patch_event(segs[4], segs[6], body))
+                return
+            self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
+
+        def do_DELETE(self) -> None:
+            """``DELETE /api/v1/namespaces/{ns}/pods/{name}``, honouring ``preconditions.uid`` (409 on
+            another UID), emitted as DELETED; recorded in :attr:`FakeAPIServer.deletions`."""
+            _path, segs, _ = self._route()
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if len(segs) == 6 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods":
+                key = f"{segs[3]}/{segs[5]}"
+                with api.lock:
+                    current = api.objects["pods"].get(key)
+                    if current is None:
+                        self._send(404, status_body(404, "NotFound", f'pods "{segs[5]}" not found'))
+                        return
+                    uid = ((body or {}).get("preconditions") or {}).get("uid")
+                    if uid and uid != current["metadata"].get("uid"):
+                        self._send(409, status_body(409, "Conflict", "Precondition failed: UID in precondition"))
+                        return
+                    api.deletions.append(key)
+                    api.delete("pods", key)
+                self._send(200, current)
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 

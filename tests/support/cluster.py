@@ -5,6 +5,7 @@ against it, not against a connected ``ClusterRuntime``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -24,6 +25,7 @@ class MemoryCluster:
         self.bindings: list[tuple[str, str]] = []
         self.refuse_binding = ""
         self.admission: str | None = None
+        self.preemptions: list[tuple[str, str, list[str]]] = []
 
     # -- what tests set up ---------------------------------------------------------------------------
 
@@ -91,6 +93,10 @@ class MemoryCluster:
 
     def bind_admission(self) -> str | None:
         return self.admission
+
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
+        """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])``."""
+        self.preemptions.append((preemptor.uid, node, [v.uid for v in victims]))
 
 
 __all__ = ["MemoryCluster"]

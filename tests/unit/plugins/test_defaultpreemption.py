@@ -1,0 +1,100 @@
+"""DefaultPreemption (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go,
+pkg/scheduler/framework/preemption/preemption.go, v1.30) on a small in-memory cluster: victims
+are the fewest, least important pods, the candidate node follows pickOneNodeForPreemption's
+criteria, and the messages are upstream's."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import msgspec
+
+from app.framework import Code, CycleState, EnabledPlugin, Framework, Handle, PodInfo, objects
+from app.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs, pick_one_node
+from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
+from app.plugins.nodeunschedulable import NodeUnschedulable
+from tests.support.apiserver import node as node_doc
+from tests.support.apiserver import pod as pod_doc
+from tests.support.cluster import MemoryCluster
+
+
+def low(name: str, node: str, cpu: str, priority: int, started: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    doc = pod_doc(name, "default", node, cpu=cpu, priority=priority)
+    doc["status"]["startTime"] = started
+    return doc
+
+
+def profile(rt: MemoryCluster) -> tuple[Framework, DefaultPreemption]:
+    handle = Handle("p", 5.0, rt)
+    fit = NodeResourcesFit(NodeResourcesFitArgs(), handle)
+    unschedulable = NodeUnschedulable(None, handle)
+    preemption = DefaultPreemption(DefaultPreemptionArgs(), handle, rng=random.Random(1))
+    filters = [EnabledPlugin("NodeUnschedulable", unschedulable), EnabledPlugin("NodeResourcesFit", fit)]
+    fw = Framework("p", filters, post_filter_plugins=[EnabledPlugin("DefaultPreemption", preemption)], handle=handle)
+    return fw, preemption
+
+
+def preempt(rt: MemoryCluster, fw: Framework, doc: dict[str, Any]) -> tuple[str, Any]:
+    pod = PodInfo(msgspec.convert(doc, objects.Pod))
+    snapshot = rt.snapshot()
+    state = CycleState(snapshot)
+    nodes = snapshot.list()
+    outcome = fw.run_filter(pod, nodes, state)
+    statuses = {n.name: s for n, s in zip(nodes, outcome.statuses, strict=True)}
+    return fw.run_post_filter(state, pod, statuses)
+
+
+def test_the_fewest_least_important_pods_are_the_victims() -> None:
+    rt = MemoryCluster()
+    rt.seed([node_doc("n1", cpu="4")], [low("p1", "n1", "2", 10), low("p2", "n1", "2", 20)])
+    fw, _ = profile(rt)
+    nominated, status = preempt(rt, fw, pod_doc("high", "default", cpu="2", priority=100))
+    assert (nominated, status.code) == ("n1", Code.SUCCESS)
+    # p2 (more important) is reprieved: with it back the pod still fits; p1 is evicted
+    assert rt.preemptions == [("uid-default-high", "n1", ["uid-default-p1"])]
+
+
+def test_the_candidate_with_the_lowest_highest_priority_victim_is_chosen() -> None:
+    rt = MemoryCluster()
+    rt.seed(
+        [node_doc("n1", cpu="2"), node_doc("n2", cpu="2")],
+        [low("a", "n1", "2", 10), low("b", "n2", "2", 5)],
+    )
+    fw, _ = profile(rt)
+    nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="2", priority=100))
+    assert nominated == "n2" and rt.preemptions[0][2] == ["uid-default-b"]
+
+
+def test_pick_one_node_criteria_in_order() -> None:
+    def pods(*priorities: int, started: str = "2026-01-01T00:00:00Z") -> list[PodInfo]:
+        docs = [low(f"v{i}", "x", "1", p, started) for i, p in enumerate(priorities)]
+        return [PodInfo(msgspec.convert(doc, objects.Pod)) for doc in docs]
+
+    now = 1.9e9
+    assert pick_one_node([("a", pods(5), 1), ("b", pods(9), 0)], now) == "b"  # fewest PDB violations
+    assert pick_one_node([("a", pods(9), 0), ("b", pods(5, 5), 0)], now) == "b"  # lowest highest priority
+    assert pick_one_node([("a", pods(5, 4), 0), ("b", pods(5, 1), 0)], now) == "b"  # lowest sum
+    assert pick_one_node([("a", pods(5, 5), 0), ("b", pods(5), 0)], now) == "b"  # fewest victims
+    late = pods(5, started="2026-06-01T00:00:00Z")
+    assert pick_one_node([("a", pods(5), 0), ("b", late, 0)], now) == "b"  # latest start
+    assert pick_one_node([("a", pods(5), 0), ("b", pods(5), 0)], now) == "a"  # then the first
+
+
+def test_upstreams_messages_when_preemption_cannot_help() -> None:
+    rt = MemoryCluster()
+    cordoned = node_doc("c", cpu="4")
+    cordoned["spec"] = {"unschedulable": True}
+    rt.seed([cordoned, node_doc("n1", cpu="2")], [low("same", "n1", "2", 100)])
+    fw, _ = profile(rt)
+    nominated, status = preempt(rt, fw, pod_doc("high", "default", cpu="2", priority=100))
+    assert nominated == "" and status.code is Code.UNSCHEDULABLE
+    assert status.message == (
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling."
+    )
+    never = pod_doc("never", "default", cpu="2", priority=1000)
+    never["spec"]["preemptionPolicy"] = "Never"
+    nominated, status = preempt(rt, fw, never)
+    assert (nominated, status.message) == ("", "not eligible due to preemptionPolicy=Never.")
+    assert rt.preemptions == []
