@@ -77,6 +77,8 @@ class ClusterSettings:
 #: Added to a binder's deadline before binds are admitted after a start or a takeover: the time
 #: for the watch to show a Binding created at the very end of that deadline (seconds).
 WATCH_MARGIN = 1.0
+#: How often (seconds) a bind waiting for the watch's first sync looks again.
+SYNC_POLL = 0.05
 #: ``role()`` while binds are not admitted yet on a leader.
 WARMING_UP = "warming up"
 
@@ -103,6 +105,9 @@ class ClusterRuntime:
         #: the longest bind deadline of the binders (seconds): how long a Binding this process's
         #: predecessor (or the previous leader) sent may still be in flight
         self.bind_deadline = 0.0
+        #: whether a registered plugin's Reserve guards capacity (:attr:`ClusterNeeds.guards_capacity`):
+        #: without one no profile waits out the warm-up
+        self.guards_capacity = False
         self._admit_at = 0.0
 
     # -- what plugins declare (before connect) -------------------------------------------------------
@@ -115,6 +120,7 @@ class ClusterRuntime:
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
+        self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
     # -- ClusterHandle ------------------------------------------------------------------------------
 
@@ -166,15 +172,18 @@ class ClusterRuntime:
             return Status.error("the cluster connection is not started (serve connects it)")
         return await self._binder.bind(pod, node, timeout)
 
-    def bind_admission(self) -> str | None:
+    def bind_admission(self, warm_up: bool = True) -> str | None:
         """Why a bind may not reserve anything now, or ``None`` when it may.
 
-        After a start or a takeover, binds wait until the watch has synced and one whole bind
-        deadline (plus :data:`WATCH_MARGIN`) has passed: a Binding an earlier process or the
-        previous leader sent can land at the API server until then, and counting the pod only
-        once the watch shows it is what keeps a restart from over-committing a node. With
-        ``leader_election``, only the leader binds. Until admitted, bind answers ``Error``
-        (kube-scheduler retries the pod with backoff); filter keeps answering.
+        After a start or a takeover, binds wait until the watch has synced and, for a profile
+        whose Reserve guards capacity (``warm_up``; a pool, NodeResourcesFit, DefaultBinder's
+        ``verifyFit``), one whole bind deadline (plus :data:`WATCH_MARGIN`): a Binding an earlier
+        process or the previous leader sent can land at the API server until then, and counting
+        the pod only once the watch shows it is what keeps a restart from over-committing a node.
+        Without such a Reserve there is nothing to over-commit, so no warm-up (kube-scheduler has
+        none either). With ``leader_election``, only the leader binds. The bind verb waits for
+        the admission while its budget allows (:meth:`bind_admission_wait`), else answers
+        ``Error`` (kube-scheduler retries the pod with backoff); filter keeps answering.
         """
         if self.follower is not None and not self.follower.is_leader():
             s = self.follower.settings
@@ -186,12 +195,21 @@ class ClusterRuntime:
         if not self.state.has_synced():
             return "the extender's cluster state has not synced with the API server yet"
         wait = self._admit_at - time.monotonic()
-        if wait > 0:
+        if warm_up and wait > 0:
             return (
                 f"warming up: binds are admitted in {wait:.1f}s, once a Binding sent before this "
                 f"extender started or took over can no longer be in flight ({self.bind_deadline:g}s bind deadline)"
             )
         return None
+
+    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+        """Seconds until :meth:`bind_admission` may admit: ``0.0`` when it admits, the warm-up's
+        remainder, :data:`SYNC_POLL` while the watch has not synced; ``None`` for a follower."""
+        if self.follower is not None and not self.follower.is_leader():
+            return None
+        if not self.state.has_synced():
+            return SYNC_POLL
+        return max(self._admit_at - time.monotonic(), 0.0) if warm_up else 0.0
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
         """Delete ``victims`` (UID preconditions) and nominate ``preemptor`` to ``node``, on the
@@ -217,7 +235,8 @@ class ClusterRuntime:
     # -- leadership ---------------------------------------------------------------------------------
 
     def _warm_up(self) -> None:
-        self._admit_at = time.monotonic() + self.bind_deadline + WATCH_MARGIN
+        if self.guards_capacity:
+            self._admit_at = time.monotonic() + self.bind_deadline + WATCH_MARGIN
 
     def start_warm_up(self) -> None:
         """This process just became a leader (of its own Lease): admit binds only once a Binding

@@ -70,7 +70,10 @@ class ClusterNeeds:
     (a resource pool's slots are the same whichever profile binds), so every profile's Reserve
     runs it too. ``images``: nodes keep ``status.images`` and pod records their containers'
     images (ImageLocality; without it neither is kept: a node's 40-odd image entries would cost
-    about 12 KB a node).
+    about 12 KB a node). ``reserves_capacity``: this plugin's Reserve refuses a node whose
+    capacity is taken (a pool's slots, cpu and memory), so a Binding a previous process may
+    still have in flight could make it over-commit: binds of a profile running such a Reserve
+    wait out the warm-up after a start or takeover (a pool implies it, :attr:`guards_capacity`).
     """
 
     pools: tuple[PoolSpec, ...] = ()
@@ -80,6 +83,13 @@ class ClusterNeeds:
     bind_deadline: float = 0.0
     cluster_wide_reserve: bool = False
     images: bool = False
+    reserves_capacity: bool = False
+
+    @property
+    def guards_capacity(self) -> bool:
+        """Whether binds need the warm-up for this plugin: it counts a pool or says it
+        ``reserves_capacity``."""
+        return self.reserves_capacity or bool(self.pools)
 
 
 class NodeLister(Protocol):
@@ -180,8 +190,15 @@ class ClusterHandle(Protocol):
         it or it expires; a refused one forgets it."""
         ...
 
-    def bind_admission(self) -> str | None:
-        """Why nothing may be reserved now (not the leader, not synced, warming up), or ``None``."""
+    def bind_admission(self, warm_up: bool = True) -> str | None:
+        """Why nothing may be reserved now (not the leader, not synced, warming up), or ``None``.
+        ``warm_up=False``: a profile with no capacity-bearing Reserve ignores the warm-up."""
+        ...
+
+    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+        """Seconds after which :meth:`bind_admission` may admit (0.0: it admits now; the warm-up's
+        remainder; a short poll while the watch syncs), ``None`` when waiting cannot help (this
+        replica does not hold the Lease)."""
         ...
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:

@@ -68,6 +68,10 @@ BINDING_UNCERTAIN = "BindingUncertain"
 #: The share of ``httpTimeout`` a bind (Permit included) may use; the rest is for the answer to
 #: reach kube-scheduler, which fails a binding cycle whose extender answers late.
 BIND_BUDGET = 0.9
+#: Seconds of a bind's budget kept for the Binding itself when the bind waits for its admission
+#: (the watch's first sync, the warm-up): a bind admitted later than its deadline minus this
+#: answers ``Error`` at once instead of waiting.
+ADMISSION_MARGIN = 1.0
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> Status:
@@ -217,6 +221,9 @@ class Framework:
         #: Reserve plugins of other profiles whose reservations hold cluster-wide (a live list:
         #: profiles built later add theirs); checked after this profile's own at bind
         self.shared_reserve = shared_reserve
+        #: whether this profile's binds wait out the cluster's warm-up (a Reserve of its guards
+        #: capacity: :attr:`~app.framework.handle.ClusterNeeds.guards_capacity`); set by the assembly
+        self.bind_warm_up = True
         self.filter_plugins = tuple(filter_plugins)
         self.score_plugins = tuple(score_plugins)
         self.preemption_plugins = tuple(preemption_plugins)
@@ -664,7 +671,7 @@ class Framework:
         if self.cluster is None:
             pod: PodInfo | None = PodInfo.placeholder(ref.namespace, ref.name, ref.uid)
         else:
-            refusal = self.cluster.bind_admission()
+            refusal = await self._admitted(deadline)
             if refusal is not None:
                 return Status.error(refusal)
             pod = await self.cluster.read_pod(ref, max((deadline - time.monotonic()) / 2, 0.001))
@@ -692,6 +699,19 @@ class Framework:
         if status.is_rejected():  # rejected while waiting at Permit
             return _failed(node_name, status, "Permit")
         return status
+
+    async def _admitted(self, deadline: float) -> str | None:
+        """Wait for the cluster's bind admission while it can come with :data:`ADMISSION_MARGIN`
+        left before ``deadline`` (monotonic seconds); the refusal when it cannot, else ``None``."""
+        assert self.cluster is not None
+        while True:
+            refusal = self.cluster.bind_admission(self.bind_warm_up)
+            if refusal is None:
+                return None
+            wait = self.cluster.bind_admission_wait(self.bind_warm_up)
+            if wait is None or time.monotonic() + wait > deadline - ADMISSION_MARGIN:
+                return refusal
+            await asyncio.sleep(max(wait, 0.001))
 
 
 def _failed(node_name: str, status: Status, point: str) -> Status:

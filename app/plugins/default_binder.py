@@ -98,7 +98,9 @@ PLUGIN = PluginEntry(
     factory=DefaultBinder,
     args=DefaultBinderArgs,
     needs_cluster=True,
-    needs=lambda args, http_timeout: ClusterNeeds(bind_deadline=bind_timeout(args, http_timeout)),
+    needs=lambda args, http_timeout: ClusterNeeds(
+        bind_deadline=bind_timeout(args, http_timeout), reserves_capacity=args.verify_fit
+    ),
     # POST pods/binding; GET pods to read a pod back after a 409 (app/cluster/binding.py)
     rbac=(PolicyRule(("",), ("pods/binding",), ("create",)), PolicyRule(("",), ("pods",), ("get",))),
     sees_every_pod=False,

@@ -86,7 +86,8 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Call
     api.put("leases", lease("cp-2_7f3a"))
     settings = LeaderElectionSettings(identity="cp-1", renew_deadline=10.0, retry_period=0.1)
     runtime = make_runtime(api.url, leader_election=settings)
-    runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=0.5))  # its Bindings may be in flight 0.5 s
+    # its Bindings may be in flight 0.5 s, and its Reserve (verifyFit) guards capacity
+    runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=0.5, reserves_capacity=True))
     wait_for(runtime.state.has_synced)
     wait_for(lambda: runtime.follower is not None and runtime.follower.holder == "cp-2_7f3a", what="Lease read")
     refusal = runtime.bind_admission()
@@ -135,3 +136,15 @@ def test_the_elector_is_a_periodic_worker_whose_failed_writes_are_its_error() ->
     assert created[0]["spec"]["renewTime"].endswith("Z") and elector.errors == 1
     elector.stop()
     assert asyncio.run(elector.join(10)) and not elector.running
+
+
+def test_no_warm_up_without_a_reserve_that_guards_capacity(
+    api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]
+) -> None:
+    """A bind deadline alone (DefaultBinder without verifyFit) protects nothing by waiting: binds
+    are admitted as soon as the watch has synced, and a bind verb would not wait."""
+    runtime = make_runtime(api.url)
+    runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=5.0))
+    wait_for(runtime.state.has_synced)
+    assert runtime.bind_admission() is None and runtime.bind_admission_wait() == 0.0
+    assert runtime.role() == LEADER

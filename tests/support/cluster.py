@@ -91,8 +91,12 @@ class MemoryCluster:
         self.bindings.append((pod.uid, node))
         return SUCCESS
 
-    def bind_admission(self) -> str | None:
+    def bind_admission(self, warm_up: bool = True) -> str | None:
         return self.admission
+
+    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+        """``0.0`` when :attr:`admission` admits, else ``None`` (waiting does not help)."""
+        return 0.0 if self.admission is None else None
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
         """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])``."""

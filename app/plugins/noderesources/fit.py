@@ -32,7 +32,7 @@ from pydantic import Field, field_validator, model_validator
 from app.framework.args import PluginArgs
 from app.framework.fit import NATIVE as _NATIVE
 from app.framework.fit import insufficient, is_ignored
-from app.framework.handle import Handle
+from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from app.framework.status import SUCCESS, Code, Status
@@ -249,6 +249,7 @@ PLUGIN = PluginEntry(
     factory=NodeResourcesFit,
     args=NodeResourcesFitArgs,
     needs_cluster=True,
+    needs=lambda args, http_timeout: ClusterNeeds(reserves_capacity=True),
     summary="filter/score: kube-scheduler's NodeResourcesFit (fit, LeastAllocated/MostAllocated/"
     "RequestedToCapacityRatio) on the cluster state's pods; re-checked at bind",
 )
