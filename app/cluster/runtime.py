@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
 from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
+from app.cluster.pdbs import KIND as PDBS
+from app.cluster.pdbs import PDBStore
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector, Store, state_store
 from app.cluster.requeue import Requeuer
 from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
-from app.framework.handle import ClusterNeeds, Reservation
+from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
 from app.framework.registry import PolicyRule
 from app.framework.status import Status
 from app.framework.types import PodInfo, PodRef
@@ -99,6 +101,7 @@ class ClusterRuntime:
         self.executor: ThreadPoolExecutor | None = None
         self.reflectors: list[Reflector] = []
         self._podgroups: PodGroupStore | None = None
+        self._pdbs: PDBStore | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
         self._binder: Binder | None = None
@@ -119,6 +122,8 @@ class ClusterRuntime:
         self.state.register(plugin, needs)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
+        if needs.pod_disruption_budgets and self._pdbs is None:
+            self._pdbs = PDBStore()
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
         self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
@@ -211,6 +216,10 @@ class ClusterRuntime:
             return SYNC_POLL
         return max(self._admit_at - time.monotonic(), 0.0) if warm_up else 0.0
 
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        """The watched PodDisruptionBudgets (:class:`~app.cluster.pdbs.PDBStore`), or none."""
+        return self._pdbs.budgets() if self._pdbs is not None else ()
+
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
         """Delete ``victims`` (UID preconditions) and nominate ``preemptor`` to ``node``, on the
         API executor (kube-scheduler's ``prepareCandidate`` and its nominating ``updatePod``)."""
@@ -273,6 +282,8 @@ class ClusterRuntime:
         stores: list[tuple[str, Store]] = [(kind, state_store(kind, self.state)) for kind in KINDS]
         if self._podgroups is not None:
             stores.append((PODGROUPS, self._podgroups))
+        if self._pdbs is not None:
+            stores.append((PDBS, self._pdbs))
         self.reflectors = [
             Reflector(
                 kind,

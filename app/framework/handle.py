@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.framework.objects import LabelSelector
 from app.framework.status import Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.framework.waiting import WaitingPods
@@ -70,7 +71,8 @@ class ClusterNeeds:
     (a resource pool's slots are the same whichever profile binds), so every profile's Reserve
     runs it too. ``images``: nodes keep ``status.images`` and pod records their containers'
     images (ImageLocality; without it neither is kept: a node's 40-odd image entries would cost
-    about 12 KB a node). ``reserves_capacity``: this plugin's Reserve refuses a node whose
+    about 12 KB a node). ``pod_disruption_budgets``: watch PodDisruptionBudgets (``policy/v1``:
+    preemption). ``reserves_capacity``: this plugin's Reserve refuses a node whose
     capacity is taken (a pool's slots, cpu and memory), so a Binding a previous process may
     still have in flight could make it over-commit: binds of a profile running such a Reserve
     wait out the warm-up after a start or takeover (a pool implies it, :attr:`guards_capacity`).
@@ -84,12 +86,26 @@ class ClusterNeeds:
     cluster_wide_reserve: bool = False
     images: bool = False
     reserves_capacity: bool = False
+    pod_disruption_budgets: bool = False
 
     @property
     def guards_capacity(self) -> bool:
         """Whether binds need the warm-up for this plugin: it counts a pool or says it
         ``reserves_capacity``."""
         return self.reserves_capacity or bool(self.pools)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    """What kube-scheduler's preemption reads of a ``policy/v1`` PodDisruptionBudget: its
+    namespace and name, ``spec.selector`` (``None`` or empty: it selects no pod),
+    ``status.disruptionsAllowed`` and the pod names in ``status.disruptedPods``."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str] = frozenset()
 
 
 class NodeLister(Protocol):
@@ -199,6 +215,11 @@ class ClusterHandle(Protocol):
         """Seconds after which :meth:`bind_admission` may admit (0.0: it admits now; the warm-up's
         remainder; a short poll while the watch syncs), ``None`` when waiting cannot help (this
         replica does not hold the Lease)."""
+        ...
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        """The watched PodDisruptionBudgets (empty unless a plugin declared
+        ``pod_disruption_budgets``, and until their first list)."""
         ...
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:

@@ -132,10 +132,12 @@ class KubeClient:
         self.custom = k8s.CustomObjectsApi(api_client)
         self.coordination = k8s.CoordinationV1Api(api_client)
         self.events = k8s.EventsV1Api(api_client)
+        self.policy = k8s.PolicyV1Api(api_client)
 
     def _list_or_watch(self, kind: str, **kwargs: Any) -> Any:
-        """``GET`` the ``nodes``, (non-terminal) ``pods`` or ``podgroups``
-        (``scheduling.x-k8s.io/v1alpha1``) collection with ``kwargs``; the urllib3 response
+        """``GET`` the ``nodes``, (non-terminal) ``pods``, ``podgroups``
+        (``scheduling.x-k8s.io/v1alpha1``) or ``poddisruptionbudgets`` (``policy/v1``) collection
+        with ``kwargs``; the urllib3 response
         (``_preload_content=False``). Raises :class:`APIError`."""
         try:
             if kind == "nodes":
@@ -144,6 +146,8 @@ class KubeClient:
                 return self.custom.list_cluster_custom_object(
                     "scheduling.x-k8s.io", "v1alpha1", "podgroups", _preload_content=False, **kwargs
                 )
+            if kind == "poddisruptionbudgets":
+                return self.policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False, **kwargs)
             return self.core.list_pod_for_all_namespaces(
                 field_selector=POD_FIELD_SELECTOR, _preload_content=False, **kwargs
             )

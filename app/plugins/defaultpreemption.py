@@ -17,6 +17,11 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   ``status.startTime``), PodDisruptionBudget-violating ones first, and each that still lets the pod
   fit is reprieved; the others are the victims. No lower-priority pod: "No preemption victims
   found for incoming pod" (UnschedulableAndUnresolvable).
+- **PodDisruptionBudgets** (``filterPodsWithPDBViolation``): walking the potential victims most
+  important first, each budget of the pod's namespace whose non-empty selector matches the pod's
+  labels, and that does not list the pod in ``status.disruptedPods``, loses one of its
+  ``status.disruptionsAllowed``; a pod that takes any such budget below zero violates it. Those
+  are reprieved first; the ones that still must go are the candidate's PDB violations.
 - **The candidate** (``pickOneNodeForPreemption``): the fewest PDB violations, then the lowest
   highest-priority victim, the lowest sum of priorities, the fewest victims, the latest earliest
   start time of the highest-priority victims, then the first.
@@ -29,7 +34,8 @@ With no candidate the answer is ``Unschedulable`` with "preemption: " and a FitE
 candidates' statuses ("0/3 nodes are available: 1 No preemption victims found for incoming pod, 2
 Preemption is not helpful for scheduling."), which the scheduler appends to its own FitError.
 
-Not done: PodDisruptionBudgets are not watched yet, so every victim counts as violating none.
+The budgets are the cluster state's watched ``policy/v1`` PodDisruptionBudgets (listed once per
+preemption, as upstream's ``getPodDisruptionBudgets``).
 """
 
 from __future__ import annotations
@@ -43,16 +49,19 @@ from pydantic import Field
 from app.framework import (
     SUCCESS,
     ClusterHandle,
+    ClusterNeeds,
     Code,
     CycleState,
     Handle,
     NodeInfo,
     PluginArgs,
     PluginEntry,
+    PodDisruptionBudget,
     PodInfo,
     PolicyRule,
     Status,
 )
+from app.framework.labels import label_selector_matches
 
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -115,6 +124,34 @@ def pick_one_node(candidates: Sequence[tuple[str, list[PodInfo], int]], now: flo
     return remaining[0][0]
 
 
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], budgets: Sequence[PodDisruptionBudget]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``filterPodsWithPDBViolation``: ``(violating, non_violating)``, each in ``pods``' order (see
+    the module doc)."""
+    allowed = [b.disruptions_allowed for b in budgets]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:  # a pod without labels matches no budget
+            for i, budget in enumerate(budgets):
+                if budget.namespace != pod.namespace:
+                    continue
+                selector = budget.selector
+                if selector is None or not (selector.match_labels or selector.match_expressions):
+                    continue  # a nil or empty selector matches nothing
+                if not label_selector_matches(selector, pod.labels):
+                    continue
+                if pod.name in budget.disrupted_pods:
+                    continue  # processed by the API server already: not a violation
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
 class DefaultPreemption:
     """PostFilter (see the module doc). ``rng``: the dry run's random offset (tests pass their own)."""
 
@@ -147,10 +184,15 @@ class DefaultPreemption:
         return ""
 
     def select_victims(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo, now: float
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        now: float,
+        budgets: Sequence[PodDisruptionBudget] = (),
     ) -> tuple[list[PodInfo], int, Status]:
-        """``SelectVictimsOnNode``: the victims (most important first), how many violate a PDB,
-        and the status (``SUCCESS``, or why the node is no candidate)."""
+        """``SelectVictimsOnNode``: the victims (most important first), how many violate one of
+        ``budgets``, and the status (``SUCCESS``, or why the node is no candidate)."""
         snapshot = state.snapshot
         potential = [p for p in node.pods if p.priority < pod.priority]
         if not potential:
@@ -160,15 +202,20 @@ class DefaultPreemption:
         if not status.is_success():
             return [], 0, status
         ordered = sorted(potential, key=lambda p: (-p.priority, start_time(p, now)))
+        violating, non_violating = filter_pods_with_pdb_violation(ordered, budgets)
         victims: list[PodInfo] = []
+        violations = 0
         current = without
-        for candidate in ordered:  # no PDBs: every victim is non-violating
+        for candidate in (*violating, *non_violating):  # the PDB-violating ones reprieved first
             trial = snapshot.with_pods(current, [candidate])
             if self.run_filter(state, pod, trial).is_success():
                 current = trial  # reprieved
             else:
                 victims.append(candidate)
-        return victims, 0, SUCCESS
+                violations += candidate in violating
+        if violating and non_violating:  # most important first again
+            victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
+        return victims, violations, SUCCESS
 
     def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
         """Find the node where evicting the fewest, least important pods lets ``pod`` fit, evict
@@ -190,12 +237,13 @@ class DefaultPreemption:
                 potential.append(node)
         candidates: list[tuple[str, list[PodInfo], int]] = []
         if potential:
+            budgets = self.cluster.pod_disruption_budgets()
             now = datetime.now(UTC).timestamp()
             wanted = self.num_candidates(len(potential))
             offset = self._rng.randrange(len(potential))
             for i in range(len(potential)):
                 node = potential[(offset + i) % len(potential)]
-                victims, violations, status = self.select_victims(state, pod, node, now)
+                victims, violations, status = self.select_victims(state, pod, node, now, budgets)
                 if status.is_success() and victims:
                     candidates.append((node.name, victims, violations))
                     if len(candidates) >= wanted:
@@ -227,7 +275,12 @@ PLUGIN = PluginEntry(
     factory=DefaultPreemption,
     args=DefaultPreemptionArgs,
     needs_cluster=True,
-    # DELETE the victims; PATCH pods/status for the preemptor's nominatedNodeName
-    rbac=(PolicyRule(("",), ("pods",), ("delete",)), PolicyRule(("",), ("pods/status",), ("patch",))),
+    needs=lambda args, http_timeout: ClusterNeeds(pod_disruption_budgets=True),
+    # DELETE the victims; PATCH pods/status for the preemptor's nominatedNodeName; watch the PDBs
+    rbac=(
+        PolicyRule(("",), ("pods",), ("delete",)),
+        PolicyRule(("",), ("pods/status",), ("patch",)),
+        PolicyRule(("policy",), ("poddisruptionbudgets",), ("list", "watch")),
+    ),
     summary="postFilter: kube-scheduler's DefaultPreemption (evict lower-priority pods, nominate the node)",
 )

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from tests.cluster.test_pdbs import pdb
 from tests.e2e.test_cycle import write_config
 from tests.e2e.test_scheduler import Scheduler, api, bound, wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod
@@ -125,5 +126,27 @@ def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: 
         ]
         assert nominations[0]["status"]["nominatedNodeName"] == "n1"
         assert "low-a" in bound(api)
+    finally:
+        scheduler.stop()
+
+
+def test_preemption_spares_the_pods_a_disruption_budget_protects(api: FakeAPIServer, tmp_path: Path) -> None:
+    for i in range(2):
+        api.put("nodes", node(f"n{i}", cpu="2", memory="4Gi", pods="110"))
+    guarded = pod("guarded", node_name="n0", cpu="2", memory="16Mi", phase="Running", priority=5)
+    guarded["metadata"]["labels"] = {"app": "guarded"}
+    plain = pod("plain", node_name="n1", cpu="2", memory="16Mi", phase="Running", priority=50)
+    for running_pod in (guarded, plain):
+        running_pod["status"]["startTime"] = "2026-01-01T00:00:00Z"
+        api.put("pods", running_pod)
+    api.put("poddisruptionbudgets", pdb("guarded", "default", {"app": "guarded"}, 0))
+    urgent = pending("urgent", {}, priority=1000)
+    urgent["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    api.put("pods", urgent)
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+        wait_for(lambda: "urgent" in bound(api), seconds=30, what="the preemptor bound")
+        # without the budget the priority-5 pod would go; with it, the one that violates none
+        assert api.deletions == ["default/plain"] and bound(api)["urgent"] == "n1"
     finally:
         scheduler.stop()

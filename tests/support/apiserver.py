@@ -112,7 +112,14 @@ class FakeAPIServer:
     def __init__(self, bookmark_interval: float = 0.5) -> None:
         self.bookmark_interval = bookmark_interval
         self.lock = threading.RLock()
-        self.objects: dict[str, dict[str, Obj]] = {"nodes": {}, "pods": {}, "podgroups": {}, "leases": {}, "events": {}}
+        self.objects: dict[str, dict[str, Obj]] = {
+            "nodes": {},
+            "pods": {},
+            "podgroups": {},
+            "poddisruptionbudgets": {},
+            "leases": {},
+            "events": {},
+        }
         #: ("create" | "patch", namespace/name) of every events.k8s.io write, in order
         self.event_writes: list[tuple[str, str]] = []
         #: (lease name, holderIdentity) of every Lease write, in order
@@ -335,7 +342,12 @@ class FakeAPIServer:
         taken: a consistent copy without deep-copying objects).
         """
         selector = query.get("fieldSelector")
-        list_kind = {"nodes": "NodeList", "pods": "PodList", "podgroups": "PodGroupList"}[kind]
+        list_kind = {
+            "nodes": "NodeList",
+            "pods": "PodList",
+            "podgroups": "PodGroupList",
+            "poddisruptionbudgets": "PodDisruptionBudgetList",
+        }[kind]
         with self.lock:
             token = query.get("continue")
             if token:
@@ -453,6 +465,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 "/api/v1/nodes": "nodes",
                 "/api/v1/pods": "pods",
                 "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "podgroups",
+                "/apis/policy/v1/poddisruptionbudgets": "poddisruptionbudgets",
             }.get(path)
             if path in ("/version", "/version/"):
                 major, minor = api.version.removeprefix("v").split(".")[:2]
@@ -610,7 +623,12 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                         if bookmarks and time.monotonic() >= next_bookmark:
                             with api.lock:
                                 rv = str(api.rv)
-                            list_kind = {"nodes": "Node", "pods": "Pod", "podgroups": "PodGroup"}[kind]
+                            list_kind = {
+                                "nodes": "Node",
+                                "pods": "Pod",
+                                "podgroups": "PodGroup",
+                                "poddisruptionbudgets": "PodDisruptionBudget",
+                            }[kind]
                             self._chunk(
                                 {
                                     "type": "BOOKMARK",

@@ -12,7 +12,18 @@ import msgspec
 
 from app.cluster.podgroups import PodGroup, PodGroupStore
 from app.cluster.state import ClusterState, ReserveCheck, Snapshot
-from app.framework import SUCCESS, ClusterNeeds, Handle, PluginEntry, PodInfo, PodRef, Reservation, Status, objects
+from app.framework import (
+    SUCCESS,
+    ClusterNeeds,
+    Handle,
+    PluginEntry,
+    PodDisruptionBudget,
+    PodInfo,
+    PodRef,
+    Reservation,
+    Status,
+    objects,
+)
 
 
 class MemoryCluster:
@@ -25,6 +36,7 @@ class MemoryCluster:
         self.bindings: list[tuple[str, str]] = []
         self.refuse_binding = ""
         self.admission: str | None = None
+        self.pdbs: list[PodDisruptionBudget] = []
         self.preemptions: list[tuple[str, str, list[str]]] = []
 
     # -- what tests set up ---------------------------------------------------------------------------
@@ -97,6 +109,10 @@ class MemoryCluster:
     def bind_admission_wait(self, warm_up: bool = True) -> float | None:
         """``0.0`` when :attr:`admission` admits, else ``None`` (waiting does not help)."""
         return 0.0 if self.admission is None else None
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        """:attr:`pdbs`, as the test set them."""
+        return self.pdbs
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
         """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])``."""

@@ -10,8 +10,13 @@ from typing import Any
 
 import msgspec
 
-from app.framework import Code, CycleState, EnabledPlugin, Framework, Handle, PodInfo, objects
-from app.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs, pick_one_node
+from app.framework import Code, CycleState, EnabledPlugin, Framework, Handle, PodDisruptionBudget, PodInfo, objects
+from app.plugins.defaultpreemption import (
+    DefaultPreemption,
+    DefaultPreemptionArgs,
+    filter_pods_with_pdb_violation,
+    pick_one_node,
+)
 from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
 from app.plugins.nodeunschedulable import NodeUnschedulable
 from tests.support.apiserver import node as node_doc
@@ -98,3 +103,48 @@ def test_upstreams_messages_when_preemption_cannot_help() -> None:
     nominated, status = preempt(rt, fw, never)
     assert (nominated, status.message) == ("", "not eligible due to preemptionPolicy=Never.")
     assert rt.preemptions == []
+
+
+def budget(
+    allowed: int, labels: dict[str, str] | None, namespace: str = "default", disrupted: tuple[str, ...] = ()
+) -> PodDisruptionBudget:
+    selector = objects.LabelSelector(match_labels=labels) if labels is not None else None
+    return PodDisruptionBudget(namespace, "pdb", selector, allowed, frozenset(disrupted))
+
+
+def labelled(name: str, labels: dict[str, str], namespace: str = "default") -> PodInfo:
+    doc = pod_doc(name, namespace, "n1", cpu="1", priority=1)
+    doc["metadata"]["labels"] = labels
+    return PodInfo(msgspec.convert(doc, objects.Pod))
+
+
+def test_filter_pods_with_pdb_violation_follows_upstream() -> None:
+    """filterPodsWithPDBViolation: each matching budget loses one disruption per pod, in order;
+    the pods that take it below zero violate it; stable order."""
+    web = [labelled(f"w{i}", {"app": "web"}) for i in range(3)]
+    violating, ok = filter_pods_with_pdb_violation(web, [budget(1, {"app": "web"})])
+    assert [p.name for p in violating] == ["w1", "w2"] and [p.name for p in ok] == ["w0"]
+    # another namespace, an empty or nil selector, a pod without labels: no match
+    assert filter_pods_with_pdb_violation(web, [budget(0, {"app": "web"}, namespace="other")])[0] == []
+    assert filter_pods_with_pdb_violation(web, [budget(0, {})])[0] == []
+    assert filter_pods_with_pdb_violation(web, [budget(0, None)])[0] == []
+    assert filter_pods_with_pdb_violation([labelled("bare", {})], [budget(0, {})])[0] == []
+    # a pod in status.disruptedPods is processed already: it neither violates nor uses the budget
+    violating, _ = filter_pods_with_pdb_violation(web, [budget(1, {"app": "web"}, disrupted=("w0",))])
+    assert [p.name for p in violating] == ["w2"]
+
+
+def test_the_candidate_with_fewer_pdb_violations_wins_over_lower_priority_victims() -> None:
+    rt = MemoryCluster()
+    protected = low("guarded", "n1", "2", 5)
+    protected["metadata"]["labels"] = {"app": "guarded"}
+    rt.seed([node_doc("n1", cpu="2"), node_doc("n2", cpu="2")], [protected, low("plain", "n2", "2", 50)])
+    rt.pdbs = [budget(0, {"app": "guarded"})]
+    fw, _ = profile(rt)
+    nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="2", priority=100))
+    # without the budget n1 (the priority-5 victim) would be chosen; with it, n2's violates none
+    assert nominated == "n2" and rt.preemptions[0][2] == ["uid-default-plain"]
+    rt.pdbs = []
+    rt.preemptions.clear()
+    nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="2", priority=100))
+    assert nominated == "n1"
