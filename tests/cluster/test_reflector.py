@@ -58,7 +58,10 @@ def test_events_update_node_info(api: FakeAPIServer, make_runtime: Callable[...,
     wait_for(state.has_synced)
     api.put("nodes", node("n2", **{"kubernetes.io/role": "edge"}))
     api.put("pods", pod("p1", node_name="n2", cpu="1"))
+    # nodes and pods come on two watches: the pod may be seen before its node (the flake this
+    # test had: the node's labels asserted once the pod alone had arrived)
     wait_for(lambda: _pods_on(state, "n2") == ["p1"], what="pod added")
+    wait_for(lambda: (i := state.snapshot().get("n2")) is not None and i.node is not None, what="node added")
     snap = state.snapshot()
     info = snap.get("n2")
     assert info is not None and info.labels["kubernetes.io/role"] == "edge"

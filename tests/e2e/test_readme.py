@@ -1,6 +1,7 @@
 """The README's runnable examples, run as a newcomer would from a clone: the blocks marked
 ``<!-- runnable -->`` are executed with bash from the repository root, the virtualenv's ``python``
-first on PATH, against the real server on 127.0.0.1:8888 (the port the README uses).
+first on PATH, against the real server on a free port (the README's 127.0.0.1:8888 rewritten to
+it, so the suite passes beside the ``make run`` the README starts in another shell).
 
 - a ``sh`` block runs as one script (``set -euo pipefail``); its marker lists the excerpts its
   output must contain (``<!-- runnable; expect: A | B -->``);
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,15 +33,28 @@ def _line(offset: int) -> int:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", 8888)) == 0:
-            pytest.fail("127.0.0.1:8888 is taken: the README's examples talk to the service there (make run)")
-    s = Server(port=8888)  # the embedded default, as `make run`
+    """The embedded default, as ``make run`` serves it, but on a free port: the README's own
+    8888 may be taken by the ``make run`` the README starts in another shell."""
+    s = Server()
     yield s
     s.stop()
 
 
-def run(script: str) -> subprocess.CompletedProcess[str]:
+def on_port(text: str, port: int) -> str:
+    """``text`` with the README's ``localhost:8888``/``127.0.0.1:8888`` on ``port`` instead."""
+    return re.sub(r"(localhost|127\.0\.0\.1):8888\b", rf"\g<1>:{port}", text)
+
+
+#: what ``check-scheduler-config --url`` adds to an extender's line when it checks elsewhere
+CHECKED_AT = re.compile(r" \(checked at http://127\.0\.0\.1:\d+/[^)]*\)$")
+
+
+def run(script: str, port: int) -> subprocess.CompletedProcess[str]:
+    """``script``, against the test's own server on ``port`` (:func:`on_port`): a
+    ``check-scheduler-config`` that would read the service's URL from the file gets ``--url``."""
+    script = on_port(script, port)
+    unpointed = re.compile(r"^(.*check-scheduler-config (?!.*--(?:url|offline)).*)$", re.M)
+    script = unpointed.sub(rf"\1 --url http://127.0.0.1:{port}", script)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
@@ -59,18 +72,18 @@ def test_the_readme_marks_its_runnable_blocks() -> None:
 def test_runnable_block(server: Server, offset: int, lang: str, body: str, expect: str | None) -> None:
     where = f"README line {_line(offset)}"
     if lang == "sh":
-        out = run(body)
+        out = run(body, server.port)
         assert out.returncode == 0, f"{where}: {out.stderr}"
-        for excerpt in (e.strip() for e in (expect or "").split(" | ") if e.strip()):
+        for excerpt in (e.strip() for e in on_port(expect or "", server.port).split(" | ") if e.strip()):
             assert excerpt in out.stdout, f"{where}: {excerpt!r} not in the output:\n{out.stdout}"
         return
     commands = re.split(r"^\$ ", body, flags=re.M)[1:]
     assert commands, where
     for chunk in commands:
         command, _, shown = chunk.partition("\n")
-        out = run(command)
+        out = run(command, server.port)
         assert out.returncode == 0, f"{where}: $ {command}\n{out.stderr}"
-        printed = [line.rstrip() for line in out.stdout.splitlines()]
-        for line in shown.splitlines():
+        printed = [on_port(CHECKED_AT.sub("", line.rstrip()), server.port) for line in out.stdout.splitlines()]
+        for line in on_port(shown, server.port).splitlines():
             if line.strip() and line.strip() != "...":
                 assert line.rstrip() in printed, f"{where}: $ {command}\nexpected line {line!r} in:\n{out.stdout}"
