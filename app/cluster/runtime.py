@@ -31,6 +31,7 @@ from app.framework.registry import PolicyRule
 from app.framework.status import Status
 from app.framework.types import PodInfo, PodRef
 from app.kube.errors import APIError
+from app.kube.timefmt import rfc3339_time
 
 if TYPE_CHECKING:
     from app.kube.client import KubeClient
@@ -221,8 +222,12 @@ class ClusterRuntime:
         return self._pdbs.budgets() if self._pdbs is not None else ()
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
-        """Delete ``victims`` (UID preconditions) and nominate ``preemptor`` to ``node``, on the
-        API executor (kube-scheduler's ``prepareCandidate`` and its nominating ``updatePod``)."""
+        """On the API executor, as kube-scheduler's ``prepareCandidate`` (pkg/scheduler/framework/
+        preemption/preemption.go) and its nominating ``updatePod``: each victim gets the condition
+        ``DisruptionTarget=True`` reason ``PreemptionByScheduler`` (message ``<schedulerName>:
+        preempting to accommodate a higher priority pod``) and is deleted with its UID as
+        precondition; then ``preemptor`` is nominated to ``node``. A victim already gone is
+        skipped; other failures are logged."""
         if self.executor is None or self.client is None:
             log.warning("preemption for %s on %s not carried out: not connected", preemptor.key(), node)
             return
@@ -230,7 +235,20 @@ class ClusterRuntime:
 
     @staticmethod
     def _preempt(client: KubeClient, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...]) -> None:
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": rfc3339_time(time.time()),
+        }
         for victim in victims:
+            try:
+                client.set_pod_condition(victim.namespace, victim.name, condition)
+            except APIError as exc:
+                if exc.status == 404:
+                    continue  # gone already
+                log.warning("marking %s as a preemption victim failed: %s", victim.key(), exc)
             try:
                 client.delete_pod(victim.namespace, victim.name, victim.uid)
                 log.info("preempted %s on %s for %s", victim.key(), node, preemptor.key())

@@ -161,6 +161,7 @@ class DefaultPreemption:
         self.args = args
         self.cluster: ClusterHandle = handle.require_cluster(NAME)
         self.run_filter = handle.run_filter
+        self.waiting_pods = handle.waiting_pods
         self._rng = rng or random.Random()
 
     def num_candidates(self, nodes: int) -> int:
@@ -256,7 +257,14 @@ class DefaultPreemption:
             return "", Status(Code.UNSCHEDULABLE, (f"preemption: {_fit_error(len(nodes), node_statuses)}",))
         chosen = pick_one_node(candidates, datetime.now(UTC).timestamp())
         victims = next(v for name, v, _ in candidates if name == chosen)
-        self.cluster.preempt(pod, chosen, victims)
+        deleted = []
+        for victim in victims:  # a victim waiting at Permit is rejected, not deleted (upstream)
+            waiting = self.waiting_pods.get(victim.uid)
+            if waiting is not None:
+                waiting.reject(NAME, "preempted")
+            else:
+                deleted.append(victim)
+        self.cluster.preempt(pod, chosen, deleted)
         return chosen, SUCCESS
 
 

@@ -126,6 +126,15 @@ def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: 
         ]
         assert nominations[0]["status"]["nominatedNodeName"] == "n1"
         assert "low-a" in bound(api)
+        # the victim was marked before its deletion, as kube-scheduler's prepareCandidate marks it
+        marked = [p for key, p in api.status_patches if key == "default/low-b"]
+        assert marked and marked[0]["status"]["conditions"][0] | {"lastTransitionTime": None} == {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "default-plugins: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": None,
+        }
     finally:
         scheduler.stop()
 

@@ -5,12 +5,14 @@ criteria, and the messages are upstream's."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
 import msgspec
 
 from app.framework import Code, CycleState, EnabledPlugin, Framework, Handle, PodDisruptionBudget, PodInfo, objects
+from app.framework.waiting import WaitingPod
 from app.plugins.defaultpreemption import (
     DefaultPreemption,
     DefaultPreemptionArgs,
@@ -148,3 +150,20 @@ def test_the_candidate_with_fewer_pdb_violations_wins_over_lower_priority_victim
     rt.preemptions.clear()
     nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="2", priority=100))
     assert nominated == "n1"
+
+
+def test_a_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
+    async def scenario() -> None:
+        rt = MemoryCluster()
+        rt.seed([node_doc("n1", cpu="4")], [low("bound", "n1", "2", 10), low("waiting", "n1", "2", 10)])
+        fw, preemption = profile(rt)
+        victim = next(p for p in rt.snapshot().get("n1").pods if p.name == "waiting")  # type: ignore[union-attr]
+        waiting = WaitingPod(victim, "n1", {"Coscheduling": 60.0})
+        preemption.waiting_pods.add(waiting)
+        nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="4", priority=100))
+        assert nominated == "n1"
+        assert rt.preemptions == [("uid-default-high", "n1", ["uid-default-bound"])]  # only the bound one deleted
+        result = await waiting.result
+        assert (result.code, result.reasons, result.plugin) == (Code.UNSCHEDULABLE, ("preempted",), "DefaultPreemption")
+
+    asyncio.run(scenario())
