@@ -24,7 +24,7 @@ import gc
 import logging
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -34,6 +34,7 @@ from app.cluster.leader import LeaderElectionSettings, LeaseElector
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.config import ClusterConfig, ConfigError, Configuration, DecisionsConfig, bind_exposure, load_config
 from app.framework.build import build_framework, profile_needs
+from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.interfaces import ReservePlugin
 from app.framework.profile import parse_duration
@@ -174,6 +175,13 @@ def _lease_admission(cluster: ClusterRuntime) -> Callable[[], str | None]:
     return admission
 
 
+def _registered(framework: Framework) -> Callable[[str], Sequence[ClusterEvent]]:
+    """The scheduling queue's ``registered(plugin)``: the plugin's ``EventsToRegister``, every event
+    for a name the profile does not know (another profile's cluster-wide Reserve, the cluster state)."""
+    events = framework.events_to_register()
+    return lambda plugin: events.get(plugin, (ANY_EVENT,))
+
+
 def _read_lease(client: Any, timeout: float, namespace: str, name: str) -> bytes | None:
     lease: bytes | None = client.get_lease(namespace, name, timeout)
     return lease
@@ -224,6 +232,7 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             # PrioritySort's order is the queue's own key (the same order, without a call per compare)
             less=sort.less if sort is not None and sort.name != "PrioritySort" else None,  # type: ignore[attr-defined]
             pre_enqueue=pre_enqueue_of([ep.plugin for ep in framework.pre_enqueue_plugins]),
+            registered=_registered(framework),
         )
         running.queues.append(queue)
         scheduler = Scheduler(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.framework import objects
+from app.framework.events import NODE, POD, WILDCARD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
 from app.framework.status import Status
 from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
@@ -147,6 +148,39 @@ class Snapshot:
         return None
 
 
+#: How many cluster events the state keeps at least for the schedulers' queues
+#: (:meth:`ClusterState.events_since`); a queue that falls further behind moves every parked pod.
+EVENT_LOG_SIZE = 4096
+
+
+def node_change(old: objects.Node | None, new: objects.Node) -> ActionType:
+    """The cluster event of a node's ADDED/MODIFIED (kube-scheduler's
+    ``nodeSchedulingPropertiesChange``, pkg/scheduler/eventhandlers.go): ``ADD`` for a new node;
+    for a changed one the union of ``UPDATE_NODE_TAINT`` (taints or ``spec.unschedulable``),
+    ``UPDATE_NODE_ALLOCATABLE``, ``UPDATE_NODE_LABEL`` and ``UPDATE_NODE_ANNOTATION``; ``0`` when
+    none of those changed (a status heartbeat). Conditions are not kept, so never
+    ``UPDATE_NODE_CONDITION``."""
+    if old is None:
+        return ActionType.ADD
+    action = ActionType(0)
+    old_meta, new_meta = old.metadata or objects.EMPTY_META, new.metadata or objects.EMPTY_META
+    old_spec, new_spec = old.spec or _NO_SPEC, new.spec or _NO_SPEC
+    if bool(old_spec.unschedulable) != bool(new_spec.unschedulable) or (old_spec.taints or []) != (
+        new_spec.taints or []
+    ):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if (old.status.allocatable if old.status else None) != (new.status.allocatable if new.status else None):
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if (old_meta.labels or {}) != (new_meta.labels or {}):
+        action |= ActionType.UPDATE_NODE_LABEL
+    if (old_meta.annotations or {}) != (new_meta.annotations or {}):
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+_NO_SPEC = objects.NodeSpec()
+
+
 class ClusterState:
     """Nodes, pods, per-node :class:`NodeUsage` and the assumed-pod ledger; thread-safe.
 
@@ -188,6 +222,11 @@ class ClusterState:
         #: incremented whenever capacity may have been freed: a counted pod deleted (or gone
         #: terminal), a node added or changed, a reservation forgotten or expired
         self.freed_generation = 0
+        #: the cluster events so far (:meth:`events_since`): ``_events[i]`` is event number
+        #: ``_events_base + i``; ``event_seq`` is the last one's number
+        self._events: list[ClusterEvent] = []
+        self._events_base = 1
+        self.event_seq = 0
         self.add_index(PodIndex(NOMINATED, _nominated_node))
 
     # -- registration (before the reflectors start) ------------------------------------------------
@@ -263,17 +302,22 @@ class ClusterState:
             self._dirty.update(self._views.keys() ^ views.keys())
             self._dirty.update(views)
             self._views = views
+            self._emit(WILDCARD, ActionType.ALL)  # a relist: anything may have changed
             self._touch()
 
     def upsert_node(self, node: objects.Node) -> None:
-        """An ADDED or MODIFIED node."""
+        """An ADDED or MODIFIED node; a change of what scheduling reads is a cluster event
+        (:func:`node_change`), a status heartbeat is none."""
         name = node.metadata.name if node.metadata is not None else None
         if not name:
             return
         with self._lock:
+            action = node_change(self._views.get(name), node)
             self._views[name] = node
             self._dirty.add(name)
-            self.freed_generation += 1
+            if action:
+                self.freed_generation += 1
+                self._emit(NODE, action)
             self._touch()
 
     def delete_node(self, node: objects.Node) -> None:
@@ -282,7 +326,34 @@ class ClusterState:
         with self._lock:
             if name and self._views.pop(name, None) is not None:
                 self._dirty.add(name)
+                self._emit(NODE, ActionType.DELETE)
                 self._touch()
+
+    # -- cluster events (the schedulers' queueing hints) -------------------------------------------
+
+    def _emit(self, resource: str, action: ActionType) -> None:
+        """Record one cluster event (under the lock); the log keeps the last
+        :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
+        self.event_seq += 1
+        self._events.append(ClusterEvent(resource, action))
+        if len(self._events) > 2 * EVENT_LOG_SIZE:
+            drop = len(self._events) - EVENT_LOG_SIZE
+            del self._events[:drop]
+            self._events_base += drop
+
+    def events_since(self, seq: int) -> tuple[int, list[ClusterEvent] | None]:
+        """``(last, events)``: the cluster events after number ``seq`` up to number ``last``;
+        ``events`` is ``None`` when some of them are no longer kept (treat it as every event).
+        The events: a node added, deleted or changed in what scheduling reads (allocatable,
+        labels, taints, ``spec.unschedulable``, annotations); a pod assigned to a node (Add), one
+        whose labels changed (UpdatePodLabel), one deleted or gone terminal, a reservation
+        forgotten or expired (Delete); a relist (every event)."""
+        with self._lock:
+            if seq >= self.event_seq:
+                return self.event_seq, []
+            if seq + 1 < self._events_base:
+                return self.event_seq, None
+            return self.event_seq, self._events[seq + 1 - self._events_base :]
 
     # -- writes from the pod reflector -------------------------------------------------------------
 
@@ -304,6 +375,7 @@ class ClusterState:
             for uid, pod in records.items():
                 self._settle_assumption(uid, pod)
             self._rebuild_usage()
+            self._emit(WILDCARD, ActionType.ALL)  # a relist: anything may have changed
 
     def upsert_pod(self, pod: PodInfo) -> None:
         """An ADDED or MODIFIED pod (a terminal phase counts as a deletion)."""
@@ -313,6 +385,12 @@ class ClusterState:
             self.delete_pod(pod)
             return
         with self._lock:
+            if pod.node_name:
+                prior = self._pods.get(pod.uid)
+                if prior is None or prior.node_name != pod.node_name:
+                    self._emit(POD, ActionType.ADD)  # assigned to a node (AssignedPodAdd)
+                elif prior.labels != pod.labels:
+                    self._emit(POD, ActionType.UPDATE_POD_LABEL)
             self._pods[pod.uid] = pod
             self._index_pod(pod)
             self._settle_assumption(pod.uid, pod)
@@ -324,6 +402,7 @@ class ClusterState:
         with self._lock:
             if pod.uid in self._placed:
                 self.freed_generation += 1
+                self._emit(POD, ActionType.DELETE)
             self._pods.pop(pod.uid, None)
             self._unindex_pod(pod.uid)
             self._ledger.pop(pod.uid, None)
@@ -519,6 +598,7 @@ class ClusterState:
                 del self._ledger[uid]
                 self._recount(uid)
                 self.freed_generation += 1
+                self._emit(POD, ActionType.DELETE)  # the reserved room is free again
                 self._touch()
 
     # -- internals (hold the lock) -----------------------------------------------------------------
@@ -588,6 +668,7 @@ class ClusterState:
         self._next_deadline = min((a.deadline for a in self._ledger.values()), default=float("inf"))
         if expired:
             self.freed_generation += 1
+            self._emit(POD, ActionType.DELETE)
             self._touch()
 
     def _effective(self, uid: str) -> tuple[str, PodInfo] | None:

@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any
 
 from app.framework.errors import SchedulerExtenderError
+from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.interfaces import (
     BatchFilterPlugin,
@@ -256,6 +257,8 @@ class Framework:
             *other_plugins,
         ):
             unique.setdefault(id(ep.plugin), ep.plugin)
+        #: every plugin of the profile, once, in profile order
+        self.plugins = tuple(unique.values())
         #: every plugin of the profile implementing Reserve / Permit / PreBind / PostBind, in profile order
         self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
         self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
@@ -497,6 +500,16 @@ class Framework:
         return current
 
     # -- the cycle after a node is chosen -----------------------------------------------------------
+
+    def events_to_register(self) -> dict[str, tuple[ClusterEvent, ...]]:
+        """Plugin name -> the cluster events that may make a pod it rejected schedulable
+        (``EnqueueExtensions.EventsToRegister``; a plugin that does not implement it is woken by
+        every event, :data:`~app.framework.events.ANY_EVENT`, as upstream registers it)."""
+        out: dict[str, tuple[ClusterEvent, ...]] = {}
+        for plugin in self.plugins:
+            register = getattr(plugin, "events_to_register", None)
+            out[plugin.name] = tuple(register()) if callable(register) else (ANY_EVENT,)
+        return out
 
     def _reserve_plugins(self) -> tuple[ReservePlugin, ...]:
         own = self.reserve_plugins

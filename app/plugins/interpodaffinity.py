@@ -61,6 +61,7 @@ from pydantic import Field, field_validator
 
 from app.framework import objects
 from app.framework.args import PluginArgs
+from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.labels import label_selector_matches
 from app.framework.registry import PluginEntry
@@ -448,6 +449,13 @@ def _verdict(s: PreFilterState, labels: Mapping[str, str]) -> Status:
 # -- the plugin ----------------------------------------------------------------------------------
 
 
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (
+    ClusterEvent(POD, ActionType.ALL),
+    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+)
+
+
 class InterPodAffinity:
     """PreFilter + Filter + PreScore + Score + NormalizeScore (see the module doc)."""
 
@@ -645,6 +653,10 @@ class InterPodAffinity:
         for s in scores:
             s.score = int(float(MAX_NODE_SCORE) * (float(s.score - low) / float(diff))) if diff > 0 else 0
         return SUCCESS
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Pod All, Node Add|UpdateNodeLabel."""
+        return _EVENTS
 
 
 PLUGIN = PluginEntry(

@@ -46,6 +46,7 @@ from pydantic import field_validator
 
 from app.framework import objects
 from app.framework.args import PluginArgs
+from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
@@ -541,6 +542,10 @@ class NodeAffinityArgs(PluginArgs):
 # -- the plugin -------------------------------------------------------------------------------------
 
 
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),)
+
+
 class NodeAffinity:
     """PreFilter, Filter, PreScore, Score and NormalizeScore (see the module doc)."""
 
@@ -633,6 +638,10 @@ class NodeAffinity:
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``DefaultNormalizeScore(MaxNodeScore, false, scores)``."""
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
+        return _EVENTS
 
 
 PLUGIN = PluginEntry(

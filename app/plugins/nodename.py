@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Code, Status
@@ -28,6 +29,10 @@ _REJECTED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON,), reason_co
 def fits(pod: PodInfo, node: NodeInfo) -> bool:
     """``nodename.Fits``: the pod names no node, or names this one."""
     return not pod.node_name or pod.node_name == node.name
+
+
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),)
 
 
 class NodeName:
@@ -48,6 +53,10 @@ class NodeName:
         if not wanted:
             return [SUCCESS] * len(nodes)
         return [SUCCESS if n.name == wanted else _REJECTED for n in nodes]
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
+        return _EVENTS
 
 
 PLUGIN = PluginEntry(

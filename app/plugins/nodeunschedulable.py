@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.framework import objects
+from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Code, Status
@@ -40,6 +41,10 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     return tolerations_tolerate_taint(pod.tolerations, _UNSCHEDULABLE_TAINT)
 
 
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),)
+
+
 class NodeUnschedulable:
     """Filter (see the module doc). Takes no args."""
 
@@ -61,6 +66,10 @@ class NodeUnschedulable:
         """:meth:`filter` for each of ``nodes``, in order (the toleration is checked once)."""
         rejected = SUCCESS if tolerates_unschedulable(pod) else _REJECTED
         return [_NO_NODE_STATUS if n.node is None else rejected if n.unschedulable else SUCCESS for n in nodes]
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|UpdateNodeTaint."""
+        return _EVENTS
 
 
 PLUGIN = PluginEntry(

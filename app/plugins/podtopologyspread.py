@@ -50,6 +50,7 @@ from pydantic import Field, model_validator
 
 from app.framework import objects
 from app.framework.args import PluginArgs
+from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.labels import node_selector_matches
 from app.framework.registry import PluginEntry
@@ -466,6 +467,13 @@ class PreScoreState:
 DefaultSelector = Callable[[PodInfo], "objects.LabelSelector | None"]
 
 
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (
+    ClusterEvent(POD, ActionType.ALL),
+    ClusterEvent(NODE, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE),
+)
+
+
 class PodTopologySpread:
     """PreFilter + Filter (``DoNotSchedule``), PreScore + Score + NormalizeScore
     (``ScheduleAnyway``); see the module doc.
@@ -683,6 +691,10 @@ class PodTopologySpread:
             else:
                 ns.score = MAX_NODE_SCORE * (highest + lowest - ns.score) // highest
         return SUCCESS
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Pod All, Node Add|Delete|Update."""
+        return _EVENTS
 
 
 def _count_domains(pod: PodInfo, constraints: Sequence[Constraint], nodes: Sequence[NodeInfo]) -> list[dict[str, int]]:

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from app.framework import objects
+from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
@@ -67,6 +68,10 @@ def untolerated_status(key: str, value: str) -> Status:
         (f"node(s) had untolerated taint {{{key}: {value}}}",),
         reason_code="UntoleratedTaint",
     )
+
+
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),)
 
 
 class TaintToleration:
@@ -121,6 +126,10 @@ class TaintToleration:
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``DefaultNormalizeScore(MaxNodeScore, true, scores)``: fewer intolerable taints score higher."""
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
+        return _EVENTS
 
 
 PLUGIN = PluginEntry(

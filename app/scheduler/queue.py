@@ -7,10 +7,14 @@
   backing off; a pod's backoff is ``initial_backoff`` (1 s) doubled per attempt up to
   ``max_backoff`` (10 s) (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``);
 - **unschedulable pool**: pods no node fits. They move back (to activeQ, or to backoffQ while
-  backing off) on a cluster event that may let them fit (``move_all``: a node added or changed,
-  a pod deleted, a reservation dropped, a PodGroup changed), when their own object changes, when
-  a sibling of their pod group arrives (``activate``, as Coscheduling's ``ActivateSiblings``), or
-  after ``max_unschedulable`` seconds (``podMaxInUnschedulablePodsDuration``, 5 minutes).
+  backing off) on a cluster event that one of the plugins that rejected them registered
+  (``move_on``, kube-scheduler's ``MoveAllToActiveOrBackoffQueue`` with each plugin's
+  ``EventsToRegister``; a plugin that registers none is woken by every event, and so is a pod no
+  plugin rejected by name), when their own object changes, when a sibling of their pod group
+  arrives (``activate``, as Coscheduling's ``ActivateSiblings``), or after ``max_unschedulable``
+  seconds (``podMaxInUnschedulablePodsDuration``, 5 minutes). An event that happens while a pod
+  is being tried counts for it when it fails (upstream's in-flight events): it goes to backoffQ
+  instead of the pool.
 
 Not thread-safe: its scheduler, on the event loop, owns it.
 """
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.framework import SUCCESS, QueuedPodInfo, Status
+from app.framework.events import ClusterEvent
 from app.framework.types import PodInfo
 
 ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in_flight"
@@ -34,6 +39,19 @@ GATED = "gated"
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 #: the profile's PreEnqueue plugins as one check: ``SUCCESS`` admits the pod to the active queue
 PreEnqueue = Callable[[PodInfo], Status]
+#: ``registered(plugin)``: the cluster events that may make a pod ``plugin`` rejected schedulable
+Registered = Callable[[str], Sequence[ClusterEvent]]
+#: what a pod's own update is judged by: its record's fields but those its status sets (phase,
+#: nomination, start time) and the raw object, plus its requests
+_STATUS_FIELDS = ("pod", "phase", "nominated_node_name", "start_time")
+_SPEC_FIELDS = (*(f for f in PodInfo.__slots__ if not f.startswith("_") and f not in _STATUS_FIELDS), "requests")
+
+
+def is_pod_updated(old: PodInfo, new: PodInfo) -> bool:
+    """Whether ``new`` differs from ``old`` in more than its status (kube-scheduler's
+    ``isPodUpdated``: the scheduler's own ``PodScheduled`` condition or a nomination does not
+    make a parked pod worth another try)."""
+    return old is not new and any(getattr(old, f) != getattr(new, f) for f in _SPEC_FIELDS)
 
 
 @dataclass
@@ -47,6 +65,8 @@ class QueuedPod:
     where: str = ACTIVE
     ready_at: float = 0.0
     parked_at: float = 0.0
+    #: the plugins that rejected it in its last attempt (``UnschedulablePlugins``)
+    unschedulable_plugins: frozenset[str] = frozenset()
 
 
 class SchedulingQueue:
@@ -60,6 +80,7 @@ class SchedulingQueue:
         clock: Callable[[], float] = time.monotonic,
         less: Less | None = None,
         pre_enqueue: PreEnqueue | None = None,
+        registered: Registered | None = None,
     ) -> None:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -67,6 +88,7 @@ class SchedulingQueue:
         self._clock = clock
         self._less = less
         self._pre_enqueue = pre_enqueue
+        self._registered = registered
         self._pods: dict[str, QueuedPod] = {}
         self._active: list[Any] = []
         self._seq = itertools.count()
@@ -106,12 +128,13 @@ class SchedulingQueue:
                     entry.where = GATED
                 added.append(pod)
             elif entry.pod is not pod:
+                updated = is_pod_updated(entry.pod, pod)
                 entry.pod = pod
                 if entry.where == GATED:  # its gates may be gone (PriorityQueue.Update)
                     if self._admitted(pod):
                         entry.where = ACTIVE
                         self._push(pod.uid)
-                elif entry.where == UNSCHEDULABLE:  # its object changed: worth another try
+                elif entry.where == UNSCHEDULABLE and updated:  # its spec changed: worth another try
                     self._move_back(entry, now)
         for uid in [u for u, e in self._pods.items() if u not in seen and e.where != IN_FLIGHT]:
             del self._pods[uid]
@@ -143,16 +166,28 @@ class SchedulingQueue:
         """The pod was bound: it leaves the queue."""
         self._pods.pop(uid, None)
 
-    def failed(self, uid: str, unschedulable: bool) -> None:
-        """The attempt failed: no node fits (``unschedulable``: to the unschedulable pool) or an
-        error (to backoffQ). A pod that left the cluster meanwhile is forgotten."""
+    def failed(
+        self,
+        uid: str,
+        unschedulable: bool,
+        plugins: Iterable[str] = (),
+        events: Sequence[ClusterEvent] | None = (),
+    ) -> None:
+        """The attempt failed: no node fits (``unschedulable``: to the unschedulable pool, rejected
+        by ``plugins``) or an error (to backoffQ). ``events``: the cluster events during the
+        attempt (``None``: unknown); one a rejecting plugin registered sends the pod to backoffQ
+        instead of the pool. A pod that left the cluster meanwhile is forgotten."""
         entry = self._pods.get(uid)
         if entry is None:
             return
         now = self._clock()
         entry.ready_at = now + self.backoff(entry.attempts)
         if unschedulable:
-            entry.where, entry.parked_at = UNSCHEDULABLE, now
+            entry.unschedulable_plugins = frozenset(plugins)
+            if self._woken(entry, events):
+                entry.where = BACKOFF
+            else:
+                entry.where, entry.parked_at = UNSCHEDULABLE, now
         else:
             entry.where = BACKOFF
 
@@ -168,6 +203,35 @@ class SchedulingQueue:
         for entry in parked:
             self._move_back(entry, now)
         return len(parked)
+
+    def move_on(self, events: Sequence[ClusterEvent] | None) -> int:
+        """Cluster events happened (``None``: too many to know which): every parked pod one of
+        whose rejecting plugins registered one of them goes back (``MoveAllToActiveOrBackoffQueue``).
+        Returns how many moved."""
+        if events is not None and not events:
+            return 0
+        distinct = None if events is None else tuple(set(events))
+        now = self._clock()
+        moved = 0
+        for entry in self._pods.values():
+            if entry.where == UNSCHEDULABLE and self._woken(entry, distinct):
+                self._move_back(entry, now)
+                moved += 1
+        return moved
+
+    def _woken(self, entry: QueuedPod, events: Sequence[ClusterEvent] | None) -> bool:
+        """Whether ``events`` may make ``entry`` schedulable (``isPodWorthRequeuing``)."""
+        if events is None:
+            return True
+        if not events:
+            return False
+        if not entry.unschedulable_plugins or self._registered is None:
+            return True
+        for plugin in entry.unschedulable_plugins:
+            for registered in self._registered(plugin):
+                if any(registered.matches(event) for event in events):
+                    return True
+        return False
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         """Move these pods (a gang's siblings: ``PodsToActivate``) straight to activeQ, backoff or

@@ -142,6 +142,17 @@ class _Found:
     scored: ScoreOutcome | None = None
     score_error: str = ""
 
+    def rejectors(self) -> tuple[str, ...]:
+        """The plugins that rejected the pod (``Diagnosis.UnschedulablePlugins``): the PreFilter
+        that did, else each node's rejecting Filter plugin."""
+        if self.pre_filter is not None and self.pre_filter.plugin:
+            return (self.pre_filter.plugin,)
+        seen: dict[int, Status] = {}
+        for status in self.statuses:
+            if status.code is not Code.SUCCESS:
+                seen.setdefault(id(status), status)
+        return tuple(sorted({s.plugin for s in seen.values() if s.plugin}))
+
 
 class Scheduler(TaskWorker):
     """See the module doc. ``name``: the ``schedulerName``; ``framework``: its profile's plugins;
@@ -184,7 +195,8 @@ class Scheduler(TaskWorker):
         self._rng = rng or random.Random()
         self._index = f"scheduler/{name}"
         self.state.add_index(PodIndex(self._index, self._key))
-        self._seen_generation = self.state.freed_generation
+        #: the last cluster event the queue was told of (:meth:`ClusterState.events_since`)
+        self._seen_event = self.state.event_seq
         self._conditions: dict[str, tuple[str, str]] = {}
         #: ``percentageOfNodesToScore`` (0: kube-scheduler's adaptive default) and where the next
         #: Filter search starts (``nextStartNodeIndex``: nodes are judged in turn across cycles)
@@ -217,10 +229,9 @@ class Scheduler(TaskWorker):
         for entered in added:
             if self.queue.gated(entered.uid):
                 self._gated(entered)
-        generation = self.state.freed_generation
-        if generation != self._seen_generation:
-            self._seen_generation = generation
-            self.queue.move_all()
+        self._seen_event, events = self.state.events_since(self._seen_event)
+        if events is None or events:
+            self.queue.move_on(events)
         pod = self.queue.pop()
         if pod is None:
             return False
@@ -259,6 +270,7 @@ class Scheduler(TaskWorker):
         """The scheduling cycle of one pod, through Reserve and Permit; the binding cycle goes on
         in a task."""
         started = time.perf_counter()
+        since = self.state.event_seq  # events from now on happen while this pod is in flight
         state = CycleState()
         if self.worker is not None and len(self.state.snapshot().known) > INLINE_NODES:
             found = await asyncio.get_running_loop().run_in_executor(self.worker, self._find, state, pod)
@@ -273,7 +285,7 @@ class Scheduler(TaskWorker):
             message = fit_error_message(len(found.nodes), found.statuses, found.pre_filter)
             if self.framework.post_filter_plugins:  # preemption: room for it in a later cycle
                 message = await self._post_filter(state, pod, found, message)
-            self._failed(pod, started, message, unschedulable=True)
+            self._failed(pod, started, message, unschedulable=True, plugins=found.rejectors(), since=since)
             return
         node = found.feasible[0]
         if found.score_error:
@@ -300,9 +312,10 @@ class Scheduler(TaskWorker):
         if not status.is_success() and status.code is not Code.WAIT:
             self.framework.run_unreserve(state, pod, node.name)
             self._decided(pod, "bind", started, node=node.name, error=status.message)
-            self._failed(pod, started, status.message, unschedulable=status.is_rejected())
+            plugins = (status.plugin,) if status.plugin else ()
+            self._failed(pod, started, status.message, status.is_rejected(), plugins=plugins, since=since)
             return
-        task = asyncio.get_running_loop().create_task(self._bind(state, pod, node.name, started))
+        task = asyncio.get_running_loop().create_task(self._bind(state, pod, node.name, started, since))
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
 
@@ -325,7 +338,7 @@ class Scheduler(TaskWorker):
         if pods:
             self.queue.activate(pods.values())
 
-    async def _bind(self, state: CycleState, pod: PodInfo, node: str, started: float) -> None:
+    async def _bind(self, state: CycleState, pod: PodInfo, node: str, started: float, since: int) -> None:
         status = await self.framework.run_binding_cycle(state, pod, node)
         error = "" if status.is_success() else status.message
         self._decided(pod, "bind", started, node=node, error=error)
@@ -336,7 +349,8 @@ class Scheduler(TaskWorker):
                 self._observe("error", started)
                 log.warning("pod %s/%s: %s", pod.namespace, pod.name, error, extra={"pod": pod.key()})
                 return
-            self._failed(pod, started, f"binding rejected: {error}", unschedulable=status.is_rejected())
+            plugins = (status.plugin,) if status.plugin else ()
+            self._failed(pod, started, f"binding rejected: {error}", status.is_rejected(), plugins=plugins, since=since)
             return
         self.queue.done(pod.uid)
         self._conditions.pop(pod.uid, None)
@@ -352,8 +366,20 @@ class Scheduler(TaskWorker):
         self._condition(pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
         log.info("pod %s/%s: waiting for its scheduling gates", pod.namespace, pod.name, extra={"pod": pod.key()})
 
-    def _failed(self, pod: PodInfo, started: float, message: str, unschedulable: bool) -> None:
-        self.queue.failed(pod.uid, unschedulable)
+    def _failed(
+        self,
+        pod: PodInfo,
+        started: float,
+        message: str,
+        unschedulable: bool,
+        plugins: Sequence[str] = (),
+        since: int | None = None,
+    ) -> None:
+        """The attempt failed: the queue parks or backs off the pod (rejected by ``plugins``; the
+        cluster events after number ``since`` happened while it was in flight), and the
+        ``FailedScheduling`` event and ``PodScheduled=False`` condition are written."""
+        events = self.state.events_since(since)[1] if since is not None else ()
+        self.queue.failed(pod.uid, unschedulable, plugins, events)
         self._observe("unschedulable" if unschedulable else "error", started)
         reason = "Unschedulable" if unschedulable else "SchedulerError"
         self._events(

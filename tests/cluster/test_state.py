@@ -7,8 +7,9 @@ import threading
 import msgspec
 
 from app.cluster.reflector import iter_lines
-from app.cluster.state import ClusterState
+from app.cluster.state import EVENT_LOG_SIZE, ClusterState, node_change
 from app.framework import SUCCESS, PoolSpec, Status, objects
+from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.types import NodeInfo, PodInfo
 from tests.support.apiserver import node, pod
 
@@ -214,3 +215,31 @@ def test_node_memo_lasts_until_the_node_changes() -> None:
 def test_watch_lines_split_across_and_within_chunks() -> None:
     chunks = [b'{"a":1}\n{"b"', b':2}\n\n{"c":3}\n{"d"', b":4}"]
     assert list(iter_lines(iter(chunks))) == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}']
+
+
+def test_cluster_events_follow_what_scheduling_reads() -> None:
+    """nodeSchedulingPropertiesChange: a heartbeat-only update is no event; labels, taints,
+    allocatable are; a pod assigned, relabelled or deleted is; events lost to the log's bound are
+    reported as unknown (``None``)."""
+    state = _synced()
+    seq = state.event_seq
+    state.upsert_node(_node("n1", pods="3"))  # the same node again (a status heartbeat)
+    assert state.events_since(seq) == (seq, [])
+    meta = objects.ObjectMeta(name="n1", labels={"zone": "z1"})
+    labelled = msgspec.structs.replace(_node("n1", pods="3"), metadata=meta)
+    state.upsert_node(labelled)
+    state.upsert_node(_node("n9"))
+    seq, events = state.events_since(seq)
+    assert events == [ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL), ClusterEvent(NODE, ActionType.ADD)]
+    assert node_change(_node("n1"), _node("n1", cpu="64")) == ActionType.UPDATE_NODE_ALLOCATABLE
+    state.upsert_pod(_pod(state, "pending", cpu="1"))  # not assigned: no event for other pods
+    bound = _pod(state, "pending", cpu="1", node_name="n1")
+    state.upsert_pod(bound)
+    state.upsert_pod(bound)  # the same again: nothing scheduling reads changed
+    state.delete_pod(bound)
+    assert state.events_since(seq)[1] == [ClusterEvent(POD, ActionType.ADD), ClusterEvent(POD, ActionType.DELETE)]
+    last = state.event_seq
+    for i in range(2 * EVENT_LOG_SIZE + 1):
+        state.upsert_node(_node(f"x{i}"))
+    assert state.events_since(last) == (state.event_seq, None)
+    assert len(state.events_since(state.event_seq - 5)[1] or []) == 5

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from tests.cluster.test_pdbs import pdb
-from tests.e2e.test_cycle import write_config
+from tests.e2e.test_cycle import metric, write_config
 from tests.e2e.test_scheduler import Scheduler, api, bound, wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod
 
@@ -157,5 +157,47 @@ def test_preemption_spares_the_pods_a_disruption_budget_protects(api: FakeAPISer
         wait_for(lambda: "urgent" in bound(api), seconds=30, what="the preemptor bound")
         # without the budget the priority-5 pod would go; with it, the one that violates none
         assert api.deletions == ["default/plain"] and bound(api)["urgent"] == "n1"
+    finally:
+        scheduler.stop()
+
+
+def test_a_parked_pod_comes_back_on_the_events_its_rejecting_plugins_registered(
+    api: FakeAPIServer, tmp_path: Path
+) -> None:
+    """Queueing hints (EventsToRegister): a pod InterPodAffinity rejected (no pod it needs yet) is
+    tried again as soon as such a pod is assigned, not after the 5-minute flush; a pod NodeAffinity
+    rejected is not tried again when pods come and go, only when a node changes."""
+    for i in range(3):
+        api.put("nodes", zoned(f"n{i}", "z0"))
+    for i in range(2):
+        api.put("pods", pod(f"busy-{i}", node_name="n0", cpu="10m", memory="16Mi", phase="Running"))
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    api.put("pods", pending("web", {"app": "web"}, affinity=affinity))
+    api.put("pods", pending("picky", {}, nodeSelector={"disk": "ssd"}))
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+
+        def unschedulable() -> float:
+            try:
+                name = "scheduler_schedule_attempts_total"
+                return metric(scheduler.url, name, profile="default", result="unschedulable")
+            except httpx.TransportError:
+                return -1.0  # not serving yet
+
+        wait_for(lambda: unschedulable() == 2, seconds=30, what="both pods tried once")
+        time.sleep(1.5)  # past the first backoff
+        db = pod("db-0", node_name="n2", cpu="10m", memory="16Mi", phase="Running")
+        db["metadata"]["labels"] = {"app": "db"}
+        api.put("pods", db)  # a pod web needs, assigned to n2
+        api.delete("pods", "default/busy-0")  # a pod deleted: nothing NodeAffinity waits for
+        placed = wait_for(lambda: "web" in bound(api) and bound(api), seconds=5, what="web bound next to db")
+        assert placed["web"] == "n2"
+        time.sleep(1.5)
+        assert unschedulable() == 2 and "picky" not in bound(api)  # picky was not tried again
+        ssd = zoned("n1", "z0")
+        ssd["metadata"]["labels"]["disk"] = "ssd"
+        api.put("nodes", ssd)  # a node label changed: NodeAffinity's event
+        wait_for(lambda: bound(api).get("picky") == "n1", seconds=5, what="picky bound on the ssd node")
     finally:
         scheduler.stop()

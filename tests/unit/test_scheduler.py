@@ -11,6 +11,7 @@ import pytest
 
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
 from app.framework import NodeInfo, PodInfo, Status
+from app.framework.events import ANY_EVENT, NODE, POD, ActionType, ClusterEvent
 from app.kube.errors import APIError
 from app.scheduler.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
 from app.scheduler.scheduler import fit_error_message, select_host
@@ -261,3 +262,38 @@ def test_node_constraints_are_kube_schedulers_default_filters() -> None:
     selective = pod("s", nodeSelector={"accelerator": "a100"})
     assert verdict(selective, gpu) is None
     assert verdict(selective, prefer) == ("node(s) didn't match Pod's node affinity/selector",)
+
+
+def test_a_parked_pod_moves_only_on_an_event_a_plugin_that_rejected_it_registered() -> None:
+    """Queueing hints without hint functions (v1.30's EventsToRegister): a pod NodeResourcesFit
+    rejected waits for a pod deletion or a node change, not for another pod's binding; one
+    InterPodAffinity rejected moves when a pod is assigned; a pod no plugin rejected by name moves
+    on any event; events lost to the log's bound move everyone."""
+    clock = Clock()
+    registered = {
+        "NodeResourcesFit": (
+            ClusterEvent(POD, ActionType.DELETE),
+            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),
+        ),
+        "InterPodAffinity": (ClusterEvent(POD, ActionType.ALL), ClusterEvent(NODE, ActionType.ADD)),
+    }
+    q = SchedulingQueue(clock=clock, registered=lambda p: registered.get(p, (ANY_EVENT,)))
+    fit, affinity, anon = pod("fit", uid="fit"), pod("aff", uid="aff"), pod("anon", uid="anon")
+    q.sync([fit, affinity, anon])
+    for _ in range(3):
+        q.pop()
+    q.failed("fit", unschedulable=True, plugins=["NodeResourcesFit"])
+    q.failed("aff", unschedulable=True, plugins=["InterPodAffinity"])
+    q.failed("anon", unschedulable=True)
+    clock.now += 11  # past every backoff: a moved pod goes straight to activeQ
+    assert q.move_on([ClusterEvent(POD, ActionType.ADD)]) == 2  # another pod bound: not fit's business
+    assert {q.pop().uid, q.pop().uid} == {"aff", "anon"}  # type: ignore[union-attr]
+    assert q.get("fit").where == UNSCHEDULABLE  # type: ignore[union-attr]
+    assert q.move_on([ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL)]) == 1
+    assert q.pop().uid == "fit"  # type: ignore[union-attr]
+    # an event while the pod was in flight: it goes to backoffQ, not to the pool
+    q.failed("fit", unschedulable=True, plugins=["NodeResourcesFit"], events=[ClusterEvent(POD, ActionType.DELETE)])
+    assert q.get("fit").where == BACKOFF  # type: ignore[union-attr]
+    q.failed("aff", unschedulable=True, plugins=["InterPodAffinity"], events=[ClusterEvent(NODE, ActionType.DELETE)])
+    assert q.get("aff").where == UNSCHEDULABLE  # type: ignore[union-attr]
+    assert q.move_on([]) == 0 and q.move_on(None) == 1  # None: the events are unknown

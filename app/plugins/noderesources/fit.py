@@ -30,6 +30,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app.framework.args import PluginArgs
+from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.fit import NATIVE as _NATIVE
 from app.framework.fit import insufficient, is_ignored
 from app.framework.handle import ClusterNeeds, Handle
@@ -106,6 +107,13 @@ class NodeResourcesFitArgs(PluginArgs):
             if "/" in group:
                 raise ValueError(f"resource group name {group!r} can't contain '/'")
         return groups
+
+
+#: the cluster events that may make a pod this plugin rejected schedulable
+_EVENTS = (
+    ClusterEvent(POD, ActionType.DELETE),
+    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),
+)
 
 
 class NodeResourcesFit:
@@ -203,6 +211,10 @@ class NodeResourcesFit:
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Nothing to undo: the assumption is the framework's."""
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): Pod Delete, Node Add|Update."""
+        return _EVENTS
 
 
 _NO_NODE_STATUS = Status.error(NO_NODE)
