@@ -221,20 +221,29 @@ class ClusterRuntime:
         """The watched PodDisruptionBudgets (:class:`~app.cluster.pdbs.PDBStore`), or none."""
         return self._pdbs.budgets() if self._pdbs is not None else ()
 
-    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
+    def preempt(
+        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
+    ) -> None:
         """On the API executor, as kube-scheduler's ``prepareCandidate`` (pkg/scheduler/framework/
         preemption/preemption.go) and its nominating ``updatePod``: each victim gets the condition
         ``DisruptionTarget=True`` reason ``PreemptionByScheduler`` (message ``<schedulerName>:
         preempting to accommodate a higher priority pod``) and is deleted with its UID as
-        precondition; then ``preemptor`` is nominated to ``node``. A victim already gone is
-        skipped; other failures are logged."""
+        precondition; the pods in ``unnominate`` lose their ``nominatedNodeName``
+        (``ClearNominatedNodeName``); then ``preemptor`` is nominated to ``node``. A victim already
+        gone is skipped; other failures are logged."""
         if self.executor is None or self.client is None:
             log.warning("preemption for %s on %s not carried out: not connected", preemptor.key(), node)
             return
-        self.executor.submit(self._preempt, self.client, preemptor, node, tuple(victims))
+        self.executor.submit(self._preempt, self.client, preemptor, node, tuple(victims), tuple(unnominate))
 
     @staticmethod
-    def _preempt(client: KubeClient, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...]) -> None:
+    def _preempt(
+        client: KubeClient,
+        preemptor: PodInfo,
+        node: str,
+        victims: tuple[PodInfo, ...],
+        unnominate: tuple[PodInfo, ...],
+    ) -> None:
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -254,6 +263,11 @@ class ClusterRuntime:
                 log.info("preempted %s on %s for %s", victim.key(), node, preemptor.key())
             except APIError as exc:
                 log.warning("preempting %s on %s for %s failed: %s", victim.key(), node, preemptor.key(), exc)
+        for pod in unnominate:
+            try:
+                client.set_nominated_node(pod.namespace, pod.name, "")
+            except APIError as exc:
+                log.warning("clearing the nomination of %s to %s failed: %s", pod.key(), node, exc)
         try:
             client.set_nominated_node(preemptor.namespace, preemptor.name, node)
         except APIError as exc:

@@ -128,6 +128,11 @@ class Snapshot:
         """Every NodeInfo whose node object is known."""
         return list(self.known.values())
 
+    def nominated_pods(self, node: str) -> Sequence[PodInfo]:
+        """The pending pods nominated to ``node`` in this snapshot (none unless nominations are
+        indexed)."""
+        return self.nominated.get(node, ())
+
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The labels of ``namespace``: ``None`` (namespaces are not watched yet)."""
         return None

@@ -132,6 +132,10 @@ class NodeLister(Protocol):
         """``info`` with ``pods`` no longer counted (``NodeInfo.RemovePod``)."""
         ...
 
+    def nominated_pods(self, node: str) -> Sequence[PodInfo]:
+        """The pending pods nominated to ``node`` (``NominatedPodsForNode``)."""
+        ...
+
 
 class PodGroupLister(Protocol):
     """The watched PodGroups (``scheduling.x-k8s.io/v1alpha1``): ``synced`` once listed,
@@ -222,10 +226,14 @@ class ClusterHandle(Protocol):
         ``pod_disruption_budgets``, and until their first list)."""
         ...
 
-    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
+    def preempt(
+        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
+    ) -> None:
         """Carry out a preemption (``prepareCandidate``): delete ``victims`` (each with its UID as
-        precondition) and set ``preemptor``'s ``status.nominatedNodeName`` to ``node``. Does not
-        block: the API calls run off the event loop; failures are logged."""
+        precondition), clear the ``status.nominatedNodeName`` of the pods in ``unnominate`` (the
+        lower-priority pods nominated to ``node``: they may no longer fit there) and set
+        ``preemptor``'s to ``node``. Does not block: the API calls run off the event loop;
+        failures are logged."""
         ...
 
 

@@ -754,6 +754,9 @@ class _Replaced:
         name = self.node.name
         return [self.node if n.name == name else n for n in self.base.list()]
 
+    def nominated_pods(self, node: str) -> Any:
+        return self.base.nominated_pods(node)
+
     def namespace_labels(self, namespace: str) -> Any:
         return self.base.namespace_labels(namespace)
 

@@ -25,10 +25,14 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
 - **The candidate** (``pickOneNodeForPreemption``): the fewest PDB violations, then the lowest
   highest-priority victim, the lowest sum of priorities, the fewest victims, the latest earliest
   start time of the highest-priority victims, then the first.
-- **Preparing it** (``prepareCandidate``): the victims are deleted (UID preconditions) and the pod
-  nominated to the node (``status.nominatedNodeName``), through the cluster state
-  (:meth:`~app.framework.handle.ClusterHandle.preempt`); pods nominated to a node count there for
-  pods of lower or equal priority, so the room is kept for it.
+- **Preparing it** (``prepareCandidate``): a victim waiting at Permit is rejected there
+  ("preempted"); the others are marked ``DisruptionTarget=True`` (``PreemptionByScheduler``) and
+  deleted (UID preconditions); the lower-priority pods nominated to the node lose their
+  nomination (``getLowerPriorityNominatedPods``, ``ClearNominatedNodeName``); the pod is
+  nominated to the node (``status.nominatedNodeName``); all through the cluster state
+  (:meth:`~app.framework.handle.ClusterHandle.preempt`). Pods nominated to a node count there for
+  pods of lower or equal priority, so the room is kept for it. Not written: the ``Preempted``
+  Event on each victim.
 
 With no candidate the answer is ``Unschedulable`` with "preemption: " and a FitError of the
 candidates' statuses ("0/3 nodes are available: 1 No preemption victims found for incoming pod, 2
@@ -264,7 +268,9 @@ class DefaultPreemption:
                 waiting.reject(NAME, "preempted")
             else:
                 deleted.append(victim)
-        self.cluster.preempt(pod, chosen, deleted)
+        # lower-priority pods nominated to the node may no longer fit there (getLowerPriorityNominatedPods)
+        lower = [p for p in snapshot.nominated_pods(chosen) if p.priority < pod.priority and p.uid != pod.uid]
+        self.cluster.preempt(pod, chosen, deleted, lower)
         return chosen, SUCCESS
 
 

@@ -37,6 +37,7 @@ class MemoryCluster:
         self.refuse_binding = ""
         self.admission: str | None = None
         self.pdbs: list[PodDisruptionBudget] = []
+        self.unnominated: list[str] = []
         self.preemptions: list[tuple[str, str, list[str]]] = []
 
     # -- what tests set up ---------------------------------------------------------------------------
@@ -114,9 +115,13 @@ class MemoryCluster:
         """:attr:`pdbs`, as the test set them."""
         return self.pdbs
 
-    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
-        """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])``."""
+    def preempt(
+        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
+    ) -> None:
+        """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])`` and in
+        :attr:`unnominated` (the uids whose nomination is cleared)."""
         self.preemptions.append((preemptor.uid, node, [v.uid for v in victims]))
+        self.unnominated.extend(p.uid for p in unnominate)
 
 
 __all__ = ["MemoryCluster"]

@@ -167,3 +167,16 @@ def test_a_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
         assert (result.code, result.reasons, result.plugin) == (Code.UNSCHEDULABLE, ("preempted",), "DefaultPreemption")
 
     asyncio.run(scenario())
+
+
+def test_lower_priority_pods_nominated_to_the_chosen_node_lose_their_nomination() -> None:
+    rt = MemoryCluster()
+    nominated_low = pod_doc("earlier", "default", cpu="1", priority=50)
+    nominated_low["status"]["nominatedNodeName"] = "n1"
+    nominated_high = pod_doc("vip", "default", cpu="1", priority=500)
+    nominated_high["status"]["nominatedNodeName"] = "n1"
+    rt.seed([node_doc("n1", cpu="2")], [low("p1", "n1", "2", 10), nominated_low, nominated_high])
+    fw, _ = profile(rt)
+    nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="1", priority=100))
+    assert nominated == "n1" and rt.preemptions[0][2] == ["uid-default-p1"]
+    assert rt.unnominated == ["uid-default-earlier"]  # the priority-500 one keeps its nomination
