@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from functools import lru_cache
 
+from app.framework import validation
 from app.framework.errors import SchedulerExtenderError
 
 CPU = "cpu"
@@ -220,19 +221,10 @@ def pod_requests(
     return total
 
 
-# kube-scheduler's IsExtendedResourceName (pkg/apis/core/v1/helper/helpers.go) with
-# validation.IsQualifiedName (k8s.io/apimachinery/pkg/util/validation/validation.go)
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
 def is_qualified_name(value: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, a DNS-1123 subdomain prefix and a name of
-    at most 63 alphanumerics, ``-``, ``_`` or ``.`` starting and ending alphanumeric."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix) or value.count("/") > 1):
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+    """Whether ``value`` passes ``validation.IsQualifiedName``
+    (:func:`app.framework.validation.is_qualified_name`)."""
+    return not validation.is_qualified_name(value)
 
 
 @lru_cache(maxsize=4096)

@@ -53,7 +53,6 @@ in v1.30 (``MatchLabelKeysInPodAffinity``, off by default) and ignored. Needs cl
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -68,6 +67,7 @@ from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+from app.framework.validation import is_qualified_name, is_valid_label_value
 
 NAME = "InterPodAffinity"
 _PRE_FILTER = f"{NAME}/pre-filter"
@@ -116,40 +116,7 @@ class InterPodAffinityArgs(PluginArgs):
 
 # -- label selector validation (metav1.LabelSelectorAsSelector -> labels.NewRequirement) -----------
 
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist"))
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """k8s.io/apimachinery/pkg/util/validation ``RegexError``."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    return msg + " (e.g. " + " or ".join(f"'{e}', " for e in examples) + f"regex used for validation is '{fmt}')"
-
-
-_QUALIFIED_NAME_ERROR = _regex_error(
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-    "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]",
-    "MyName",
-    "my.name",
-    "123-abc",
-)
-_LABEL_VALUE_ERROR = _regex_error(
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character",
-    "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
-    "MyValue",
-    "my_value",
-    "12345",
-)
-_DNS1123_SUBDOMAIN_ERROR = _regex_error(
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character",
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-    "example.com",
-)
 
 
 def _go_quote(value: str) -> str:
@@ -164,40 +131,10 @@ def _go_string_slice(values: Sequence[str] | None) -> str:
     return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
 
 
-def _qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN.match(prefix):
-                errs.append("prefix part " + _DNS1123_SUBDOMAIN_ERROR)
-    else:
-        return [
-            "a qualified name "
-            + _QUALIFIED_NAME_ERROR
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME.match(name):
-        errs.append("name part " + _QUALIFIED_NAME_ERROR)
-    return errs
-
-
 def _requirement_errors(key: str, op: str, values: list[str] | None) -> list[str]:
     """``labels.NewRequirement``'s field errors, rendered as ``field.Error.Error()``."""
     out: list[str] = []
-    key_errs = _qualified_name_errors(key)
+    key_errs = is_qualified_name(key)
     if key_errs:
         out.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
     if op in ("In", "NotIn") and not values:
@@ -213,11 +150,7 @@ def _requirement_errors(key: str, op: str, values: list[str] | None) -> list[str
             f"values: Invalid value: {_go_string_slice(values)}: values set must be empty for exists and does not exist"
         )
     for i, value in enumerate(values or ()):
-        errs = []
-        if len(value) > 63:
-            errs.append("must be no more than 63 characters")
-        if not _LABEL_VALUE.match(value):
-            errs.append(_LABEL_VALUE_ERROR)
+        errs = is_valid_label_value(value)
         if errs:
             out.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(errs)}")
     return out

@@ -41,7 +41,6 @@ as upstream does since v1.31), gives the same results.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +57,7 @@ from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.taints import find_matching_untolerated_taint
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+from app.framework.validation import is_qualified_name, is_valid_label_value
 
 NAME = "PodTopologySpread"
 _PRE_FILTER = f"{NAME}/pre-filter"
@@ -90,34 +90,11 @@ _NO_NODE = Status.error(NO_NODE)
 
 # -- args -----------------------------------------------------------------------------------------
 
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
 
 def label_name_errors(key: str) -> list[str]:
     """Why ``key`` is not a valid label key (``metav1validation.ValidateLabelName``, that is
-    ``IsQualifiedName``: an optional DNS-subdomain prefix of at most 253 characters and ``/``, then
-    a name of at most 63 alphanumerics, ``-``, ``_``, ``.``, starting and ending alphanumeric);
-    empty when it is valid."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return ["prefix part must be non-empty"]
-        if len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
-            return ["prefix part must be a lowercase RFC 1123 subdomain"]
-    else:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.' with an optional prefix"]
-    if not name:
-        return ["name part must be non-empty"]
-    if len(name) > 63:
-        return ["name part must be no more than 63 characters"]
-    if not _NAME_PART.match(name):
-        return ["name part must consist of alphanumeric characters, '-', '_' or '.'"]
-    return []
+    ``IsQualifiedName``, :func:`app.framework.validation.is_qualified_name`); empty when valid."""
+    return is_qualified_name(key)
 
 
 class DefaultConstraint(PluginArgs):
@@ -334,10 +311,9 @@ def _check_key(key: str) -> None:
 
 
 def _check_value(value: str) -> None:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
-        raise SelectorError(
-            f"values[0]: Invalid value: {value!r}: a valid label must be an empty string or 63 alphanumerics"
-        )
+    problems = is_valid_label_value(value)
+    if problems:
+        raise SelectorError(f"values[0]: Invalid value: {value!r}: {'; '.join(problems)}")
 
 
 # -- constraints ----------------------------------------------------------------------------------
