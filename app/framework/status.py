@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -104,3 +105,24 @@ def reason_code(status: Status) -> str:
 SUCCESS = Status()
 #: The shared skip status.
 SKIP = Status(Code.SKIP)
+
+
+#: kube-scheduler's ``NoNodeAvailableMsg``.
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+
+
+def fit_error_message(total: int, statuses: Iterable[Status], pre_filter: Status | None = None) -> str:
+    """kube-scheduler's ``FitError.Error()`` (pkg/scheduler/framework/types.go): ``0/N nodes are
+    available: `` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
+    period; else ``"<count> <reason>"`` for each distinct reason of the rejected nodes (a node
+    counts once per reason it has), sorted as strings, joined by ``, `` and ended with a period."""
+    if pre_filter is not None:
+        return f"{NO_NODE_AVAILABLE.format(total)}: {pre_filter.message}."
+    histogram: dict[str, int] = {}
+    for status in statuses:
+        if status.code is not Code.SUCCESS:
+            for reason in status.reasons:
+                histogram[reason] = histogram.get(reason, 0) + 1
+    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+    message = NO_NODE_AVAILABLE.format(total) + ":"
+    return message + (f" {', '.join(parts)}." if parts else "")

@@ -66,6 +66,7 @@ from app.framework import (
     Status,
 )
 from app.framework.labels import label_selector_matches
+from app.framework.status import fit_error_message
 
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -258,7 +259,8 @@ class DefaultPreemption:
                 else:
                     node_statuses[node.name] = status
         if not candidates:
-            return "", Status(Code.UNSCHEDULABLE, (f"preemption: {_fit_error(len(nodes), node_statuses)}",))
+            message = fit_error_message(len(nodes), node_statuses.values())
+            return "", Status(Code.UNSCHEDULABLE, (f"preemption: {message}",))
         chosen = pick_one_node(candidates, datetime.now(UTC).timestamp())
         victims = next(v for name, v, _ in candidates if name == chosen)
         deleted = []
@@ -272,16 +274,6 @@ class DefaultPreemption:
         lower = [p for p in snapshot.nominated_pods(chosen) if p.priority < pod.priority and p.uid != pod.uid]
         self.cluster.preempt(pod, chosen, deleted, lower)
         return chosen, SUCCESS
-
-
-def _fit_error(total: int, statuses: Mapping[str, Status]) -> str:
-    """``FitError.Error`` of the preemption's node statuses (``0/N nodes are available: ...``)."""
-    histogram: dict[str, int] = {}
-    for status in statuses.values():
-        for reason in status.reasons:
-            histogram[reason] = histogram.get(reason, 0) + 1
-    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-    return f"0/{total} nodes are available:" + (f" {', '.join(parts)}." if parts else "")
 
 
 PLUGIN = PluginEntry(

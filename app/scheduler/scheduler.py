@@ -71,6 +71,7 @@ from app.framework import (
     Status,
 )
 from app.framework.runtime import num_feasible_nodes_to_find
+from app.framework.status import NO_NODE_AVAILABLE, fit_error_message
 from app.kube.timefmt import rfc3339_time
 from app.lifecycle import TaskWorker
 from app.observe.decisions import Decision
@@ -78,26 +79,6 @@ from app.observe.events import PodEvent
 from app.scheduler.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
-
-#: kube-scheduler's ``NoNodeAvailableMsg``.
-NO_NODE_AVAILABLE = "0/{} nodes are available"
-
-
-def fit_error_message(total: int, statuses: Sequence[Status], pre_filter: Status | None = None) -> str:
-    """kube-scheduler's ``FitError.Error()`` (pkg/scheduler/framework/types.go): ``0/N nodes are
-    available: `` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
-    period; else ``"<count> <reason>"`` for each distinct reason of the rejected nodes (a node
-    counts once per reason it has), sorted as strings, joined by ``, `` and ended with a period."""
-    if pre_filter is not None:
-        return f"{NO_NODE_AVAILABLE.format(total)}: {pre_filter.message}."
-    histogram: dict[str, int] = {}
-    for status in statuses:
-        if status.code is not Code.SUCCESS:
-            for reason in status.reasons:
-                histogram[reason] = histogram.get(reason, 0) + 1
-    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-    message = NO_NODE_AVAILABLE.format(total) + ":"
-    return message + (f" {', '.join(parts)}." if parts else "")
 
 
 def select_host(nodes: Sequence[NodeInfo], scores: Sequence[int], rng: random.Random) -> NodeInfo:
