@@ -92,11 +92,12 @@ def assemble(config: Configuration, registry: Registry, source: str = "") -> Ext
     problems: list[str] = []
     wide: dict[str, set[str]] = {}
     guards: dict[str, bool] = {}  # whether the profile's own Reserve guards capacity
+    wide_guards = False  # whether a cluster-wide Reserve (run by every profile) guards capacity
     for i, profile in enumerate(config.profiles):
         needs = profile_needs(profile, registry)
         wide[profile.name] = {name for name, need in needs if need.cluster_wide_reserve}
         guards[profile.name] = any(need.guards_capacity for _, need in needs)
-        guards[""] = guards.get("", False) or any(n.guards_capacity and n.cluster_wide_reserve for _, n in needs)
+        wide_guards = wide_guards or any(n.guards_capacity and n.cluster_wide_reserve for _, n in needs)
         if cluster is not None:
             for name, need in needs:
                 try:
@@ -113,8 +114,7 @@ def assemble(config: Configuration, registry: Registry, source: str = "") -> Ext
             problems.append(f"profiles[{i}].plugins: {exc}")
             continue
         shared.extend(p for p in framework.reserve_plugins if p.name in wide[profile.name] and p not in shared)
-        # every profile runs the cluster-wide Reserve plugins (guards[""]: one of them guards capacity)
-        framework.bind_warm_up = guards[profile.name] or guards[""]
+        framework.bind_warm_up = guards[profile.name] or wide_guards
         frameworks[profile.name] = framework
     if problems:
         raise ConfigError(problems, source)

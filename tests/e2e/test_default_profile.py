@@ -106,16 +106,23 @@ def test_a_gated_pod_waits_for_its_gates_then_is_bound(api: FakeAPIServer, tmp_p
         scheduler.stop()
 
 
-def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: FakeAPIServer, tmp_path: Path) -> None:
+def full_nodes(api: FakeAPIServer, *running: tuple[str, str, int, dict[str, str]]) -> None:
+    """Two 2-cpu nodes, each filled by one running pod ``(name, node, priority, labels)``, and a
+    pending priority-1000 pod ``urgent`` that needs a whole node."""
     for i in range(2):
         api.put("nodes", node(f"n{i}", cpu="2", memory="4Gi", pods="110"))
-    for name, where, priority in (("low-a", "n0", 10), ("low-b", "n1", 5)):
-        running = pod(name, node_name=where, cpu="2", memory="16Mi", phase="Running", priority=priority)
-        running["status"]["startTime"] = "2026-01-01T00:00:00Z"
-        api.put("pods", running)
+    for name, where, priority, labels in running:
+        doc = pod(name, node_name=where, cpu="2", memory="16Mi", phase="Running", priority=priority)
+        doc["metadata"]["labels"] = labels
+        doc["status"]["startTime"] = "2026-01-01T00:00:00Z"
+        api.put("pods", doc)
     urgent = pending("urgent", {}, priority=1000)
     urgent["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
     api.put("pods", urgent)
+
+
+def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: FakeAPIServer, tmp_path: Path) -> None:
+    full_nodes(api, ("low-a", "n0", 10, {}), ("low-b", "n1", 5, {}))
     scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
     try:
         wait_for(lambda: "urgent" in bound(api), seconds=30, what="the preemptor bound")
@@ -140,18 +147,8 @@ def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: 
 
 
 def test_preemption_spares_the_pods_a_disruption_budget_protects(api: FakeAPIServer, tmp_path: Path) -> None:
-    for i in range(2):
-        api.put("nodes", node(f"n{i}", cpu="2", memory="4Gi", pods="110"))
-    guarded = pod("guarded", node_name="n0", cpu="2", memory="16Mi", phase="Running", priority=5)
-    guarded["metadata"]["labels"] = {"app": "guarded"}
-    plain = pod("plain", node_name="n1", cpu="2", memory="16Mi", phase="Running", priority=50)
-    for running_pod in (guarded, plain):
-        running_pod["status"]["startTime"] = "2026-01-01T00:00:00Z"
-        api.put("pods", running_pod)
     api.put("poddisruptionbudgets", pdb("guarded", "default", {"app": "guarded"}, 0))
-    urgent = pending("urgent", {}, priority=1000)
-    urgent["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
-    api.put("pods", urgent)
+    full_nodes(api, ("guarded", "n0", 5, {"app": "guarded"}), ("plain", "n1", 50, {}))
     scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
     try:
         wait_for(lambda: "urgent" in bound(api), seconds=30, what="the preemptor bound")
