@@ -2,9 +2,10 @@
 """InterPodAffinity against kube-scheduler v1.30's tables.
 
 Ports pkg/scheduler/framework/plugins/interpodaffinity/filtering_test.go
-(``TestRequiredAffinitySingleNode``, ``TestRequiredAffinityMultipleNodes``) and cases of
-scoring_test.go (``TestPreferredAffinity``) as data, keeping upstream's case names; ``st.MakePod``
-wrappers become Kubernetes JSON dicts decoded with ``msgspec.convert``.
+(``TestRequiredAffinitySingleNode``, ``TestRequiredAffinityMultipleNodes``) and scoring_test.go
+(``TestPreferredAffinity``, all 26 rows, and ``TestPreferredAffinityWithHardPodAffinitySymmetricWeight``)
+as data, keeping upstream's case names; ``st.MakePod`` wrappers and ``v1.Pod`` literals become
+Kubernetes JSON dicts decoded with ``msgspec.convert``.
 """
 
 from __future__ import annotations
@@ -807,12 +808,12 @@ def _brute_force(snap: FakeSnapshot, pod: PodInfo, node: NodeInfo) -> tuple[Code
     ns_labels = snap.namespace_labels(pod.namespace) or {}
     for n, q in placed:
         qa = q.affinity.pod_anti_affinity if q.affinity else None
-        for t in (qa.required_during_scheduling_ignored_during_execution or []) if qa else []:
-            key = t.topology_key or ""
+        for raw in (qa.required_during_scheduling_ignored_during_execution or []) if qa else []:
+            key = raw.topology_key or ""
             if (
                 key in labels
                 and n.labels.get(key) == labels[key]
-                and existing_term_matches(t, q.namespace, pod, ns_labels)
+                and existing_term_matches(raw, q.namespace, pod, ns_labels)
             ):
                 return EXISTING
     return OK
@@ -862,6 +863,331 @@ def test_normalize_score_min_max() -> None:
     scores = [NodeScore("a", 3), NodeScore("b", 3)]
     p.normalize_score(state, pod_info(mk_pod()), scores)
     assert [s.score for s in scores] == [0, 0]
+
+
+# -- TestPreferredAffinity (scoring_test.go) -------------------------------------------------------
+
+S1 = {"security": "S1"}
+S2 = {"security": "S2"}
+RG_CHINA_ = {"region": "China"}
+RG_INDIA_ = {"region": "India"}
+AZ1 = {"az": "az1"}
+AZ2 = {"az": "az2"}
+RG_CHINA_AZ1_ = {"region": "China", "az": "az1"}
+NS_TEAM1_SELECTOR = {"namespaces": ["subteam2.team2"], "namespaceSelector": NS_TEAM1}
+
+# the affinities of upstream's table, as ``mk_pod`` keyword arguments
+STAY_WITH_S1_IN_REGION: dict[str, Any] = {"pref_aff": [weighted(5, t_in("security", "region", "S1"))]}
+STAY_WITH_S2_IN_REGION: dict[str, Any] = {"pref_aff": [weighted(6, t_in("security", "region", "S2"))]}
+AFFINITY3: dict[str, Any] = {
+    "pref_aff": [
+        weighted(8, term("region", expr("security", "NotIn", "S1"), expr("security", "In", "S2"))),
+        weighted(2, term("region", expr("security", "Exists"), expr("wrongkey", "DoesNotExist"))),
+    ]
+}
+HARD_AFFINITY: dict[str, Any] = {
+    "aff": [
+        t_in("security", "region", "S1", "value2"),
+        term("region", expr("security", "Exists"), expr("wrongkey", "DoesNotExist")),
+    ]
+}
+AWAY_FROM_S1_IN_AZ: dict[str, Any] = {"pref_anti": [weighted(5, t_in("security", "az", "S1"))]}
+AWAY_FROM_S2_IN_AZ: dict[str, Any] = {"pref_anti": [weighted(5, t_in("security", "az", "S2"))]}
+STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ: dict[str, Any] = {
+    "pref_aff": [weighted(8, t_in("security", "region", "S1"))],
+    "pref_anti": [weighted(5, t_in("security", "az", "S2"))],
+}
+AFFINITY_NAMESPACE_SELECTOR: dict[str, Any] = {
+    "pref_aff": [weighted(5, term("region", expr("security", "In", "S1"), **NS_TEAM1_SELECTOR))]
+}
+ANTI_AFFINITY_NAMESPACE_SELECTOR: dict[str, Any] = {
+    "pref_anti": [weighted(5, term("region", expr("security", "In", "S1"), **NS_TEAM1_SELECTOR))]
+}
+INVALID_AFFINITY_LABELS: dict[str, Any] = {"pref_aff": [weighted(8, t_in("security", "region", "{{.bad-value.}}"))]}
+INVALID_ANTI_AFFINITY_LABELS: dict[str, Any] = {"pref_anti": [weighted(5, t_in("security", "az", "{{.bad-value.}}"))]}
+BAD_VALUE_SUBSTRING = 'Invalid value: "{{.bad-value.}}"'
+
+
+def _nodes(*labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """``node1``, ``node2``, ... with the given labels."""
+    return [mk_node(f"node{i}", lab) for i, lab in enumerate(labels, 1)]
+
+
+@dataclass
+class PreferredCase:
+    """A row of upstream's table: ``want`` the normalized scores per node (``expectedList``),
+    ``want_status`` the (code, message substring) of a PreScore that does not succeed."""
+
+    name: str
+    pod: dict[str, Any]
+    pods: list[dict[str, Any]]
+    nodes: list[dict[str, Any]]
+    want: list[int] | None = None
+    want_status: tuple[Code, str] | None = None
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+MAX = 100  # framework.MaxNodeScore
+
+PREFERRED_AFFINITY: list[PreferredCase] = [
+    PreferredCase(
+        "all nodes are same priority as Affinity is nil",
+        mk_pod(labels=S1),
+        [],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        want_status=(Code.SKIP, ""),
+    ),
+    PreferredCase(
+        "Affinity: pod that matches topology key & pods in nodes will get high score comparing to others"
+        "which doesn't match either pods in nodes or in topology key",
+        mk_pod(labels=S1, **STAY_WITH_S1_IN_REGION),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node2", labels=S2), mk_pod(node="node3", labels=S1)],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        [MAX, 0, 0],
+    ),
+    PreferredCase(
+        "All the nodes that have the same topology key & label value with one of them has an existing pod that match the affinity rules, have the same score",
+        mk_pod(**STAY_WITH_S1_IN_REGION),
+        [mk_pod(node="node1", labels=S1)],
+        _nodes(RG_CHINA_, RG_CHINA_AZ1_, RG_INDIA_),
+        [MAX, MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has more matches will get high score",
+        mk_pod(labels=S1, **STAY_WITH_S2_IN_REGION),
+        [mk_pod(node=n, labels=S2) for n in ("node1", "node1", "node2", "node3", "node4", "node5")],
+        _nodes(RG_CHINA_, RG_INDIA_, RG_CHINA_, RG_CHINA_, RG_INDIA_),
+        [MAX, 0, MAX, MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity: different Label operators and values for pod affinity scheduling preference, including some match failures ",
+        mk_pod(labels=S1, **AFFINITY3),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node2", labels=S2), mk_pod(node="node3", labels=S1)],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        [20, MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        mk_pod(labels=S2),
+        [
+            mk_pod(node="node1", labels=S1, **STAY_WITH_S1_IN_REGION),
+            mk_pod(node="node2", labels=S2, **STAY_WITH_S2_IN_REGION),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        [0, MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity symmetry with namespace selector",
+        mk_pod(ns="subteam1.team1", labels=S1),
+        [
+            mk_pod(node="node1", labels=S1, **AFFINITY_NAMESPACE_SELECTOR),
+            mk_pod(node="node2", labels=S2, **STAY_WITH_S2_IN_REGION),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        [MAX, 0, 0],
+    ),
+    PreferredCase(
+        "AntiAffinity symmetry with namespace selector",
+        mk_pod(ns="subteam1.team1", labels=S1),
+        [
+            mk_pod(node="node1", labels=S1, **ANTI_AFFINITY_NAMESPACE_SELECTOR),
+            mk_pod(node="node2", labels=S2, **STAY_WITH_S2_IN_REGION),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        [0, MAX, MAX],
+    ),
+    PreferredCase(
+        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        mk_pod(labels=S1),
+        [mk_pod(node="node1", labels=S1, **HARD_AFFINITY), mk_pod(node="node2", labels=S2, **HARD_AFFINITY)],
+        _nodes(RG_CHINA_, RG_INDIA_, AZ1),
+        [MAX, MAX, 0],
+    ),
+    PreferredCase(
+        "Anti Affinity: pod that does not match existing pods in node will get high score ",
+        mk_pod(labels=S1, **AWAY_FROM_S1_IN_AZ),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node2", labels=S2)],
+        _nodes(AZ1, RG_CHINA_),
+        [0, MAX],
+    ),
+    PreferredCase(
+        "Anti Affinity: pod that does not match topology key & match the pods in nodes will get higher score comparing to others ",
+        mk_pod(labels=S1, **AWAY_FROM_S1_IN_AZ),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node2", labels=S1)],
+        _nodes(AZ1, RG_CHINA_),
+        [0, MAX],
+    ),
+    PreferredCase(
+        "Anti Affinity: one node has more matching pods comparing to other node, so the node which has more unmatches will get high score",
+        mk_pod(labels=S1, **AWAY_FROM_S1_IN_AZ),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node1", labels=S1), mk_pod(node="node2", labels=S2)],
+        _nodes(AZ1, RG_INDIA_),
+        [0, MAX],
+    ),
+    PreferredCase(
+        "Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
+        mk_pod(labels=S2),
+        [
+            mk_pod(node="node1", labels=S1, **AWAY_FROM_S2_IN_AZ),
+            mk_pod(node="node2", labels=S2, **AWAY_FROM_S1_IN_AZ),
+        ],
+        _nodes(AZ1, AZ2),
+        [0, MAX],
+    ),
+    PreferredCase(
+        "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity",
+        mk_pod(labels=S1, **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node2", labels=S1)],
+        _nodes(RG_CHINA_, AZ1),
+        [MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing pods have the same labels",
+        mk_pod(labels=S1, **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+        [mk_pod(node=n, labels=S1) for n in ("node1", "node1", "node2", "node3", "node3", "node4", "node5")],
+        _nodes(RG_CHINA_AZ1_, RG_INDIA_, RG_CHINA_, RG_CHINA_, RG_INDIA_),
+        [MAX, 0, MAX, MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity & symmetry",
+        mk_pod(labels=S1, **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+        [
+            mk_pod(node="node1", labels=S1),
+            mk_pod(node="node2", labels=S2),
+            mk_pod(node="node3", **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+            mk_pod(node="node4", **AWAY_FROM_S1_IN_AZ),
+        ],
+        _nodes(RG_CHINA_, AZ1, RG_INDIA_, AZ2),
+        [MAX, 0, MAX, 0],
+    ),
+    PreferredCase(
+        "Avoid panic when partial nodes in a topology don't have pods with affinity",
+        mk_pod(labels=S1),
+        [mk_pod(node="node1", labels=S1), mk_pod(node="node2", **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ)],
+        _nodes(RG_CHINA_, RG_CHINA_),
+        [0, 0],
+    ),
+    PreferredCase(
+        "invalid Affinity fails PreScore",
+        mk_pod(**INVALID_AFFINITY_LABELS),
+        [],
+        _nodes(RG_CHINA_, RG_CHINA_),
+        want_status=(Code.ERROR, BAD_VALUE_SUBSTRING),
+    ),
+    PreferredCase(
+        "invalid AntiAffinity fails PreScore",
+        mk_pod(**INVALID_ANTI_AFFINITY_LABELS),
+        [],
+        _nodes(RG_CHINA_, RG_CHINA_),
+        want_status=(Code.ERROR, BAD_VALUE_SUBSTRING),
+    ),
+    PreferredCase(
+        "Affinity with pods matching NamespaceSelector",
+        mk_pod(ns="subteam1.team1", labels=S1, **AFFINITY_NAMESPACE_SELECTOR),
+        [
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam1.team2", labels=S1),
+            mk_pod(node="node2", ns="subteam2.team1", labels=S1),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_),
+        [MAX, 0],
+    ),
+    PreferredCase(
+        "Affinity with pods matching both NamespaceSelector and Namespaces fields",
+        mk_pod(ns="subteam1.team1", labels=S1, **AFFINITY_NAMESPACE_SELECTOR),
+        [
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam2.team2", labels=S1),
+            mk_pod(node="node2", ns="subteam2.team1", labels=S1),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_),
+        [MAX, 0],
+    ),
+    # upstream reuses the two names above for the anti-affinity rows (pytest suffixes the ids)
+    PreferredCase(
+        "Affinity with pods matching NamespaceSelector",
+        mk_pod(ns="subteam1.team1", labels=S1, **ANTI_AFFINITY_NAMESPACE_SELECTOR),
+        [
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam1.team2", labels=S1),
+            mk_pod(node="node2", ns="subteam2.team1", labels=S1),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_),
+        [0, MAX],
+    ),
+    PreferredCase(
+        "Affinity with pods matching both NamespaceSelector and Namespaces fields",
+        mk_pod(ns="subteam1.team1", labels=S1, **ANTI_AFFINITY_NAMESPACE_SELECTOR),
+        [
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam1.team1", labels=S1),
+            mk_pod(node="node1", ns="subteam2.team2", labels=S1),
+            mk_pod(node="node2", ns="subteam2.team1", labels=S1),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_),
+        [0, MAX],
+    ),
+    PreferredCase(
+        "Ignore preferred terms of existing pods",
+        mk_pod(labels=S2),
+        [
+            mk_pod(node="node1", labels=S1, **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+            mk_pod(node="node2", labels=S2, **STAY_WITH_S2_IN_REGION),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_),
+        [0, 0],
+        want_status=(Code.SKIP, ""),
+        ignore_preferred_terms_of_existing_pods=True,
+    ),
+    PreferredCase(
+        "Do not ignore preferred terms of existing pods",
+        mk_pod(labels=S2),
+        [
+            mk_pod(node="node1", labels=S1, **STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+            mk_pod(node="node2", labels=S2, **STAY_WITH_S2_IN_REGION),
+        ],
+        _nodes(RG_CHINA_, RG_INDIA_),
+        [0, MAX],
+        ignore_preferred_terms_of_existing_pods=False,
+    ),
+    PreferredCase(
+        "No nodes to score",
+        mk_pod(labels=S2),
+        [],
+        [],
+        want_status=(Code.SKIP, ""),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", PREFERRED_AFFINITY, ids=[c.name for c in PREFERRED_AFFINITY])
+def test_preferred_affinity(case: PreferredCase) -> None:
+    """Upstream's loop: PreScore over the nodes; a status that is not success must have the
+    wanted code and contain the wanted message; otherwise Score each node, NormalizeScore, and
+    compare the list with ``expectedList``."""
+    snap = snapshot(case.nodes, case.pods, NAMESPACES)
+    p = plugin(hardPodAffinityWeight=1, ignorePreferredTermsOfExistingPods=case.ignore_preferred_terms_of_existing_pods)
+    state, incoming = CycleState(snap), pod_info(case.pod)
+    nodes = snap.nodes[: len(case.nodes)]
+    status = p.pre_score(state, incoming, nodes)
+    if not status.is_success():
+        assert case.want_status is not None, status
+        code, message = case.want_status
+        assert status.code is code
+        assert message in status.message
+        return
+    scores = [NodeScore(n.name, p.score(state, incoming, n)) for n in nodes]
+    assert p.normalize_score(state, incoming, scores).is_success()
+    assert case.want is not None
+    assert [(s.name, s.score) for s in scores] == [
+        (n["metadata"]["name"], w) for n, w in zip(case.nodes, case.want, strict=True)
+    ]
+    # the framework's wiring: PreScore, Score, NormalizeScore
+    outcome = Framework("p", [], [EnabledPlugin(NAME, p, 1)]).run_score(incoming, nodes, CycleState(snap))
+    assert outcome.plugin_scores[NAME] == case.want
 
 
 # -- TestPreferredAffinityWithHardPodAffinitySymmetricWeight (scoring_test.go) ---------------------

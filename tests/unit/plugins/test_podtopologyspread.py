@@ -2,9 +2,10 @@
 
 Ported from pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go
 (``TestSingleConstraint``, ``TestMultipleConstraints``) and scoring_test.go
-(``TestPodTopologySpreadScore``) of kubernetes/kubernetes, as data: each case keeps upstream's
-name. Upstream's builders (``st.MakePod()``, ``st.MakeNode()``) become the small helpers below;
-pods have upstream's empty namespace unless a case sets one.
+(``TestPodTopologySpreadScore``, ``TestPreScoreStateEmptyNodes``) of kubernetes/kubernetes, as
+data: each case keeps upstream's name. Upstream's builders (``st.MakePod()``,
+``st.MakeNode()``) become the small helpers below; pods have upstream's empty namespace unless a
+case sets one.
 """
 
 from __future__ import annotations
@@ -25,11 +26,16 @@ from app.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     LABEL_HOSTNAME,
+    LABEL_TOPOLOGY_ZONE,
     NAME,
     PLUGIN,
+    Constraint,
     PodTopologySpread,
     PodTopologySpreadArgs,
+    PreScoreState,
+    compile_selector,
     go_round,
+    topology_normalizing_weight,
 )
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
@@ -516,6 +522,26 @@ def zh(name: str, zone: str) -> dict[str, Any]:
     return nd(name, {"zone": zone, LABEL_HOSTNAME: name})
 
 
+ZH4 = [zh("node-a", "zone1"), zh("node-b", "zone1"), zh("node-x", "zone2"), zh("node-y", "zone2")]
+ZH4_ABCD = [zh("node-a", "zone1"), zh("node-b", "zone1"), zh("node-c", "zone2"), zh("node-d", "zone2")]
+P_A1_B1FB_Y1F_Y2B = [
+    ep("p-a1", "node-a"),
+    ep("p-b1", "node-b", FOO_BAR),
+    ep("p-y1", "node-y"),
+    ep("p-y2", "node-y", {"bar": ""}),
+]
+P_MATCH_LABEL_KEYS = [
+    ep("p-a1", "node-a"),
+    ep("p-b1", "node-b", FOO_BAR),
+    ep("p-y1", "node-c"),
+    ep("p-y2", "node-c", {"bar": ""}),
+]
+P_A2_B1_C1 = [*foo_pods("node-a", "p-a1", "p-a2"), ep("p-b1", "node-b"), ep("p-c1", "node-c")]
+FOO_AB_C = [*FOO_ONLY[:2], nd("node-c", {"node": "node-c"})]
+TAINTED_C = [nd("node-a", {"node": "node-a"}), nd("node-b", {"node": "node-b"})]
+TAINTED_C += [nd("node-c", {"node": "node-c"}, TAINTS)]
+
+
 SCORE: list[dict[str, Any]] = [
     {
         "name": "one constraint on node, no existing pods",
@@ -607,10 +633,176 @@ SCORE: list[dict[str, Any]] = [
         "failed": [zh("node-y", "zone2")],
         "want": {"node-a": 75, "node-b": 75, "node-x": 100},
     },
+    {
+        # matching pods spread as 2/~1~/2/~4~
+        "name": "two Constraints on zone and node, 2 out of 4 nodes are candidates",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, FOO), tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": [
+            *foo_pods("node-a", "p-a1", "p-a2"),
+            ep("p-b1", "node-b"),
+            *foo_pods("node-x", "p-x1", "p-x2"),
+            *foo_pods("node-y", "p-y1", "p-y2", "p-y3", "p-y4"),
+        ],
+        "nodes": [zh("node-a", "zone1"), zh("node-x", "zone2")],
+        "failed": [zh("node-b", "zone1"), zh("node-y", "zone2")],
+        "want": {"node-a": 100, "node-x": 63},
+    },
+    {
+        # zone: the matching pods spread as 2/2/1/1; node: 0/1/0/1
+        "name": "two Constraints on zone and node, with different labelSelectors",
+        "pod": in_pod(FOO_BAR, tsc(1, "zone", SA, FOO), tsc(1, LABEL_HOSTNAME, SA, BAR)),
+        "pods": P_A1_B1FB_Y1F_Y2B,
+        "nodes": ZH4,
+        "failed": [],
+        "want": {"node-a": 60, "node-b": 20, "node-x": 100, "node-y": 60},
+    },
+    {
+        # zone: the matching pods spread as 0/0/2/2; node: 0/1/0/1
+        "name": "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
+        "pod": in_pod(FOO_BAR, tsc(1, "zone", SA, FOO), tsc(1, LABEL_HOSTNAME, SA, BAR)),
+        "pods": [ep("p-b1", "node-b", {"bar": ""}), ep("p-x1", "node-x"), ep("p-y1", "node-y", FOO_BAR)],
+        "nodes": ZH4,
+        "failed": [],
+        "want": {"node-a": 100, "node-b": 60, "node-x": 40, "node-y": 0},
+    },
+    {
+        # zone: the matching pods spread as 2/2/1/~1~; node: 0/1/0/~1~
+        "name": "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
+        "pod": in_pod(FOO_BAR, tsc(1, "zone", SA, FOO), tsc(1, LABEL_HOSTNAME, SA, BAR)),
+        "pods": P_A1_B1FB_Y1F_Y2B,
+        "nodes": ZH4[:3],
+        "failed": ZH4[3:],
+        "want": {"node-a": 50, "node-b": 25, "node-x": 100},
+    },
+    {
+        "name": "existing pods in a different namespace do not count",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": [ep("p-a1", "node-a", namespace="ns1"), ep("p-a2", "node-a"), *foo_pods("node-b", "p-b1", "p-b2")],
+        "nodes": [hn("node-a"), hn("node-b")],
+        "failed": [],
+        "want": {"node-a": 100, "node-b": 33},
+    },
+    {
+        "name": "terminating Pods should be excluded",
+        "pod": in_pod(FOO_POD, tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "pods": [ep("p-a", "node-a", terminating=True), ep("p-b", "node-b")],
+        "nodes": [hn("node-a"), hn("node-b")],
+        "failed": [],
+        "want": {"node-a": 100, "node-b": 0},
+    },
+    {
+        # artificial: the API server refuses a non-default minDomains with ScheduleAnyway
+        "name": "minDomains has no effect when ScheduleAnyway",
+        "pod": in_pod(FOO_POD, tsc(2, "node", SA, FOO, 10)),  # 10: more than the 3 domains
+        "pods": [*foo_pods("node-a", "p-a1", "p-a2"), *foo_pods("node-b", "p-b1", "p-b2"), ep("p-c1", "node-c")],
+        "nodes": [nd(n, {"node": n}) for n in ("node-a", "node-b", "node-c")],
+        "failed": [],
+        "want": {"node-a": 75, "node-b": 75, "node-c": 100},
+    },
+    {
+        "name": "NodeAffinityPolicy honoed with labelSelectors",  # upstream's spelling
+        "pod": in_pod(FOO_POD, tsc(1, "node", SA, FOO), node_selector=FOO_POD),
+        "pods": P_A2_B1_C1,
+        "nodes": FOO_AB_C,
+        "failed": [],
+        "want": {"node-a": 0, "node-b": 33, "node-c": 100},
+    },
+    {
+        "name": "NodeAffinityPolicy ignored with labelSelectors",
+        "pod": in_pod(FOO_POD, tsc(1, "node", SA, FOO, None, "Ignore"), node_selector=FOO_POD),
+        "pods": P_A2_B1_C1,
+        "nodes": FOO_AB_C,
+        "failed": [],
+        "want": {"node-a": 66, "node-b": 100, "node-c": 100},
+    },
+    {
+        "name": "NodeAffinityPolicy honoed with nodeAffinity",  # upstream's spelling
+        "pod": in_pod(FOO_POD, tsc(1, "node", SA, FOO), affinity=affinity_in("foo", [""])),
+        "pods": P_A2_B1_C1,
+        "nodes": FOO_AB_C,
+        "failed": [],
+        "want": {"node-a": 0, "node-b": 33, "node-c": 100},
+    },
+    {
+        "name": "NodeAffinityPolicy ignored with nodeAffinity",
+        "pod": in_pod(FOO_POD, tsc(1, "node", SA, FOO, None, "Ignore"), affinity=affinity_in("foo", [""])),
+        "pods": P_A2_B1_C1,
+        "nodes": FOO_AB_C,
+        "failed": [],
+        "want": {"node-a": 66, "node-b": 100, "node-c": 100},
+    },
+    {
+        "name": "NodeTaintsPolicy honored",
+        "pod": in_pod(FOO_POD, tsc(1, "node", SA, FOO, None, None, "Honor")),
+        "pods": P_A2_B1_C1,
+        "nodes": TAINTED_C,
+        "failed": [],
+        "want": {"node-a": 0, "node-b": 33, "node-c": 100},
+    },
+    {
+        "name": "NodeTaintsPolicy ignored",
+        "pod": in_pod(FOO_POD, tsc(1, "node", SA, FOO)),
+        "pods": P_A2_B1_C1,
+        "nodes": TAINTED_C,
+        "failed": [],
+        "want": {"node-a": 66, "node-b": 100, "node-c": 100},
+    },
+    {
+        "name": "matchLabelKeys ignored when feature gate disabled",
+        "skip": "runs upstream with the MatchLabelKeysInPodTopologySpread gate off; v1.30 has it on by "
+        "default and the plugin has no feature gates (matchLabelKeys always apply)",
+        "pod": in_pod(
+            {**FOO_BAR, "baz": ""},
+            tsc(1, "zone", SA, FOO, None, None, None, ["baz"]),
+            tsc(1, LABEL_HOSTNAME, SA, BAR, None, None, None, ["baz"]),
+        ),
+        "pods": P_MATCH_LABEL_KEYS,
+        "nodes": ZH4_ABCD,
+        "failed": [],
+        "want": {"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100},
+    },
+    {
+        "name": "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
+        "pod": in_pod(
+            FOO_BAR,
+            tsc(1, "zone", SA, {}, None, None, None, ["foo"]),
+            tsc(1, LABEL_HOSTNAME, SA, {}, None, None, None, ["bar"]),
+        ),
+        "pods": P_MATCH_LABEL_KEYS,
+        "nodes": ZH4_ABCD,
+        "failed": [],
+        "want": {"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100},
+    },
+    {
+        "name": "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
+        "pod": in_pod(
+            {**FOO_BAR, "baz": ""},
+            tsc(1, "zone", SA, FOO),
+            tsc(1, LABEL_HOSTNAME, SA, BAR, None, None, None, ["baz"]),
+        ),
+        "pods": [
+            ep("p-a1", "node-a"),
+            ep("p-b1", "node-b", {**FOO_BAR, "baz": ""}),
+            ep("p-c1", "node-c"),
+            ep("p-c2", "node-c", {"bar": ""}),
+            ep("p-d3", "node-c", {"bar": "", "baz": ""}),
+        ],
+        "nodes": ZH4_ABCD,
+        "failed": [],
+        "want": {"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100},
+    },
 ]
 
 
-@pytest.mark.parametrize("case", SCORE, ids=[c["name"] for c in SCORE])
+def _params(cases: list[dict[str, Any]]) -> list[Any]:
+    """``cases`` as pytest params named after upstream's cases; a case with ``skip`` is skipped
+    with that reason."""
+    return [
+        pytest.param(c, id=c["name"], marks=pytest.mark.skip(reason=c["skip"]) if "skip" in c else ()) for c in cases
+    ]
+
+
+@pytest.mark.parametrize("case", _params(SCORE))
 def test_score_table(case: dict[str, Any]) -> None:
     """TestPodTopologySpreadScore through the framework: the plugin's 0..100 scores after
     NormalizeScore (upstream runs it with ``defaultingType: System``)."""
@@ -621,6 +813,199 @@ def test_score_table(case: dict[str, Any]) -> None:
     outcome = framework(plugin).run_score(case["pod"], candidates, CycleState(Snapshot(all_nodes)))
     got = dict(zip([n.name for n in candidates], outcome.plugin_scores[NAME], strict=True))
     assert got == case["want"]
+
+
+# -- TestPreScoreStateEmptyNodes -------------------------------------------------------------------
+#
+# Upstream compares the whole ``preScoreState`` PreScore writes (no existing pod: every count is 0);
+# here the plugin's :class:`PreScoreState` under its cycle-state key: ``constraints`` (upstream's
+# ``Constraints``), ``ignored`` (``IgnoredNodes``), ``counts`` (``TopologyPairToPodCounts``, one map
+# per constraint, hostname constraints left empty as upstream counts them at Score) and
+# ``weights`` (``TopologyNormalizingWeight``, given below as the sizes passed to
+# ``topologyNormalizingWeight``). Upstream's ReplicaSet ``rs1`` (selector ``fooSelector``) is the
+# plugin's ``default_selector``.
+
+
+def want_c(
+    max_skew: int, key: str, selector: dict[str, Any] | None, affinity: str = "Honor", taints: str = "Ignore"
+) -> Constraint:
+    """An expected ``topologySpreadConstraint`` (``MinDomains`` 1)."""
+    compiled = compile_selector(None if selector is None else msgspec.convert(selector, objects.LabelSelector))
+    return Constraint(max_skew, key, compiled, 1, affinity == "Honor", taints == "Honor")
+
+
+ZONE_HOST_ABX = [zh("node-a", "zone1"), zh("node-b", "zone1"), zh("node-x", "zone2")]
+FOO_ZONE_ABX = [
+    nd("node-a", {"zone": "zone1", "foo": "", LABEL_HOSTNAME: "node-a"}),
+    nd("node-b", {"zone": "zone1", "foo": "", LABEL_HOSTNAME: "node-b"}),
+    nd("node-x", {"zone": "zone2", LABEL_HOSTNAME: "node-x"}),
+]
+TAINTED_ZONE_ABX = [*FOO_ZONE_ABX[:2], nd("node-x", {"zone": "zone2", LABEL_HOSTNAME: "node-x"}, TAINTS)]
+ZONES_00 = {"zone1": 0, "zone2": 0}
+RS_POD = {"foo": "tar", "baz": "sup"}
+SUP = {"matchLabels": {"baz": "sup"}}
+
+
+def _list_args(*constraints: tuple[int, str, str]) -> PodTopologySpreadArgs:
+    return PodTopologySpreadArgs.model_validate(
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [{"maxSkew": m, "topologyKey": k, "whenUnsatisfiable": w} for m, k, w in constraints],
+        }
+    )
+
+
+PRE_SCORE_STATE: list[dict[str, Any]] = [
+    {
+        "name": "normal case",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, FOO), tsc(1, LABEL_HOSTNAME, SA, FOO)),
+        "nodes": ZONE_HOST_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", FOO), want_c(1, LABEL_HOSTNAME, FOO)],
+        "ignored": set(),
+        "counts": [ZONES_00, {}],
+        "sizes": [2, 3],
+    },
+    {
+        "name": "null selector",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, None)),
+        "nodes": ZONE_HOST_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", None)],  # labels.Nothing()
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+    {
+        "name": "node-x doesn't have label zone",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, FOO), tsc(1, LABEL_HOSTNAME, SA, BAR)),
+        "nodes": [zh("node-a", "zone1"), zh("node-b", "zone1"), hn("node-x")],
+        "args": LIST,
+        "constraints": [want_c(1, "zone", FOO), want_c(1, LABEL_HOSTNAME, BAR)],
+        "ignored": {"node-x"},
+        "counts": [{"zone1": 0}, {}],
+        "sizes": [1, 2],
+    },
+    {
+        "name": "system default constraints and a replicaset",
+        "pod": in_pod(RS_POD, namespace="default"),
+        # nodes with no zone are not excluded: they are a separate zone
+        "nodes": [
+            nd("node-a", {LABEL_HOSTNAME: "node-a", LABEL_TOPOLOGY_ZONE: "mars"}),
+            nd("node-b", {LABEL_HOSTNAME: "node-b", LABEL_TOPOLOGY_ZONE: "mars"}),
+            hn("node-c"),
+            hn("node-d"),
+        ],
+        "args": PodTopologySpreadArgs(),
+        "default_selector": FOO,
+        "constraints": [want_c(3, LABEL_HOSTNAME, FOO), want_c(5, LABEL_TOPOLOGY_ZONE, FOO)],
+        "ignored": set(),
+        "counts": [{}, {"mars": 0, "": 0}],
+        "sizes": [4, 2],
+    },
+    {
+        "name": "default constraints and a replicaset",
+        "pod": in_pod(RS_POD, namespace="default"),
+        "nodes": [nd("node-a", {"rack": "rack1", LABEL_HOSTNAME: "node-a", "planet": "mars"})],
+        "args": _list_args((1, LABEL_HOSTNAME, SA), (2, "rack", DNS), (2, "planet", SA)),
+        "default_selector": FOO,
+        "constraints": [want_c(1, LABEL_HOSTNAME, FOO), want_c(2, "planet", FOO)],
+        "ignored": set(),
+        "counts": [{}, {"mars": 0}],
+        "sizes": [1, 1],
+    },
+    {
+        "name": "default constraints and a replicaset, but pod has constraints",
+        "pod": in_pod(
+            {"foo": "bar", "baz": "sup"}, tsc(1, "zone", DNS, BAR), tsc(2, "planet", SA, SUP), namespace="default"
+        ),
+        "nodes": [nd("node-a", {"planet": "mars", "galaxy": "andromeda"})],
+        "args": _list_args((2, "galaxy", SA)),
+        "default_selector": FOO,
+        "constraints": [want_c(2, "planet", SUP)],
+        "ignored": set(),
+        "counts": [{"mars": 0}],
+        "sizes": [1],
+    },
+    {
+        "name": "NodeAffinityPolicy honored with labelSelectors",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, BAR), node_selector=FOO_POD),
+        "nodes": FOO_ZONE_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", BAR)],
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+    {
+        "name": "NodeAffinityPolicy ignored with labelSelectors",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, BAR, None, "Ignore"), node_selector=FOO_POD),
+        "nodes": FOO_ZONE_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", BAR, affinity="Ignore")],
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+    {
+        "name": "NodeAffinityPolicy honored with nodeAffinity",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, BAR), affinity=affinity_in("foo", [""])),
+        "nodes": FOO_ZONE_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", BAR)],
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+    {
+        "name": "NodeAffinityPolicy ignored with nodeAffinity",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, BAR, None, "Ignore"), affinity=affinity_in("foo", [""])),
+        "nodes": FOO_ZONE_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", BAR, affinity="Ignore")],
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+    {
+        "name": "NodeTaintsPolicy honored",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, BAR, None, None, "Honor")),
+        "nodes": TAINTED_ZONE_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", BAR, taints="Honor")],
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+    {
+        "name": "NodeTaintsPolicy ignored",
+        "pod": in_pod(FOO_POD, tsc(1, "zone", SA, BAR)),
+        "nodes": TAINTED_ZONE_ABX,
+        "args": LIST,
+        "constraints": [want_c(1, "zone", BAR)],
+        "ignored": set(),
+        "counts": [ZONES_00],
+        "sizes": [2],
+    },
+]
+
+
+@pytest.mark.parametrize("case", _params(PRE_SCORE_STATE))
+def test_pre_score_state_table(case: dict[str, Any]) -> None:
+    """TestPreScoreStateEmptyNodes: the state PreScore writes, over a snapshot of ``nodes`` and
+    no pod, with every node a candidate."""
+    given = case.get("default_selector")
+    selector = None if given is None else msgspec.convert(given, objects.LabelSelector)
+    plugin = PodTopologySpread(case["args"], None, default_selector=lambda pod: selector)
+    nodes = node_infos(case["nodes"], [])
+    state = CycleState(Snapshot(nodes))
+    assert plugin.pre_score(state, case["pod"], nodes).code is Code.SUCCESS
+    got = state.read(f"{NAME}/pre-score")
+    assert isinstance(got, PreScoreState)
+    assert got.constraints == tuple(case["constraints"])
+    assert got.ignored == frozenset(case["ignored"])
+    assert got.counts == tuple(case["counts"])
+    assert got.weights == tuple(topology_normalizing_weight(n) for n in case["sizes"])
 
 
 # -- more behaviour ---------------------------------------------------------------------------------
