@@ -190,7 +190,7 @@ class NodeResourcesFit:
         """0..100 by the strategy. Raises ``LookupError`` for an unknown node object."""
         if node.node is None:
             raise LookupError(NO_NODE)
-        requested, allocatable = node_vectors(node, self.names, state.read(_PRE_SCORE), use_requested=False)
+        requested, allocatable = node_vectors(node, self.names, self._pod_requests(state, pod), use_requested=False)
         return self.scorer(requested, allocatable)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
@@ -198,7 +198,15 @@ class NodeResourcesFit:
         MostAllocated), else node by node."""
         if self.nodes_scorer is None:
             return [self.score(state, pod, node) for node in nodes]
-        return self.nodes_scorer(nodes, state.read(_PRE_SCORE))
+        return self.nodes_scorer(nodes, self._pod_requests(state, pod))
+
+    def _pod_requests(self, state: CycleState, pod: PodInfo) -> list[int]:
+        """What :meth:`pre_score` wrote, or computed now when it did not run, as upstream's
+        ``Fit.Score`` does when ``getPreScoreState`` fails (``calculatePodResourceRequestList``)."""
+        requests: list[int] | None = state.get(_PRE_SCORE)
+        if requests is None:
+            requests = pod_request_list(pod, self.names, use_requested=False)
+        return requests
 
     def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Reserve, atomically with the pod's assumption: the Filter's check again, against
