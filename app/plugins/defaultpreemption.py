@@ -6,10 +6,13 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   preempt ("not eligible due to preemptionPolicy=Never."); nor does a pod nominated to a node where
   a lower-priority pod is already terminating ("not eligible due to a terminating pod on the
   nominated node."), unless Filter found that node UnschedulableAndUnresolvable.
-- **Candidates** (``findCandidates``, ``nodesWherePreemptionMightHelp``): the nodes Filter rejected
-  as ``Unschedulable`` (an ``UnschedulableAndUnresolvable`` node gets "Preemption is not helpful for
-  scheduling"); from a random offset, until ``numCandidates`` nodes with victims are found
-  (``minCandidateNodesPercentage`` 10 % of them, at least ``minCandidateNodesAbsolute`` 100).
+- **Candidates** (``findCandidates``, ``nodesWherePreemptionMightHelp``): only the nodes Filter
+  rejected as ``Unschedulable``; an ``UnschedulableAndUnresolvable`` node, or one without a status,
+  gets "Preemption is not helpful for scheduling" (nodes of any other status are left out). From
+  a random offset (``GetOffsetAndNumCandidates``) the dry run (``DryRunPreemption``) visits them
+  until it holds ``numCandidates`` candidates, one of them without PDB violations
+  (``minCandidateNodesPercentage`` 10 % of the nodes, at least ``minCandidateNodesAbsolute`` 100;
+  the candidates with and without violations are each kept up to that many, those without first).
 - **Victims on a node** (``SelectVictimsOnNode``): every pod of lower priority is removed; when the
   pod still does not fit (the profile's Filter, PreFilter recomputed with the node so changed),
   the node is no candidate (its Filter status); else the removed pods are put back one by one,
@@ -22,9 +25,9 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   labels, and that does not list the pod in ``status.disruptedPods``, loses one of its
   ``status.disruptionsAllowed``; a pod that takes any such budget below zero violates it. Those
   are reprieved first; the ones that still must go are the candidate's PDB violations.
-- **The candidate** (``pickOneNodeForPreemption``): the fewest PDB violations, then the lowest
-  highest-priority victim, the lowest sum of priorities, the fewest victims, the latest earliest
-  start time of the highest-priority victims, then the first.
+- **The candidate** (``SelectCandidate``, ``pickOneNodeForPreemption``): the fewest PDB
+  violations, then the lowest highest-priority victim, the lowest sum of priorities, the fewest
+  victims, the latest earliest start time of the highest-priority victims, then the first.
 - **Preparing it** (``prepareCandidate``): a victim waiting at Permit is rejected there
   ("preempted"); the others are marked ``DisruptionTarget=True`` (``PreemptionByScheduler``) and
   deleted (UID preconditions); the lower-priority pods nominated to the node lose their
@@ -34,9 +37,11 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   pods of lower or equal priority, so the room is kept for it. Not written: the ``Preempted``
   Event on each victim.
 
-With no candidate the answer is ``Unschedulable`` with "preemption: " and a FitError of the
-candidates' statuses ("0/3 nodes are available: 1 No preemption victims found for incoming pod, 2
-Preemption is not helpful for scheduling."), which the scheduler appends to its own FitError.
+Every message gets upstream's ``preemption: `` prefix (``PostFilter``). With no candidate the
+answer is ``Unschedulable`` with a FitError of the candidates' statuses ("preemption: 0/3 nodes
+are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for
+scheduling.", N the nodes with a status), which the scheduler appends to its own FitError; when
+the dry run erred on a node and found no candidate, ``Error`` with the errors.
 
 The budgets are the cluster state's watched ``policy/v1`` PodDisruptionBudgets (listed once per
 preemption, as upstream's ``getPodDisruptionBudgets``).
@@ -47,6 +52,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -58,6 +64,7 @@ from app.framework import (
     CycleState,
     Handle,
     NodeInfo,
+    NodeLister,
     PluginArgs,
     PluginEntry,
     PodDisruptionBudget,
@@ -73,6 +80,8 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
+#: ``PostFilter``'s prefix of every message of ``Preempt``
+PREFIX = "preemption: "
 _NOT_HELPFUL = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
 _NO_VICTIMS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_VICTIMS,))
 #: ``math.MaxInt32 + 1``: added to each victim's priority in the sum (so negative ones count)
@@ -85,6 +94,15 @@ class DefaultPreemptionArgs(PluginArgs):
 
     min_candidate_nodes_percentage: int = Field(default=10, ge=0, le=100)
     min_candidate_nodes_absolute: int = Field(default=100, ge=0)
+
+
+class Candidate(NamedTuple):
+    """``preemption.candidate``: a node, its victims (most important first) and how many of them
+    violate a PodDisruptionBudget (``extenderv1.Victims``)."""
+
+    name: str
+    victims: list[PodInfo]
+    num_pdb_violations: int
 
 
 def start_time(pod: PodInfo, now: float) -> float:
@@ -104,21 +122,24 @@ def more_important(a: PodInfo, b: PodInfo, now: float) -> bool:
     return start_time(a, now) < start_time(b, now)
 
 
+def earliest_pod_start_time(victims: Sequence[PodInfo], now: float) -> float:
+    """``util.GetEarliestPodStartTime``: the earliest start time of the highest-priority pods."""
+    top = max(v.priority for v in victims)
+    return min(start_time(v, now) for v in victims if v.priority == top)
+
+
 def pick_one_node(candidates: Sequence[tuple[str, list[PodInfo], int]], now: float) -> str:
-    """``pickOneNodeForPreemption`` over ``(node, victims most important first, PDB violations)``."""
+    """``pickOneNodeForPreemption`` over ``(node, victims most important first, PDB violations)``:
+    each score function in turn keeps the candidates of the highest score, until one is left;
+    then the first."""
     if not candidates:
         return ""
-
-    def earliest_of_highest(victims: list[PodInfo]) -> float:
-        top = victims[0].priority
-        return min(start_time(v, now) for v in victims if v.priority == top)
-
     scores = (
-        lambda c: -c[2],
-        lambda c: -c[1][0].priority,
-        lambda c: -sum(v.priority + _PRIORITY_OFFSET for v in c[1]),
-        lambda c: -len(c[1]),
-        lambda c: earliest_of_highest(c[1]),
+        lambda c: -c[2],  # minNumPDBViolatingScoreFunc
+        lambda c: -c[1][0].priority,  # minHighestPriorityScoreFunc (victims[0]: the highest)
+        lambda c: -sum(v.priority + _PRIORITY_OFFSET for v in c[1]),  # minSumPrioritiesScoreFunc
+        lambda c: -len(c[1]),  # minNumPodsScoreFunc
+        lambda c: earliest_pod_start_time(c[1], now),  # latestStartTimeScoreFunc
     )
     remaining = list(candidates)
     for score in scores:
@@ -157,6 +178,30 @@ def filter_pods_with_pdb_violation(
     return violating, non_violating
 
 
+def nodes_where_preemption_might_help(
+    nodes: Sequence[NodeInfo], statuses: Mapping[str, Status]
+) -> tuple[list[NodeInfo], dict[str, Status]]:
+    """``nodesWherePreemptionMightHelp``: the nodes whose Filter status is ``Unschedulable``, and
+    "Preemption is not helpful for scheduling" for those ``UnschedulableAndUnresolvable`` or
+    without a status (a node of any other status is in neither)."""
+    potential: list[NodeInfo] = []
+    unhelpful: dict[str, Status] = {}
+    for node in nodes:
+        status = statuses.get(node.name)
+        if status is not None and status.code is Code.UNSCHEDULABLE:
+            potential.append(node)
+        elif status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            unhelpful[node.name] = _NOT_HELPFUL
+    return potential, unhelpful
+
+
+def aggregate(errors: Sequence[str]) -> str:
+    """apimachinery's ``utilerrors.NewAggregate(errs).Error()``: one message as it is, several
+    (duplicates dropped) joined with ``", "`` in brackets."""
+    unique = list(dict.fromkeys(errors))
+    return unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
+
+
 class DefaultPreemption:
     """PostFilter (see the module doc). ``rng``: the dry run's random offset (tests pass their own)."""
 
@@ -175,16 +220,23 @@ class DefaultPreemption:
         n = max(n, self.args.min_candidate_nodes_absolute)
         return min(n, nodes)
 
-    def eligible(self, pod: PodInfo, statuses: Mapping[str, Status], nodes: Sequence[NodeInfo]) -> str:
-        """Why ``pod`` may not preempt (``PodEligibleToPreemptOthers``), ``""`` when it may."""
+    def offset_and_num_candidates(self, nodes: int) -> tuple[int, int]:
+        """``GetOffsetAndNumCandidates``: a random offset in ``0..nodes-1`` and
+        :meth:`num_candidates`."""
+        return self._rng.randrange(nodes), self.num_candidates(nodes)
+
+    def eligible(self, pod: PodInfo, nominated_status: Status | None, nodes: NodeLister) -> str:
+        """Why ``pod`` may not preempt (``PodEligibleToPreemptOthers``), ``""`` when it may.
+        ``nominated_status``: Filter's status of the pod's nominated node. A terminating pod is
+        taken as a preemption victim (``podTerminatingByPreemption`` also asks for its
+        ``DisruptionTarget`` condition, which pod records do not keep)."""
         if pod.preemption_policy == "Never":
             return NEVER
         nominated = pod.nominated_node_name
         if nominated:
-            status = statuses.get(nominated)
-            if status is not None and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            if nominated_status is not None and nominated_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return ""
-            node = next((n for n in nodes if n.name == nominated), None)
+            node = nodes.get(nominated)
             if node is not None and any(p.priority < pod.priority and p.deleting for p in node.pods):
                 return TERMINATING
         return ""
@@ -223,57 +275,108 @@ class DefaultPreemption:
             victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
         return victims, violations, SUCCESS
 
-    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
-        """Find the node where evicting the fewest, least important pods lets ``pod`` fit, evict
-        them and nominate the pod there (see the module doc)."""
-        snapshot = state.snapshot
-        if snapshot is None:
-            return "", Status(Code.ERROR, ("preemption needs the cluster state",))
-        nodes = snapshot.list()
-        reason = self.eligible(pod, statuses, nodes)
-        if reason:
-            return "", Status(Code.UNSCHEDULABLE, (reason,))
-        node_statuses: dict[str, Status] = {}
-        potential: list[NodeInfo] = []
-        for node in nodes:
-            status = statuses.get(node.name)
-            if status is not None and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                node_statuses[node.name] = _NOT_HELPFUL
-            else:
-                potential.append(node)
-        candidates: list[tuple[str, list[PodInfo], int]] = []
-        if potential:
-            budgets = self.cluster.pod_disruption_budgets()
-            now = datetime.now(UTC).timestamp()
-            wanted = self.num_candidates(len(potential))
-            offset = self._rng.randrange(len(potential))
-            for i in range(len(potential)):
-                node = potential[(offset + i) % len(potential)]
-                victims, violations, status = self.select_victims(state, pod, node, now, budgets)
-                if status.is_success() and victims:
-                    candidates.append((node.name, victims, violations))
-                    if len(candidates) >= wanted:
-                        break
-                elif status.is_success():
-                    node_statuses[node.name] = Status.error(f"expected at least one victim pod on node {node.name!r}")
-                else:
-                    node_statuses[node.name] = status
+    def dry_run(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        potential: Sequence[NodeInfo],
+        budgets: Sequence[PodDisruptionBudget],
+        offset: int,
+        wanted: int,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """``DryRunPreemption``: :meth:`select_victims` on ``potential`` from ``offset`` on,
+        wrapping around, until ``wanted`` candidates are held and one of them violates no budget;
+        the candidates with and without violations are each kept up to ``wanted`` (``candidateList``).
+        Returns the candidates (those without violations first), the other nodes' statuses and
+        the errors met."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        now = datetime.now(UTC).timestamp()
+        for i in range(len(potential)):
+            node = potential[(offset + i) % len(potential)]
+            victims, violations, status = self.select_victims(state, pod, node, now, budgets)
+            if status.is_success() and victims:
+                held = violating if violations else non_violating
+                if len(held) < wanted:
+                    held.append(Candidate(node.name, victims, violations))
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    break
+                continue
+            if status.is_success():
+                status = Status.error(f'expected at least one victim pod on node "{node.name}"')
+            if status.code is Code.ERROR:
+                errors.append(status.message)
+            statuses[node.name] = status
+        return [*non_violating, *violating], statuses, errors
+
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status], nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """``findCandidates``: the dry run over :func:`nodes_where_preemption_might_help`; the
+        statuses of the nodes that are no candidate (the unhelpful ones included) and the errors."""
+        if not nodes:
+            return [], {}, ["no nodes available"]
+        potential, unhelpful = nodes_where_preemption_might_help(nodes, statuses)
+        if not potential:
+            return [], unhelpful, []
+        budgets = self.cluster.pod_disruption_budgets()
+        offset, wanted = self.offset_and_num_candidates(len(potential))
+        candidates, node_statuses, errors = self.dry_run(state, pod, potential, budgets, offset, wanted)
+        node_statuses.update(unhelpful)
+        return candidates, node_statuses, errors
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        """``SelectCandidate``: none, the only one, or :func:`pick_one_node`'s."""
         if not candidates:
-            message = fit_error_message(len(nodes), node_statuses.values())
-            return "", Status(Code.UNSCHEDULABLE, (f"preemption: {message}",))
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
         chosen = pick_one_node(candidates, datetime.now(UTC).timestamp())
-        victims = next(v for name, v, _ in candidates if name == chosen)
+        return next((c for c in candidates if c.name == chosen), candidates[0])
+
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo, nodes: NodeLister) -> None:
+        """``prepareCandidate``: reject the victims waiting at Permit, evict the others, clear the
+        nomination of lower-priority pods nominated to the node and nominate ``pod`` there."""
         deleted = []
-        for victim in victims:  # a victim waiting at Permit is rejected, not deleted (upstream)
+        for victim in candidate.victims:  # a victim waiting at Permit is rejected, not deleted
             waiting = self.waiting_pods.get(victim.uid)
             if waiting is not None:
                 waiting.reject(NAME, "preempted")
             else:
                 deleted.append(victim)
         # lower-priority pods nominated to the node may no longer fit there (getLowerPriorityNominatedPods)
-        lower = [p for p in snapshot.nominated_pods(chosen) if p.priority < pod.priority and p.uid != pod.uid]
-        self.cluster.preempt(pod, chosen, deleted, lower)
-        return chosen, SUCCESS
+        nominated = nodes.nominated_pods(candidate.name)
+        lower = [p for p in nominated if p.priority < pod.priority and p.uid != pod.uid]
+        self.cluster.preempt(pod, candidate.name, deleted, lower)
+
+    def preempt(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
+        """``Evaluator.Preempt``: the nominated node, or why there is none (messages without the
+        ``preemption: `` prefix)."""
+        snapshot = state.snapshot
+        if snapshot is None:
+            return "", Status(Code.ERROR, ("preemption needs the cluster state",))
+        reason = self.eligible(pod, statuses.get(pod.nominated_node_name), snapshot)
+        if reason:
+            return "", Status(Code.UNSCHEDULABLE, (reason,))
+        candidates, node_statuses, errors = self.find_candidates(state, pod, statuses, snapshot.list())
+        if errors and not candidates:
+            return "", Status.error(aggregate(errors))
+        if not candidates:
+            return "", Status(Code.UNSCHEDULABLE, (fit_error_message(len(node_statuses), node_statuses.values()),))
+        best = self.select_candidate(candidates)
+        if best is None or not best.name:
+            return "", Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
+        self.prepare_candidate(best, pod, snapshot)
+        return best.name, SUCCESS
+
+    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
+        """``PostFilter``: :meth:`preempt`, its message prefixed with ``preemption: ``."""
+        nominated, status = self.preempt(state, pod, statuses)
+        if status.message:
+            return nominated, Status(status.code, (PREFIX + status.message,), status.plugin, status.reason_code)
+        return nominated, status
 
 
 PLUGIN = PluginEntry(
