@@ -28,6 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.official import official_binder  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
 PODS = 1500
@@ -87,12 +88,10 @@ sys.stdin.readline()
 
 def direct(kubeconfig: Path, nodes: int) -> float:
     """Binds per second of the official client alone against the same API server (the ceiling)."""
-    from app.kube.client import KubeClient, load_client
-
-    client = KubeClient(load_client(str(kubeconfig), None, 16).api_client)
+    bind = official_binder(kubeconfig)
 
     def one(i: int) -> None:
-        client.create_binding("direct", f"d-{i}", f"uid-direct-d-{i}", f"node-{i % nodes:04d}", 30)
+        bind("direct", f"d-{i}", f"uid-direct-d-{i}", f"node-{i % nodes:04d}")
 
     started = time.perf_counter()
     with ThreadPoolExecutor(16) as pool:

@@ -41,6 +41,7 @@ import copy
 import datetime
 import json
 import queue
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -90,13 +91,48 @@ def _matches(kind: str, selector: str | None, obj: Obj) -> bool:
 
 
 class _QuietServer(ThreadingHTTPServer):
-    """Reuses the port at once after a stop, and does not print a traceback when a client hangs up."""
+    """Reuses the port at once after a stop, and does not print a traceback when a client hangs up.
+    Its listen backlog is a real server's, not socketserver's 5: a client opening a pool of
+    connections at once would otherwise see connections dropped and retried a second later."""
 
     allow_reuse_address = True
     daemon_threads = True
+    request_queue_size = 1024
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass
+
+
+@dataclass
+class TLS:
+    """HTTPS for :class:`FakeAPIServer`: its server context (requiring a client certificate the CA
+    signed, as kube-apiserver's ``--client-ca-file``) and, base64 for a kubeconfig, the CA and a
+    client certificate and key."""
+
+    context: ssl.SSLContext
+    ca_data: str
+    cert_data: str
+    key_data: str
+
+    @classmethod
+    def issue(cls) -> TLS:
+        """A fresh CA (trustme), a server certificate for ``127.0.0.1`` and a client certificate
+        for ``system:kube-scheduler``."""
+        import trustme
+
+        ca = trustme.CA()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1").configure_cert(context)
+        ca.configure_trust(context)
+        context.verify_mode = ssl.CERT_REQUIRED
+        client = ca.issue_cert("kube-scheduler.local", common_name="system:kube-scheduler")
+        b64 = base64.b64encode
+        return cls(
+            context,
+            b64(ca.cert_pem.bytes()).decode(),
+            b64(b"".join(blob.bytes() for blob in client.cert_chain_pems)).decode(),
+            b64(client.private_key_pem.bytes()).decode(),
+        )
 
 
 @dataclass
@@ -147,16 +183,23 @@ class FakeAPIServer:
         self.requests: list[str] = []
         self.snapshots: dict[str, tuple[int, list[bytes]]] = {}
         self.binding_delay = 0.0
+        #: the ``Authorization`` header of every request, in order
+        self.authorizations: list[str] = []
+        self.tls: TLS | None = None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self, port: int | None = None) -> FakeAPIServer:
-        """Listen on ``port`` (default: the previous port, or a free one)."""
+    def start(self, port: int | None = None, tls: TLS | None = None) -> FakeAPIServer:
+        """Listen on ``port`` (default: the previous port, or a free one); over HTTPS with ``tls``
+        (kept for later restarts)."""
         handler = _handler(self, self.epoch)
         server = _QuietServer(("127.0.0.1", port if port is not None else self.port), handler)
+        self.tls = tls or self.tls
+        if self.tls is not None:
+            server.socket = self.tls.context.wrap_socket(server.socket, server_side=True)
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -177,15 +220,20 @@ class FakeAPIServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:<port>`` (``https`` when started with TLS)."""
+        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.port}"
 
     def kubeconfig(self) -> str:
-        """A kubeconfig (YAML text) pointing at this server."""
+        """A kubeconfig (YAML text) pointing at this server: a bearer token and, over TLS, the CA
+        and the client certificate as inline data, as kubeadm writes them."""
+        cluster, user = f"    server: {self.url}\n", "    token: test-token\n"
+        if self.tls is not None:
+            cluster += f"    certificate-authority-data: {self.tls.ca_data}\n"
+            user += f"    client-certificate-data: {self.tls.cert_data}\n    client-key-data: {self.tls.key_data}\n"
         return (
             "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-            f"clusters:\n- name: test\n  cluster:\n    server: {self.url}\n"
-            "users:\n- name: test\n  user:\n    token: test-token\n"
+            f"clusters:\n- name: test\n  cluster:\n{cluster}"
+            f"users:\n- name: test\n  user:\n{user}"
             "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n"
         )
 
@@ -457,6 +505,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             api.requests.append(f"{self.command} {self.path}")
+            api.authorizations.append(self.headers.get("Authorization", ""))
             return parts.path, [p for p in parts.path.split("/") if p], query
 
         def do_GET(self) -> None:
