@@ -361,10 +361,10 @@ def test_fit_filter_reasons_and_codes() -> None:
     # upstream's reasons, in upstream's order; room could be made by evicting: Unschedulable
     assert first.code is Code.UNSCHEDULABLE and first.reasons == ("Too many pods", "Insufficient cpu")
     assert plugin.filter(state, small, infos[1]).code is Code.SUCCESS
-    # more than the node's whole allocatable: preemption cannot help
+    # more than the node's whole allocatable: still Unschedulable in v1.30 (kubernetes#131345 is v1.34)
     huge = pod_info(make_pod({"cpu": "4", EXT: "3"}))
     status = plugin.filter(state, huge, infos[0])
-    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.code is Code.UNSCHEDULABLE
     assert status.reasons == ("Too many pods", "Insufficient cpu", f"Insufficient {EXT}")
     # ignored extended resources (by name or by group) are not checked; cpu still is
     for args in ({"ignoredResources": [EXT]}, {"ignoredResourceGroups": ["abc.com"]}):

@@ -6,8 +6,10 @@ Ports kube-scheduler's ``NodeResourcesFit`` (pkg/scheduler/framework/plugins/nod
   requested resource within ``allocatable - requested`` of the node, where the node's requests
   are the pods bound or assumed there by the cluster-state cache. A failing node gets upstream's
   reasons (``Insufficient cpu``, ``Too many pods``: kept verbatim so kube-scheduler's event
-  aggregates them with its own plugin's) as ``Unschedulable``, or ``UnschedulableAndUnresolvable``
-  when a request exceeds the node's whole allocatable (preemption cannot help).
+  aggregates them with its own plugin's) as ``Unschedulable``, as v1.30 does even when a request
+  exceeds the node's whole allocatable (``UnschedulableAndUnresolvable`` for that case came with
+  kubernetes/kubernetes#131345, v1.34): DefaultPreemption then tries such a node and finds no
+  victims, and its message says so as v1.30's does.
 - **Score** with ``scoringStrategy.type``: ``LeastAllocated`` (default), ``MostAllocated`` or
   ``RequestedToCapacityRatio`` (``shape`` points of utilization 0..100 -> score 0..10), over
   ``scoringStrategy.resources`` with weights 1..100 (default cpu and memory, weight 1). cpu and
@@ -141,15 +143,16 @@ class NodeResourcesFit:
             self.scorer = requested_to_capacity_ratio(weights, shape)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """``Unschedulable`` (or ``UnschedulableAndUnresolvable``) with upstream's reasons when the
-        pod does not fit; ``Error`` when the node object is unknown."""
+        """``Unschedulable`` with upstream's reasons when the pod does not fit; ``Error`` when the
+        node object is unknown."""
         if node.node is None:
             return Status.error(NO_NODE)
         short = insufficient(node, pod.requests, self.ignored, self.ignored_groups)
         if not short:
             return SUCCESS
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(r.unresolvable for r in short) else Code.UNSCHEDULABLE
-        return Status(code, tuple(r.reason for r in short), reason_code=shortage_code([r.resource for r in short]))
+        return Status(
+            Code.UNSCHEDULABLE, tuple(r.reason for r in short), reason_code=shortage_code([r.resource for r in short])
+        )
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
         """:meth:`filter` for every node in one loop over :class:`NodeResources` (computed once
@@ -170,11 +173,11 @@ class NodeResourcesFit:
             short = 1 if r.pod_count >= r.allowed_pod_number else 0
             if anything:
                 if cpu and cpu > r.milli_cpu - r.requested_milli_cpu:
-                    short |= 2 if cpu <= r.milli_cpu else 6
+                    short |= 2
                 if memory and memory > r.memory - r.requested_memory:
-                    short |= 8 if memory <= r.memory else 24
+                    short |= 4
                 if storage and storage > r.ephemeral_storage - r.requested_ephemeral_storage:
-                    short |= 32 if storage <= r.ephemeral_storage else 96
+                    short |= 8
             append(_shortage_status(short) if short else SUCCESS)
         return out
 
@@ -226,24 +229,21 @@ class NodeResourcesFit:
 
 
 _NO_NODE_STATUS = Status.error(NO_NODE)
-#: shortage bits of :meth:`NodeResourcesFit.filter_nodes`, in upstream's reason order; the bit
-#: after each resource's marks the request exceeding the node's whole allocatable (unresolvable)
-_SHORTAGES: tuple[tuple[int, str, int], ...] = (
-    (1, "Too many pods", 0),
-    (2, f"Insufficient {CPU}", 4),
-    (8, f"Insufficient {MEMORY}", 16),
-    (32, f"Insufficient {EPHEMERAL_STORAGE}", 64),
+#: shortage bits of :meth:`NodeResourcesFit.filter_nodes` and their reasons, in upstream's order
+_SHORTAGES: tuple[tuple[int, str], ...] = (
+    (1, "Too many pods"),
+    (2, f"Insufficient {CPU}"),
+    (4, f"Insufficient {MEMORY}"),
+    (8, f"Insufficient {EPHEMERAL_STORAGE}"),
 )
 
 
 @functools.cache
 def _shortage_status(short: int) -> Status:
-    """The shared status for a combination of shortage bits (at most 2**7 of them)."""
-    reasons = tuple(reason for bit, reason, _ in _SHORTAGES if short & bit)
-    resources = [resource for (bit, _, _), resource in zip(_SHORTAGES, _NATIVE_ORDER, strict=True) if short & bit]
-    unresolvable = any(short & beyond for _, _, beyond in _SHORTAGES if beyond)
-    code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-    return Status(code, reasons, reason_code=shortage_code(resources))
+    """The shared status for a combination of shortage bits (at most 2**4 of them)."""
+    reasons = tuple(reason for bit, reason in _SHORTAGES if short & bit)
+    resources = [resource for (bit, _), resource in zip(_SHORTAGES, _NATIVE_ORDER, strict=True) if short & bit]
+    return Status(Code.UNSCHEDULABLE, reasons, reason_code=shortage_code(resources))
 
 
 _NATIVE_ORDER = (PODS, CPU, MEMORY, EPHEMERAL_STORAGE)

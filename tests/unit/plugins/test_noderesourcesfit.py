@@ -15,11 +15,8 @@ quantity, and ``pods``/``ephemeral-storage`` always present, zero or not), :func
 (``makeResources``/``makeAllocatableResources``). ``framework.NewNodeInfo(pods...)`` with
 ``SetNode`` is a node loaded with those pods through the real cluster-state cache.
 
-One deliberate difference from v1.30's expected codes: this plugin marks a shortage whose request
-exceeds the node's whole allocatable ``UnschedulableAndUnresolvable`` (preemption cannot help), as
-upstream does since it added ``InsufficientResource.Unresolvable`` (fit.go after v1.32; the same
-rows of the same tables there expect ``UnschedulableAndUnresolvable``). The rows concerned are
-listed in :data:`UNRESOLVABLE_LATER`; their reasons and insufficient resources are v1.30's.
+The codes are v1.30's: ``Unschedulable`` also for a request beyond the node's whole allocatable
+(``UnschedulableAndUnresolvable`` for those rows came with kubernetes/kubernetes#131345, v1.34).
 """
 
 from __future__ import annotations
@@ -314,33 +311,10 @@ ENOUGH_REQUESTS: list[Case] = [
     ),
 ]
 
-#: Rows whose request exceeds the node's whole allocatable: UnschedulableAndUnresolvable in this
-#: plugin and in upstream since ``InsufficientResource.Unresolvable`` (v1.30 expected Unschedulable)
-UNRESOLVABLE_LATER = frozenset(
-    {
-        "extended resource capacity enforced",
-        "extended resource capacity enforced for init container",
-        "extended resource allocatable enforced for multiple containers",
-        "extended resource allocatable enforced for multiple init containers",
-        "extended resource allocatable enforced for unknown resource",
-        "extended resource allocatable enforced for unknown resource for init container",
-        "kubernetes.io resource capacity enforced",
-        "kubernetes.io resource capacity enforced for init container",
-        "hugepages resource capacity enforced",
-        "hugepages resource capacity enforced for init container",
-        "hugepages resource allocatable enforced for multiple containers",
-        "skip checking ignored extended resource via resource groups",
-        "storage ephemeral local storage request exceeds allocatable",
-    }
-)
 
-
-def want_code(name: str, reasons: tuple[str, ...]) -> Code:
-    """v1.30's code for a row (Unschedulable with reasons, else Success), Unresolvable for the
-    rows of :data:`UNRESOLVABLE_LATER`."""
-    if not reasons:
-        return Code.SUCCESS
-    return Code.UNSCHEDULABLE_AND_UNRESOLVABLE if name in UNRESOLVABLE_LATER else Code.UNSCHEDULABLE
+def want_code(reasons: tuple[str, ...]) -> Code:
+    """v1.30's code for a row: Unschedulable with reasons, else Success."""
+    return Code.UNSCHEDULABLE if reasons else Code.SUCCESS
 
 
 def test_enough_requests_has_every_upstream_row() -> None:
@@ -355,10 +329,10 @@ def test_enough_requests(case: Case) -> None:
     pod = pod_info(case.pod)
     status = run_filter(plugin, pod, node)
     reasons = tuple(s.reason for s in case.want)
-    assert (status.code, status.reasons) == (want_code(case.name, reasons), reasons)
+    assert (status.code, status.reasons) == (want_code(reasons), reasons)
     got = insufficient(node, pod.requests, plugin.ignored, plugin.ignored_groups)
     assert [Shortage(r.resource, r.reason, r.requested, r.used, r.capacity) for r in got] == list(case.want)
-    # the rule behind UNRESOLVABLE_LATER: a request beyond the node's whole allocatable
+    # a request beyond the node's whole allocatable is marked (what later releases make unresolvable)
     assert [r.unresolvable for r in got] == [s.requested > s.capacity for s in case.want]
 
 
@@ -420,7 +394,7 @@ STORAGE_REQUESTS = [
 def test_storage_requests(name: str, pod: dict[str, Any], existing: dict[str, Any], reasons: tuple[str, ...]) -> None:
     node = node_info(make_resources(10, 20, 32, 5, 20, 5), make_resources(10, 20, 32, 5, 20, 5), existing)
     status = run_filter(fit(), pod_info(pod), node)
-    assert (status.code, status.reasons) == (want_code(name, reasons), reasons)
+    assert (status.code, status.reasons) == (want_code(reasons), reasons)
 
 
 def restartable_pod(request: dict[str, str] | None = None, sidecar: dict[str, str] | None = None) -> dict[str, Any]:
@@ -482,9 +456,7 @@ RESTARTABLE_INIT_CONTAINERS = [
 def test_restartable_init_containers(name: str, pod: dict[str, Any], node_cpu: int, reasons: tuple[str, ...]) -> None:
     node = node_info(make_resources(node_cpu, 0, 1, 0, 0, 0), {})
     status = run_filter(fit(), pod_info(pod), node)
-    # 3m of cpu on a 2m node: beyond the whole allocatable (UnschedulableAndUnresolvable upstream too)
-    want = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if reasons else Code.SUCCESS
-    assert (status.code, status.reasons) == (want, reasons)
+    assert (status.code, status.reasons) == (want_code(reasons), reasons)
 
 
 def make_node(name: str, cpu: str, memory: str) -> dict[str, Any]:
