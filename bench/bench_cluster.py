@@ -5,7 +5,8 @@ nodes (default 5000, named as in the shared 5000-name fixture) and ``BENCH_PODS`
 (default 150,000: 30 per node, two containers each, labels, owner references and a few
 annotations), then the real server process on examples/cluster.yaml (the default profile's
 plugins, ``nodeCacheCapable: true``) pointed at it. Prints the time to sync, the server's resident
-memory (VmRSS, VmHWM) after the sync, and filter/prioritize p50/p99 for 500 and 5000 node names.
+memory (VmRSS, VmHWM) after the sync, and filter/prioritize p50/p99 for 200, 500 and 5000 node
+names (``BENCH_NAMES``).
 Then the same cluster through examples/stateful.yaml (all four stateful policies: NodeResourcesFit,
 NodeResourcesBalancedAllocation, NodeResourcePool, Coscheduling; plus PreemptionRules) with the
 fixture pod that requests an underlay IP (so the pool filters and scores), and the
@@ -32,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from bench.bench_http import measure, row  # noqa: E402
 from tests.conftest import Server, cluster_config  # noqa: E402
 from tests.support.apiserver import FakeAPIServer, pod  # noqa: E402
-from tests.support.bodies import cluster_nodes, fixture, fixture_bytes, go_marshal  # noqa: E402
+from tests.support.bodies import cluster_nodes, fixture, go_marshal  # noqa: E402
 
 
 def populate(api: FakeAPIServer, nodes: int, pods: int) -> None:
@@ -53,6 +54,18 @@ def populate(api: FakeAPIServer, nodes: int, pods: int) -> None:
         doc["metadata"]["resourceVersion"] = str(api.rv)
         doc["status"]["phase"] = "Running"
         api.objects["pods"][f"{namespace}/{doc['metadata']['name']}"] = doc
+
+
+#: The NodeNames counts measured (``BENCH_NAMES``, comma-separated; default 200, 500 and 5000).
+NAMES = [int(n) for n in os.environ.get("BENCH_NAMES", "200,500,5000").split(",")]
+
+
+def names_body(names: int) -> bytes:
+    """The shared fixture's cache-mode body (kube-scheduler's ``ExtenderArgs`` with ``NodeNames``)
+    with its first ``names`` node names."""
+    doc = fixture("extenderargs_cache_n5000.json")
+    doc["NodeNames"] = doc["NodeNames"][:names]
+    return go_marshal(doc)
 
 
 def extres_body(names: int) -> bytes:
@@ -120,8 +133,8 @@ def run(api: FakeAPIServer, config: str, nodes: int, pods: int, n: int) -> None:
             now, peak = rss(server.proc.pid)
             print(f"cluster state: {nodes} nodes, {pods} pods; start + sync {synced:.1f} s")
             print(f"server resident memory after sync: {now} MB (peak {peak} MB)")
-            for count in (500, 5000):
-                body = fixture_bytes(f"extenderargs_cache_n{count}.json") if config == "default" else extres_body(count)
+            for count in NAMES:
+                body = names_body(count) if config == "default" else extres_body(count)
                 # stateful.yaml's two extenders: every pod ("default"), and the underlay-IP pool
                 for prefix in ("", "/pool") if config == "stateful" else ("",):
                     for verb in ("filter", "prioritize"):
