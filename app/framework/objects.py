@@ -256,12 +256,21 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     preemption_policy: str | None = None
 
 
+class PodCondition(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PodCondition``: its type, status and reason (preemption reads ``DisruptionTarget``)."""
+
+    type: str | None = None
+    status: str | None = None
+    reason: str | None = None
+
+
 class PodStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """``v1.PodStatus`` phase, nominated node and start time."""
+    """``v1.PodStatus`` phase, nominated node, start time and conditions."""
 
     phase: str | None = None
     nominated_node_name: str | None = None
     start_time: str | None = None
+    conditions: list[PodCondition] | None = None
 
 
 class Pod(msgspec.Struct, rename="camel", frozen=True, gc=False):

@@ -73,6 +73,7 @@ class PodInfo:
         "scheduler_name",
         "scheduling_gates",
         "start_time",
+        "terminating_by_preemption",
         "tolerations",
         "topology_spread_constraints",
         "uid",
@@ -121,6 +122,11 @@ class PodInfo:
         self.creation_timestamp: str = meta.creation_timestamp or ""
         #: ``status.startTime`` (RFC 3339), ``""`` before the kubelet started it
         self.start_time: str = (status.start_time if status is not None else None) or ""
+        #: deleted because of a preemption (``podTerminatingByPreemption`` with
+        #: PodDisruptionConditions): ``metadata.deletionTimestamp`` set and the first
+        #: ``DisruptionTarget`` condition ``True`` with reason ``PreemptionByScheduler``; the only
+        #: trace of ``status.conditions`` kept
+        self.terminating_by_preemption: bool = self.deleting and _disrupted_by_preemption(status)
         self._requests: dict[str, int] | None = None
         self._non_zero: tuple[int, int] | None = None
 
@@ -254,6 +260,15 @@ def _shared(value: T) -> T:
             _SHARED.clear()
         found = _SHARED[key] = value
     return found
+
+
+def _disrupted_by_preemption(status: objects.PodStatus | None) -> bool:
+    """The condition half of ``podTerminatingByPreemption``: the first ``DisruptionTarget``
+    condition decides (``True`` with reason ``PreemptionByScheduler``)."""
+    for condition in (status.conditions if status is not None else None) or ():
+        if condition.type == "DisruptionTarget":
+            return condition.status == "True" and condition.reason == "PreemptionByScheduler"
+    return False
 
 
 def _host_ports(spec: objects.PodSpec) -> tuple[tuple[str, str, int], ...]:

@@ -4,8 +4,11 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
 
 - **Eligibility** (``PodEligibleToPreemptOthers``): a pod with ``preemptionPolicy: Never`` does not
   preempt ("not eligible due to preemptionPolicy=Never."); nor does a pod nominated to a node where
-  a lower-priority pod is already terminating ("not eligible due to a terminating pod on the
-  nominated node."), unless Filter found that node UnschedulableAndUnresolvable.
+  a lower-priority pod is already terminating because of a preemption ("not eligible due to a
+  terminating pod on the nominated node."; ``podTerminatingByPreemption`` with
+  PodDisruptionConditions, as v1.30 by default: ``deletionTimestamp`` set and a ``DisruptionTarget``
+  condition ``True`` with reason ``PreemptionByScheduler``: :attr:`PodInfo.terminating_by_preemption`),
+  unless Filter found that node UnschedulableAndUnresolvable.
 - **Candidates** (``findCandidates``, ``nodesWherePreemptionMightHelp``): only the nodes Filter
   rejected as ``Unschedulable``; an ``UnschedulableAndUnresolvable`` node, or one without a status,
   gets "Preemption is not helpful for scheduling" (nodes of any other status are left out). From
@@ -14,12 +17,15 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   (``minCandidateNodesPercentage`` 10 % of the nodes, at least ``minCandidateNodesAbsolute`` 100;
   the candidates with and without violations are each kept up to that many, those without first).
 - **Victims on a node** (``SelectVictimsOnNode``): every pod of lower priority is removed; when the
-  pod still does not fit (the profile's Filter, PreFilter recomputed with the node so changed),
-  the node is no candidate (its Filter status); else the removed pods are put back one by one,
-  most important first (``MoreImportantPod``: higher priority, then the earlier
-  ``status.startTime``), PodDisruptionBudget-violating ones first, and each that still lets the pod
-  fit is reprieved; the others are the victims. No lower-priority pod: "No preemption victims
-  found for incoming pod" (UnschedulableAndUnresolvable).
+  pod still does not fit (the profile's Filter, PreFilter recomputed with the node so changed, as
+  ``RunFilterPluginsWithNominatedPods``: first with the pods nominated to the node of equal or
+  higher priority, the pod itself excepted, counted as running there, then, when there were any
+  and it passed, without them; it fits only if both pass), the node is no candidate (its Filter
+  status); else the removed pods are put back one by one, most important first
+  (``MoreImportantPod``: higher priority, then the earlier ``status.startTime``),
+  PodDisruptionBudget-violating ones first, and each that still lets the pod fit (both passes) is
+  reprieved; the others are the victims. No lower-priority pod: "No preemption victims found for
+  incoming pod" (UnschedulableAndUnresolvable).
 - **PodDisruptionBudgets** (``filterPodsWithPDBViolation``): walking the potential victims most
   important first, each budget of the pod's namespace whose non-empty selector matches the pod's
   labels, and that does not list the pod in ``status.disruptedPods``, loses one of its
@@ -227,9 +233,8 @@ class DefaultPreemption:
 
     def eligible(self, pod: PodInfo, nominated_status: Status | None, nodes: NodeLister) -> str:
         """Why ``pod`` may not preempt (``PodEligibleToPreemptOthers``), ``""`` when it may.
-        ``nominated_status``: Filter's status of the pod's nominated node. A terminating pod is
-        taken as a preemption victim (``podTerminatingByPreemption`` also asks for its
-        ``DisruptionTarget`` condition, which pod records do not keep)."""
+        ``nominated_status``: Filter's status of the pod's nominated node. Only a lower-priority
+        pod terminating because of a preemption counts (``podTerminatingByPreemption``)."""
         if pod.preemption_policy == "Never":
             return NEVER
         nominated = pod.nominated_node_name
@@ -237,9 +242,24 @@ class DefaultPreemption:
             if nominated_status is not None and nominated_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return ""
             node = nodes.get(nominated)
-            if node is not None and any(p.priority < pod.priority and p.deleting for p in node.pods):
+            if node is not None and any(p.priority < pod.priority and p.terminating_by_preemption for p in node.pods):
                 return TERMINATING
         return ""
+
+    def filter_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]
+    ) -> Status:
+        """``RunFilterPluginsWithNominatedPods``: the profile's Filter on ``node`` with the
+        ``nominated`` pods (those of equal or higher priority nominated to it) counted as running
+        there, then, when there were any and it passed, on ``node`` as it is: the first status
+        that is no success, else ``SUCCESS``."""
+        if nominated:
+            with_nominated = state.snapshot.with_pods(node, nominated)
+            if with_nominated is not node:  # addNominatedPods added some (podsAdded)
+                status = self.run_filter(state, pod, with_nominated)
+                if not status.is_success():
+                    return status
+        return self.run_filter(state, pod, node)
 
     def select_victims(
         self,
@@ -255,8 +275,10 @@ class DefaultPreemption:
         potential = [p for p in node.pods if p.priority < pod.priority]
         if not potential:
             return [], 0, _NO_VICTIMS
+        # addNominatedPods: those of equal or higher priority keep their room on the node
+        nominated = [p for p in snapshot.nominated_pods(node.name) if p.priority >= pod.priority and p.uid != pod.uid]
         without = snapshot.without_pods(node, potential)
-        status = self.run_filter(state, pod, without)
+        status = self.filter_with_nominated_pods(state, pod, without, nominated)
         if not status.is_success():
             return [], 0, status
         ordered = sorted(potential, key=lambda p: (-p.priority, start_time(p, now)))
@@ -266,7 +288,7 @@ class DefaultPreemption:
         current = without
         for candidate in (*violating, *non_violating):  # the PDB-violating ones reprieved first
             trial = snapshot.with_pods(current, [candidate])
-            if self.run_filter(state, pod, trial).is_success():
+            if self.filter_with_nominated_pods(state, pod, trial, nominated).is_success():
                 current = trial  # reprieved
             else:
                 victims.append(candidate)

@@ -793,6 +793,124 @@ def test_dry_run_preemption(
         assert fake.calls - before == filter_calls[cycle], f"cycle {cycle}"
 
 
+# -- SelectVictimsOnNode with nominated pods (RunFilterPluginsWithNominatedPods) ----------------------
+#
+# node1 (500m) runs a and b (200m each, priority LOW, a the more important: it started first); p
+# (MID, 300m) preempts. Alone, b is enough; a pending pod of equal or higher priority nominated to
+# node1 keeps its room there (addNominatedPods), so it takes more victims or rules the node out. A
+# lower-priority nominated pod, or p's own nomination, is not counted. Each Filter run that passes
+# with nominated pods added is run again without them (the FakeFilter's calls).
+
+NODE1_AB = [
+    mk_pod("a", "node1", LOW, MEDIUM, start=epoch(1)),
+    mk_pod("b", "node1", LOW, MEDIUM, start=epoch(2)),
+]
+
+NOMINATED = [
+    pytest.param([], {"node1": (["b"], 0)}, 3, id="no nominated pod: one victim"),
+    pytest.param(
+        [mk_pod("n", priority=HIGH, req=SMALL, nominated="node1")],
+        {"node1": (["a", "b"], 0)},
+        4,
+        id="a higher-priority nominated pod takes room: more victims",
+    ),
+    pytest.param(
+        [mk_pod("n", priority=MID, req=SMALL, nominated="node1")],
+        {"node1": (["a", "b"], 0)},
+        4,
+        id="an equal-priority nominated pod counts too",
+    ),
+    pytest.param(
+        [mk_pod("n", priority=HIGH, req=LARGE, nominated="node1")],
+        {},
+        1,
+        id="a higher-priority nominated pod leaves too little room: no candidate",
+    ),
+    pytest.param(
+        [mk_pod("n", priority=LOW, req=LARGE, nominated="node1")],
+        {"node1": (["b"], 0)},
+        3,
+        id="a lower-priority nominated pod is not counted",
+    ),
+    pytest.param(
+        [mk_pod("n", priority=HIGH, req=SMALL, nominated="node2")],
+        {"node1": (["b"], 0)},
+        3,
+        id="a pod nominated to another node is not counted",
+    ),
+]
+
+
+@pytest.mark.parametrize(("nominated", "expected", "filter_calls"), NOMINATED)
+def test_select_victims_counts_nominated_pods(
+    nominated: list[dict[str, Any]], expected: dict[str, tuple[list[str], int]], filter_calls: int
+) -> None:
+    fake = FakeFilter()
+    nodes = [mk_node("node1", VERY_LARGE), mk_node("node2", {"cpu": "0", "memory": "0"})]
+    rt, _, plugin = build(nodes, [*NODE1_AB, *nominated], [fake, FIT])
+    node1 = rt.snapshot().get("node1")
+    assert node1 is not None
+    pod = mk_pod("p", priority=MID, req=LARGE)
+    got, statuses, _ = plugin.dry_run(CycleState(rt.snapshot()), info(pod), [node1], [], 0, 1)
+    assert summary(got) == expected
+    assert fake.calls == filter_calls
+    if not expected:
+        status = statuses["node1"]
+        assert (status.code, status.reasons) == (Code.UNSCHEDULABLE, ("Insufficient cpu", "Insufficient memory"))
+
+
+def test_a_node_must_pass_without_the_nominated_pods_too() -> None:
+    """The second pass: p needs a ``foo`` pod on its host (required pod affinity); the only one is
+    a higher-priority pod nominated to node1. With it counted Filter passes, without it not: no
+    candidate, the status of the pass without."""
+    affine = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": exists("foo"), "topologyKey": "hostname"}
+            ]
+        }
+    }
+    friend = mk_pod("n", priority=HIGH, req=SMALL, labels={"foo": ""}, nominated="node1")
+    rt, _, plugin = build([mk_node("node1", VERY_LARGE, split=True)], [*NODE1_AB, friend], [AFFINITY, FIT])
+    node1 = rt.snapshot().get("node1")
+    assert node1 is not None
+    pod = info(mk_pod("p", priority=MID, req=SMALL, affinity=affine))
+    got, statuses, _ = plugin.dry_run(CycleState(rt.snapshot()), pod, [node1], [], 0, 1)
+    assert got == []
+    status = statuses["node1"]
+    assert (status.code, status.reasons) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        ("node(s) didn't match pod affinity rules",),
+    )
+
+
+def test_the_preemptors_own_nomination_is_not_counted() -> None:
+    """``addNominatedPods`` skips the pod itself (``pi.Pod.UID != pod.UID``): p, nominated to node1
+    by an earlier preemption, does not keep room there against itself."""
+    pod = mk_pod("p", priority=MID, req=LARGE, nominated="node1")
+    rt, _, plugin = build([mk_node("node1", VERY_LARGE)], [*NODE1_AB, pod], [FIT])
+    node1 = rt.snapshot().get("node1")
+    assert node1 is not None and [p.name for p in rt.snapshot().nominated_pods("node1")] == ["p"]
+    got, _, _ = plugin.dry_run(CycleState(rt.snapshot()), info(pod), [node1], [], 0, 1)
+    assert summary(got) == {"node1": (["b"], 0)}
+
+
+def test_a_nominated_pod_steers_preemption_to_another_node() -> None:
+    """End to end (PostFilter): node1 and node2 alike but for a higher-priority pod nominated to
+    node1, whose victims would then be both of its pods; node2 needs one."""
+    pods = [
+        *NODE1_AB,
+        mk_pod("c", "node2", LOW, MEDIUM, start=epoch(1)),
+        mk_pod("d", "node2", LOW, MEDIUM, start=epoch(2)),
+        mk_pod("n", priority=HIGH, req=SMALL, nominated="node1"),
+    ]
+    rt, fw, _ = build([mk_node("node1", VERY_LARGE), mk_node("node2", VERY_LARGE)], pods, [FIT])
+    pod = info(mk_pod("p", priority=MID, req=LARGE))
+    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), pod, {"node1": U, "node2": U})
+    assert (nominated, status.code) == ("node2", Code.SUCCESS)
+    assert rt.preemptions == [("p", "node2", ["d"])]
+
+
 # -- TestSelectBestCandidate -------------------------------------------------------------------------
 
 
@@ -987,13 +1105,40 @@ ELIGIBLE = [
         None,
         True,
         id="non-victim Pods terminating",
-        marks=pytest.mark.skip(
-            reason="needs the victim's status.conditions (podTerminatingByPreemption, PodDisruptionConditions): "
-            "objects.PodStatus does not decode conditions and PodInfo keeps no DisruptionTarget flag, so every "
-            "terminating lower-priority pod counts as a preemption victim"
-        ),
     ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "terminating", "expected"),
+    [
+        pytest.param([DISRUPTION_TARGET], True, True, id="terminating, DisruptionTarget by the scheduler"),
+        pytest.param([DISRUPTION_TARGET], False, False, id="DisruptionTarget but not terminating"),
+        pytest.param(None, True, False, id="terminating without conditions"),
+        pytest.param(
+            [{"type": "Ready", "status": "False"}, DISRUPTION_TARGET | {"reason": "EvictionByEvictionAPI"}],
+            True,
+            False,
+            id="DisruptionTarget of an eviction",
+        ),
+        pytest.param([DISRUPTION_TARGET | {"status": "False"}], True, False, id="DisruptionTarget False"),
+        pytest.param(
+            [DISRUPTION_TARGET | {"status": "False"}, DISRUPTION_TARGET], True, False, id="the first one decides"
+        ),
+    ],
+)
+def test_terminating_by_preemption_survives_the_slim_record(
+    conditions: list[dict[str, str]] | None, terminating: bool, expected: bool
+) -> None:
+    """``podTerminatingByPreemption`` (PodDisruptionConditions on): decoded once into one flag, which
+    the cluster cache's slim record keeps (the conditions themselves are not kept)."""
+    doc = mk_pod("p1", "node1", LOW, terminating=terminating)
+    if conditions is not None:
+        doc["status"]["conditions"] = conditions
+    pod = msgspec.convert(doc, objects.Pod)
+    assert PodInfo(pod).terminating_by_preemption is expected
+    assert PodInfo.record(pod).terminating_by_preemption is expected
+    assert msgspec.json.decode(msgspec.json.encode(doc), type=objects.Pod) == pod
 
 
 @pytest.mark.parametrize(("pod", "pods", "node_names", "nominated_status", "expected"), ELIGIBLE)
@@ -1087,7 +1232,8 @@ def test_preempt(
 ) -> None:
     """``TestPreempt``: every node ``Unschedulable``; the nominated node and the deleted pods (the
     ``DisruptionTarget`` patch is the cluster state's :meth:`preempt`); then, with the victims
-    terminating and the pod nominated, a second preemption evicts nothing more."""
+    terminating (``deletionTimestamp`` and the ``DisruptionTarget`` condition that patch sets) and
+    the pod nominated, a second preemption evicts nothing more."""
     nodes = [mk_node(n, VERY_LARGE, split=True) for n in node_names]
     rt, fw, _ = build(nodes, pods, [plugin])
     statuses = {n.name: U for n in rt.snapshot().list()}
@@ -1099,7 +1245,11 @@ def test_preempt(
     if nominated:
         pod["status"]["nominatedNodeName"] = nominated
     again = [
-        p | {"metadata": p["metadata"] | {"deletionTimestamp": "2026-01-01T00:00:00Z"}}
+        p
+        | {
+            "metadata": p["metadata"] | {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": p["status"] | {"conditions": [DISRUPTION_TARGET]},
+        }
         if p["metadata"]["uid"] in deleted
         else p
         for p in pods
