@@ -279,7 +279,7 @@ class Framework:
         self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
         self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
         self.pre_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PreBindPlugin))
-        self.handle.run_filter.run = self._filter_on
+        self.handle.run_filter.run = self.run_filter_on
         self.post_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PostBindPlugin))
 
     # -- filter ---------------------------------------------------------------------------------
@@ -382,7 +382,7 @@ class Framework:
                 break
         return FilterOutcome(statuses, "", ignored, evaluated=position)
 
-    def _filter_on(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+    def run_filter_on(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """The profile's PreFilter and Filter for ``pod`` on ``node`` alone, ``node`` standing in
         for the node of its name in ``state.snapshot`` (preemption's dry run: :class:`FilterRunner`)."""
         snapshot = state.snapshot

@@ -43,7 +43,7 @@ PreEnqueue = Callable[[PodInfo], Status]
 Registered = Callable[[str], Sequence[ClusterEvent]]
 #: what a pod's own update is judged by: its record's fields but those its status sets (phase,
 #: nomination, start time) and the raw object, plus its requests
-_STATUS_FIELDS = ("pod", "phase", "nominated_node_name", "start_time")
+_STATUS_FIELDS = ("pod", "phase", "nominated_node_name", "start_time", "terminating_by_preemption")
 _SPEC_FIELDS = (*(f for f in PodInfo.__slots__ if not f.startswith("_") and f not in _STATUS_FIELDS), "requests")
 
 

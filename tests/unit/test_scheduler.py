@@ -7,6 +7,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import msgspec
 import pytest
 
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
@@ -297,3 +298,59 @@ def test_a_parked_pod_moves_only_on_an_event_a_plugin_that_rejected_it_registere
     q.failed("aff", unschedulable=True, plugins=["InterPodAffinity"], events=[ClusterEvent(NODE, ActionType.DELETE)])
     assert q.get("aff").where == UNSCHEDULABLE  # type: ignore[union-attr]
     assert q.move_on([]) == 0 and q.move_on(None) == 1  # None: the events are unknown
+
+
+def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> None:
+    """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go): the
+    pods of at least the pod's priority nominated to a node count there for every Filter plugin
+    (resources, and the cluster-wide counts of InterPodAffinity through ``AddPod``), and a node
+    must also pass without them: a pod affinity only a nominated pod satisfies does not count."""
+    from app.bootstrap import assemble
+    from app.config import parse_config
+    from app.framework import CycleState, objects
+    from app.plugins import default_registry
+    from app.scheduler.scheduler import Scheduler
+
+    registry = default_registry(False)
+    doc = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [{"name": "s", "schedulerName": "s"}],
+    }
+    service = assemble(parse_config(doc, registry), registry)
+    runtime = service.cluster
+    assert runtime is not None
+
+    def node_doc(name: str) -> dict[str, Any]:
+        labels = {"kubernetes.io/hostname": name}
+        room = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": room}}
+
+    nominated = {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "uid-web", "labels": {"app": "web"}},
+        "spec": {"priority": 100, "containers": [{"name": "c", "resources": {"requests": {"cpu": "3500m"}}}]},
+        "status": {"phase": "Pending", "nominatedNodeName": "n1"},
+    }
+    runtime.state.seed(
+        [msgspec.convert(node_doc(n), objects.Node) for n in ("n1", "n2")], [msgspec.convert(nominated, objects.Pod)]
+    )
+    scheduler = Scheduler("s", service.frameworks["s"], runtime, SchedulingQueue())  # type: ignore[arg-type]
+
+    def verdicts(p: PodInfo) -> dict[str, tuple[str, ...]]:
+        found = scheduler._find(CycleState(), p)
+        return {n.name: s.reasons for n, s in zip(found.nodes, found.statuses, strict=True)}
+
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    # the nominated pod counts on n1: its anti-affinity term's match, and its 3.5 cpu
+    away = pod("away", affinity={"podAntiAffinity": {required: [term]}})
+    assert verdicts(away) == {"n1": ("node(s) didn't match pod anti-affinity rules",), "n2": ()}
+    big = pod("big", containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
+    assert verdicts(big) == {"n1": ("Insufficient cpu",), "n2": ()}
+    # ... but only for a pod of at most its priority
+    urgent = pod("urgent", priority=1000, affinity={"podAntiAffinity": {required: [term]}})
+    assert verdicts(urgent) == {"n1": (), "n2": ()}
+    # an affinity only the nominated pod satisfies: not on n1 (it may never run there)
+    follower = pod("follower", affinity={"podAffinity": {required: [term]}})
+    assert set(verdicts(follower).values()) == {("node(s) didn't match pod affinity rules",)}
