@@ -3,7 +3,7 @@
 ``python bench/bench_compare.py OTHER_CHECKOUT [ROUNDS]`` starts ``python -m app serve`` (the
 embedded default) from this checkout and from ``OTHER_CHECKOUT`` (e.g. ``git worktree add
 /tmp/before <commit>``), both with this checkout's virtualenv, then measures filter and prioritize
-at 100 and 500 full nodes on each in turn, ROUNDS times (5), 60 sequential requests per body and
+at 100, 300 and 500 full nodes on each in turn, ROUNDS times (5), 60 sequential requests per body and
 round, and prints p50/p99 over all rounds. Interleaving spreads the machine's drift over both.
 """
 
@@ -33,7 +33,7 @@ def main() -> None:
         servers[label] = (port, subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     try:
         time.sleep(5)
-        bodies = {n: nocache_body(n) for n in (100, 500)}
+        bodies = {n: nocache_body(n) for n in (100, 300, 500)}
         results: dict[tuple[str, int, str], list[float]] = {}
         for _ in range(rounds):
             for label, (port, _) in servers.items():
