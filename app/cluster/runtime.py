@@ -25,8 +25,10 @@ from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
 from app.cluster.reflector import Reflector, Store, state_store
 from app.cluster.requeue import Requeuer
+from app.cluster.selectors import SpreadSelectors
 from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
 from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
+from app.framework.objects import LabelSelector
 from app.framework.registry import PolicyRule
 from app.framework.status import Status
 from app.framework.types import PodInfo, PodRef
@@ -44,10 +46,23 @@ CACHE_RBAC = (
     PolicyRule(("",), ("nodes",), ("list", "watch")),
     PolicyRule(("",), ("pods",), ("list", "watch")),
 )
+#: What ``ClusterNeeds.spread_selectors`` needs: list/watch of the objects that select pods
+#: (:mod:`app.cluster.selectors`, PodTopologySpread's default constraints).
+SPREAD_SELECTORS_RBAC = (
+    PolicyRule(("",), ("services", "replicationcontrollers"), ("list", "watch")),
+    PolicyRule(("apps",), ("replicasets", "statefulsets"), ("list", "watch")),
+)
 #: What re-queue assistance needs (:mod:`app.cluster.requeue`): annotate pending pods.
 REQUEUE_RBAC = PolicyRule(("",), ("pods",), ("patch",))
 #: What pod events need (:mod:`app.observe.events`): create Events, patch their series.
 EVENTS_RBAC = PolicyRule(("events.k8s.io",), ("events",), ("create", "patch"))
+
+
+def needs_rbac(needs: ClusterNeeds) -> tuple[PolicyRule, ...]:
+    """The rules of what the runtime watches for a plugin's ``needs`` beyond nodes and pods
+    (rendered into the ClusterRole with the plugin's own rules): :data:`SPREAD_SELECTORS_RBAC`
+    for ``spread_selectors``; PodGroups and PodDisruptionBudgets are in their plugins' ``rbac``."""
+    return SPREAD_SELECTORS_RBAC if needs.spread_selectors else ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +118,7 @@ class ClusterRuntime:
         self.reflectors: list[Reflector] = []
         self._podgroups: PodGroupStore | None = None
         self._pdbs: PDBStore | None = None
+        self._selectors: SpreadSelectors | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
         self._binder: Binder | None = None
@@ -125,6 +141,8 @@ class ClusterRuntime:
             self._podgroups = PodGroupStore()
         if needs.pod_disruption_budgets and self._pdbs is None:
             self._pdbs = PDBStore()
+        if needs.spread_selectors and self._selectors is None:
+            self._selectors = SpreadSelectors()
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
         self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
@@ -221,6 +239,12 @@ class ClusterRuntime:
         """The watched PodDisruptionBudgets (:class:`~app.cluster.pdbs.PDBStore`), or none."""
         return self._pdbs.budgets() if self._pdbs is not None else ()
 
+    def default_selector(self, pod: PodInfo) -> LabelSelector | None:
+        """``helper.DefaultSelector`` for ``pod`` over the watched Services, ReplicationControllers,
+        ReplicaSets and StatefulSets (:class:`~app.cluster.selectors.SpreadSelectors`), or ``None``
+        when no plugin declared ``spread_selectors``."""
+        return self._selectors.default_selector(pod) if self._selectors is not None else None
+
     def preempt(
         self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
     ) -> None:
@@ -294,9 +318,10 @@ class ClusterRuntime:
 
     def connect(self, client: KubeClient | None = None) -> list[Any]:
         """Load credentials (unless ``client`` is given) and build the background workers that
-        keep the cache current: the reflectors (nodes, pods, and PodGroups when declared), the
-        requeuer and the Lease follower (as configured). Returns them, not started: the caller's
-        supervisor starts and stops them (:mod:`app.lifecycle`).
+        keep the cache current: the reflectors (nodes, pods, and PodGroups, PodDisruptionBudgets and
+        the spread selectors' four kinds when declared), the requeuer and the Lease follower (as
+        configured). Returns them, not started: the caller's supervisor starts and stops them
+        (:mod:`app.lifecycle`).
 
         Raises :class:`app.kube.errors.KubeConfigError` when no credentials work. An unreachable
         API server is not an error here: the reflectors retry and ``/readyz`` says why.
@@ -316,6 +341,8 @@ class ClusterRuntime:
             stores.append((PODGROUPS, self._podgroups))
         if self._pdbs is not None:
             stores.append((PDBS, self._pdbs))
+        if self._selectors is not None:
+            stores.extend(self._selectors.stores.items())
         self.reflectors = [
             Reflector(
                 kind,
@@ -355,8 +382,10 @@ __all__ = [
     "CACHE_RBAC",
     "EVENTS_RBAC",
     "REQUEUE_RBAC",
+    "SPREAD_SELECTORS_RBAC",
     "WARMING_UP",
     "WATCH_MARGIN",
     "ClusterRuntime",
     "ClusterSettings",
+    "needs_rbac",
 ]

@@ -32,10 +32,10 @@ from typing import Any
 import yaml
 
 from app import __version__
-from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC
+from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC, needs_rbac
 from app.config import Configuration, LeaderElectionConfig, TLSConfig
 from app.deploy.sizing import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, memory_limit_bytes
-from app.framework.build import effective_points
+from app.framework.build import effective_points, plugin_args
 from app.framework.errors import SchedulerExtenderError
 from app.framework.registry import PolicyRule, Registry
 
@@ -242,7 +242,12 @@ def _policy_rules(config: Configuration, registry: Registry, scheduling: bool = 
         names = {ref.name for refs in points.values() for ref in refs} - binders
         for name in sorted(names):
             entry = registry.get(name)
-            rules += entry.rbac if entry is not None else ()
+            if entry is None:
+                continue
+            rules += entry.rbac
+            if entry.needs is not None:  # what the cache watches for it (a spread's selectors)
+                needs = entry.needs(plugin_args(profile, entry), profile.extender.http_timeout_seconds)
+                rules += needs_rbac(needs)
     return rules
 
 
@@ -269,7 +274,9 @@ def extender_rules(config: Configuration, registry: Registry) -> list[dict[str, 
     (the cache), ``pods`` patch (re-queue assistance, when on), ``events.k8s.io`` events create
     and patch (pod events, when on), plus each enabled plugin's declared
     :class:`~app.framework.registry.PolicyRule` (``DefaultBinder``: ``pods/binding`` create and
-    ``pods`` get), merged by group and resource."""
+    ``pods`` get) and the list/watch of what the cache watches for its ``needs``
+    (:func:`~app.cluster.runtime.needs_rbac`: PodTopologySpread's default constraints read
+    Services, ReplicationControllers, ReplicaSets and StatefulSets), merged by group and resource."""
     return merge_rules(_policy_rules(config, registry))
 
 

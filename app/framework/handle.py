@@ -72,7 +72,9 @@ class ClusterNeeds:
     runs it too. ``images``: nodes keep ``status.images`` and pod records their containers'
     images (ImageLocality; without it neither is kept: a node's 40-odd image entries would cost
     about 12 KB a node). ``pod_disruption_budgets``: watch PodDisruptionBudgets (``policy/v1``:
-    preemption). ``reserves_capacity``: this plugin's Reserve refuses a node whose
+    preemption). ``spread_selectors``: watch Services, ReplicationControllers (``v1``), ReplicaSets
+    and StatefulSets (``apps/v1``) for :meth:`ClusterHandle.default_selector` (PodTopologySpread's
+    default constraints). ``reserves_capacity``: this plugin's Reserve refuses a node whose
     capacity is taken (a pool's slots, cpu and memory), so a Binding a previous process may
     still have in flight could make it over-commit: binds of a profile running such a Reserve
     wait out the warm-up after a start or takeover (a pool implies it, :attr:`guards_capacity`).
@@ -87,6 +89,7 @@ class ClusterNeeds:
     images: bool = False
     reserves_capacity: bool = False
     pod_disruption_budgets: bool = False
+    spread_selectors: bool = False
 
     @property
     def guards_capacity(self) -> bool:
@@ -224,6 +227,13 @@ class ClusterHandle(Protocol):
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
         """The watched PodDisruptionBudgets (empty unless a plugin declared
         ``pod_disruption_budgets``, and until their first list)."""
+        ...
+
+    def default_selector(self, pod: PodInfo) -> LabelSelector | None:
+        """The selector kube-scheduler's ``helper.DefaultSelector`` deduces for ``pod`` from the
+        Services of its namespace that select it and its controller (a ReplicationController,
+        ReplicaSet or StatefulSet named by its controller owner reference): an empty selector when
+        nothing selects it; ``None`` unless a plugin declared ``spread_selectors``."""
         ...
 
     def preempt(

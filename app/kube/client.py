@@ -51,6 +51,11 @@ COLLECTIONS = {
     "pods": "/api/v1/pods",
     "podgroups": "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+    # what PodTopologySpread's default selector reads (app.cluster.selectors)
+    "services": "/api/v1/services",
+    "replicationcontrollers": "/api/v1/replicationcontrollers",
+    "replicasets": "/apis/apps/v1/replicasets",
+    "statefulsets": "/apis/apps/v1/statefulsets",
 }
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -262,8 +267,10 @@ class KubeClient:
         return resp
 
     def _list_or_watch(self, kind: str, timeout: float | tuple[float, float], stream: bool, **query: Any) -> Any:
-        """``GET`` the ``nodes``, (non-terminal) ``pods``, ``podgroups``
-        (``scheduling.x-k8s.io/v1alpha1``) or ``poddisruptionbudgets`` (``policy/v1``) collection."""
+        """``GET`` a collection of :data:`COLLECTIONS`: ``nodes``, (non-terminal) ``pods``,
+        ``podgroups`` (``scheduling.x-k8s.io/v1alpha1``), ``poddisruptionbudgets`` (``policy/v1``),
+        ``services``, ``replicationcontrollers`` (``v1``), ``replicasets`` or ``statefulsets``
+        (``apps/v1``)."""
         if kind == "pods":
             query["fieldSelector"] = POD_FIELD_SELECTOR
         return self.request("GET", COLLECTIONS[kind], timeout, query=query, stream=stream)
@@ -271,10 +278,10 @@ class KubeClient:
     def list(
         self, kind: str, limit: int, continue_token: str | None, timeout: float, resource_version: str = ""
     ) -> bytes:
-        """One page of ``nodes``, (non-terminal) ``pods``, ``podgroups`` or
-        ``poddisruptionbudgets``: the raw list JSON. ``resource_version`` as
-        ``ListOptions.resourceVersion`` (``"0"``: any version, served from kube-apiserver's watch
-        cache; ``""``: the latest, a consistent read); a continue token carries its own."""
+        """One page of a kind of :data:`COLLECTIONS` (``pods``: the non-terminal ones): the raw
+        list JSON. ``resource_version`` as ``ListOptions.resourceVersion`` (``"0"``: any version,
+        served from kube-apiserver's watch cache; ``""``: the latest, a consistent read); a continue
+        token carries its own."""
         query: dict[str, Any] = {"limit": limit}
         if continue_token:
             query["continue"] = continue_token

@@ -29,9 +29,12 @@ Default constraints: when the pod has no ``topologySpreadConstraints``, ``defaul
 (``defaultingType: List``) or upstream's ``systemDefaultConstraints`` (``System``: hostname
 maxSkew 3, zone maxSkew 5, both ``ScheduleAnyway``) apply, with the label selector of the
 Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the pod
-(``helper.DefaultSelector``). This service does not watch those objects yet: the plugin takes a
-``default_selector`` callable (the cluster state will provide it later); without one no default
-constraint applies, which is what upstream does for a pod nothing selects.
+(``helper.DefaultSelector``). The plugin takes that selector from a ``default_selector`` callable:
+given explicitly, else its handle's cluster state's
+(:meth:`~app.framework.handle.ClusterHandle.default_selector`, which watches those four kinds
+when the plugin's registration declares ``ClusterNeeds.spread_selectors``: whenever the
+defaulting applies, as upstream's ``New`` starts their informers only then); without one no
+default constraint applies, which is what upstream does for a pod nothing selects.
 
 Upstream keys its counts by topology key; API validation (and args validation) allows only one
 constraint per ``(topologyKey, whenUnsatisfiable)``, so keying by constraint index, as here (and
@@ -50,7 +53,7 @@ from pydantic import Field, model_validator
 from app.framework import objects
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
-from app.framework.handle import Handle
+from app.framework.handle import ClusterNeeds, Handle
 from app.framework.labels import node_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
@@ -455,9 +458,9 @@ class PodTopologySpread:
     (``ScheduleAnyway``); see the module doc.
 
     ``default_selector(pod)``: the selector of the Services/controllers selecting ``pod``
-    (``helper.DefaultSelector``) for the default constraints; the cluster state will provide it
-    later. Without it, or when it returns ``None`` or an empty selector, no default constraint
-    applies.
+    (``helper.DefaultSelector``) for the default constraints; when not given, that of
+    ``handle.cluster`` (:meth:`~app.framework.handle.ClusterHandle.default_selector`). Without
+    either, or when it returns ``None`` or an empty selector, no default constraint applies.
     """
 
     name = NAME
@@ -475,6 +478,8 @@ class PodTopologySpread:
             self.default_constraints: tuple[objects.TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS
         else:
             self.default_constraints = tuple(c.to_object() for c in args.default_constraints)
+        if default_selector is None and handle is not None and handle.cluster is not None:
+            default_selector = handle.cluster.default_selector
         self.default_selector = default_selector
 
     # -- constraints ------------------------------------------------------------------------------
@@ -723,10 +728,25 @@ def _count_domains(pod: PodInfo, constraints: Sequence[Constraint], nodes: Seque
     return counts
 
 
+def defaulting_applies(args: PodTopologySpreadArgs | None) -> bool:
+    """Whether pods without constraints get default ones: ``defaultingType: System`` (the
+    default), or ``List`` with ``defaultConstraints`` (upstream's ``New`` sets the Service and
+    controller listers exactly when ``len(pl.defaultConstraints) != 0``)."""
+    if args is None:
+        return True
+    return args.defaulting_type == SYSTEM_DEFAULTING or bool(args.default_constraints)
+
+
+def _needs(args: PodTopologySpreadArgs | None, http_timeout: float) -> ClusterNeeds:
+    """Watch what ``helper.DefaultSelector`` reads when the default constraints apply."""
+    return ClusterNeeds(spread_selectors=defaulting_applies(args))
+
+
 PLUGIN = PluginEntry(
     name=NAME,
     factory=PodTopologySpread,
     args=PodTopologySpreadArgs,
     needs_cluster=True,
+    needs=_needs,
     summary="filter+score: kube-scheduler's PodTopologySpread (even spread of pods over topology domains)",
 )

@@ -153,6 +153,10 @@ class FakeAPIServer:
             "pods": {},
             "podgroups": {},
             "poddisruptionbudgets": {},
+            "services": {},
+            "replicationcontrollers": {},
+            "replicasets": {},
+            "statefulsets": {},
             "leases": {},
             "events": {},
         }
@@ -395,6 +399,10 @@ class FakeAPIServer:
             "pods": "PodList",
             "podgroups": "PodGroupList",
             "poddisruptionbudgets": "PodDisruptionBudgetList",
+            "services": "ServiceList",
+            "replicationcontrollers": "ReplicationControllerList",
+            "replicasets": "ReplicaSetList",
+            "statefulsets": "StatefulSetList",
         }[kind]
         with self.lock:
             token = query.get("continue")
@@ -515,6 +523,10 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 "/api/v1/pods": "pods",
                 "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "podgroups",
                 "/apis/policy/v1/poddisruptionbudgets": "poddisruptionbudgets",
+                "/api/v1/services": "services",
+                "/api/v1/replicationcontrollers": "replicationcontrollers",
+                "/apis/apps/v1/replicasets": "replicasets",
+                "/apis/apps/v1/statefulsets": "statefulsets",
             }.get(path)
             if path in ("/version", "/version/"):
                 major, minor = api.version.removeprefix("v").split(".")[:2]
@@ -677,6 +689,10 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                                 "pods": "Pod",
                                 "podgroups": "PodGroup",
                                 "poddisruptionbudgets": "PodDisruptionBudget",
+                                "services": "Service",
+                                "replicationcontrollers": "ReplicationController",
+                                "replicasets": "ReplicaSet",
+                                "statefulsets": "StatefulSet",
                             }[kind]
                             self._chunk(
                                 {

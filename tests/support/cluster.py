@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from app.cluster.podgroups import PodGroup, PodGroupStore
+from app.cluster.selectors import SpreadSelectors
 from app.cluster.state import ClusterState, ReserveCheck, Snapshot
 from app.framework import (
     SUCCESS,
@@ -33,6 +34,7 @@ class MemoryCluster:
     def __init__(self, assumed_ttl: float = 30.0) -> None:
         self.state = ClusterState(assumed_ttl=assumed_ttl)
         self._podgroups: PodGroupStore | None = None
+        self._selectors: SpreadSelectors | None = None
         self.bindings: list[tuple[str, str]] = []
         self.refuse_binding = ""
         self.admission: str | None = None
@@ -43,11 +45,13 @@ class MemoryCluster:
     # -- what tests set up ---------------------------------------------------------------------------
 
     def register(self, plugin: str, needs: ClusterNeeds) -> None:
-        """Keep what ``plugin`` declared (pools, indexes, annotations, PodGroups), as the cluster
-        state does; a pool counted twice is a ``ValueError``."""
+        """Keep what ``plugin`` declared (pools, indexes, annotations, PodGroups, the spread
+        selectors' objects), as the cluster state does; a pool counted twice is a ``ValueError``."""
         self.state.register(plugin, needs)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
+        if needs.spread_selectors and self._selectors is None:
+            self._selectors = SpreadSelectors()
 
     def build(
         self, entry: PluginEntry, args: dict[str, Any] | None = None, http_timeout: float = 5.0, **kw: Any
@@ -67,6 +71,14 @@ class MemoryCluster:
         if self._podgroups is not None and groups:
             self._podgroups.replace([msgspec.convert(g, PodGroup) for g in groups])
             self._podgroups.mark_synced("podgroups")
+
+    def seed_selecting(self, kind: str, documents: list[dict[str, Any]]) -> None:
+        """Load the Services, ReplicationControllers, ReplicaSets or StatefulSets (``kind`` as
+        :data:`app.cluster.selectors.KINDS`) :meth:`default_selector` reads, as a completed list
+        would; ``ValueError`` unless a plugin declared ``spread_selectors``."""
+        if self._selectors is None:
+            raise ValueError("no plugin declared spread_selectors")
+        self._selectors.stores[kind].load(documents)
 
     # -- ClusterHandle -------------------------------------------------------------------------------
 
@@ -114,6 +126,11 @@ class MemoryCluster:
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
         """:attr:`pdbs`, as the test set them."""
         return self.pdbs
+
+    def default_selector(self, pod: PodInfo) -> objects.LabelSelector | None:
+        """``helper.DefaultSelector`` over the seeded objects (:meth:`seed_selecting`), ``None``
+        unless a plugin declared ``spread_selectors``."""
+        return self._selectors.default_selector(pod) if self._selectors is not None else None
 
     def preempt(
         self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()

@@ -438,3 +438,27 @@ def test_standalone_scheduler_deployment_runs_schedule_with_its_rights() -> None
     assert {"create", "patch"} <= rights[("events.k8s.io", "events")]
     assert {"list", "watch"} <= rights[("", "nodes")] and {"list", "watch"} <= rights[("", "pods")]
     assert "scheduler/deployment.yaml" not in _render(REPO / "examples" / "cluster.yaml")
+
+
+SELECTING = [("", "services"), ("", "replicationcontrollers"), ("apps", "replicasets"), ("apps", "statefulsets")]
+
+
+def test_topology_spread_defaults_list_and_watch_what_selects_pods(tmp_path: Path) -> None:
+    """PodTopologySpread's default constraints (``defaultingType: System``, kube-scheduler's default
+    profile) read the Services, ReplicationControllers, ReplicaSets and StatefulSets selecting a
+    pod: the ClusterRole lists and watches them; with ``List`` and no ``defaultConstraints``
+    nothing is deduced and they are not watched; the extender's profile without the plugin neither."""
+
+    def rights(files: dict[str, str], path: str) -> dict[tuple[str, str], set[str]]:
+        role = next(d for d in _docs(files[path]) if d["kind"] == "ClusterRole")
+        return {(r["apiGroups"][0], r["resources"][0]): set(r["verbs"]) for r in role["rules"]}
+
+    system = rights(_render(REPO / "examples" / "ip-scheduler.yaml"), "scheduler/rbac.yaml")
+    assert all(system.get(key) == {"list", "watch"} for key in SELECTING), system
+    doc = yaml.safe_load((REPO / "examples" / "ip-scheduler.yaml").read_text())
+    doc["profiles"][0]["pluginConfig"].append({"name": "PodTopologySpread", "args": {"defaultingType": "List"}})
+    listed = tmp_path / "list.yaml"
+    listed.write_text(yaml.safe_dump(doc))
+    assert not set(SELECTING) & set(rights(_render(listed), "scheduler/rbac.yaml"))
+    extender = rights(_render(REPO / "examples" / "cluster.yaml"), "scheduler-extender-rbac.yaml")
+    assert not set(SELECTING) & set(extender)

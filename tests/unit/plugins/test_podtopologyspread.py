@@ -37,6 +37,7 @@ from app.plugins.podtopologyspread import (
     go_round,
     topology_normalizing_weight,
 )
+from tests.support.cluster import MemoryCluster
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
@@ -1219,3 +1220,71 @@ def test_generated_filter_matches_reference_and_batch() -> None:
         single = [plugin.filter(state, pod, n) for n in nodes]
         assert [s.code for s in batch] == [s.code for s in single]
         assert [s.code for s in batch] == _reference(pod, nodes)
+
+
+# -- the default selector from the cluster state (helper.DefaultSelector) ----------------------------
+
+
+def owned_pod(labels: Mapping[str, str], namespace: str, replica_set: str) -> PodInfo:
+    """The incoming pod ``p`` of a Deployment: controlled by the ReplicaSet ``replica_set``
+    (``st.MakePod().OwnerReference(name, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))``)."""
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": replica_set, "uid": "uid-rs", "controller": True}
+    meta = {"name": "p", "namespace": namespace, "uid": "uid-p", "labels": dict(labels), "ownerReferences": [owner]}
+    return PodInfo(msgspec.convert({"metadata": meta, "spec": {}}, objects.Pod))
+
+
+def replica_set(name: str, namespace: str, selector: dict[str, Any]) -> dict[str, Any]:
+    """An ``apps/v1`` ReplicaSet as the API server serves it."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
+        "spec": {"replicas": 10, "selector": selector, "template": {"metadata": {"labels": {"foo": ""}}}},
+        "status": {"replicas": 10, "readyReplicas": 10},
+    }
+
+
+@pytest.mark.parametrize(
+    ("doc", "watched"),
+    [
+        ({}, True),  # System
+        ({"defaultingType": "List"}, False),  # no default constraint: nothing to deduce
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "topologyKey": "k", "whenUnsatisfiable": SA}],
+            },
+            True,
+        ),
+    ],
+)
+def test_needs_watch_the_selecting_objects_when_defaulting_applies(doc: dict[str, Any], watched: bool) -> None:
+    """The registration declares ``spread_selectors`` exactly when upstream's ``New`` sets the
+    Service/controller listers (``len(pl.defaultConstraints) != 0``)."""
+    assert PLUGIN.needs is not None
+    assert PLUGIN.needs(PodTopologySpreadArgs.model_validate(doc), 5.0).spread_selectors is watched
+
+
+def test_a_deployment_pod_gets_the_system_default_scores() -> None:
+    """TestPodTopologySpreadScore's "system defaulting, nodes don't have zone, pods match service"
+    with a Deployment's ReplicaSet selecting the pods instead of the Service: the plugin built on
+    the cluster handle takes ``helper.DefaultSelector`` from the cluster state, so the system
+    default constraints (hostname maxSkew 3, zone maxSkew 5) score the pod as upstream does."""
+    cluster = MemoryCluster()
+    plugin = cluster.build(PLUGIN, {})  # defaultingType System
+    cluster.seed_selecting("replicasets", [replica_set("web-5d8f", "", {"matchLabels": {"foo": ""}})])
+    pod = owned_pod(FOO_POD, "", "web-5d8f")
+    nodes = node_infos(HOST4, SPREAD_4321)
+    outcome = framework(plugin).run_score(pod, nodes, CycleState(Snapshot(nodes)))
+    got = dict(zip([n.name for n in nodes], outcome.plugin_scores[NAME], strict=True))
+    assert got == {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
+    selected = {"matchLabels": {"foo": ""}}
+    assert plugin.constraints(pod, SA) == [
+        want_c(3, LABEL_HOSTNAME, selected),
+        want_c(5, LABEL_TOPOLOGY_ZONE, selected),
+    ]
+    # a pod whose ReplicaSet is not known: nothing selects it, no default constraint (PreScore skips)
+    stray = owned_pod(FOO_POD, "", "web-0000")
+    assert plugin.pre_score(CycleState(Snapshot(nodes)), stray, nodes).code is Code.SKIP
+    # the cluster state without the spread selectors (nobody declared them): none either
+    assert MemoryCluster().default_selector(pod) is None
