@@ -19,6 +19,14 @@ One request, top to bottom (:meth:`VerbRouter.answer`):
 6. the answer: sent in chunks of about 256 KiB, never joined into one copy; then the metrics
    observer counts it (body read included in the duration).
 
+A probe (a request with :data:`~app.observe.logs.PROBE_HEADER`, as ``check-scheduler-config``
+sends) goes through the same steps, refusals included, and gets the same answer; but its verb runs
+on a :meth:`~VerbRouter.quiet` service that builds no decision (no ``/explain`` record, no decision
+log line, no pod event), it is neither captured nor counted in the request metrics, and its
+answer is sent with :data:`~app.observe.logs.PROBING` set (no access line). A bind that reached
+the binder and answered 200 is the exception: it changes the cluster, so it is recorded, logged
+and counted as any bind, header or not. Normal requests pay one scan of the header list.
+
 FastAPI/Starlette's request layer costs about 2 ms on a 1.5 MB body and 10 ms on a 7.3 MB one,
 more than the verbs' own work, which is why verbs do not go through it.
 """
@@ -26,6 +34,7 @@ more than the verbs' own work, which is why verbs do not go through it.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -38,6 +47,7 @@ from app.config import ServerConfig
 from app.extender.codec import DENSE_CHECK_BYTES, Body, Chunks
 from app.framework.runtime import Framework
 from app.observe.capture import Capture
+from app.observe.logs import PROBE_HEADER, PROBING
 
 log = logging.getLogger(__name__)
 
@@ -108,39 +118,68 @@ class VerbRouter:
         verb's handler, the framework's run, (for Filter) its per-plugin loop, the plugin."""
         route = _route(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
         if route is None:
-            if scope["type"] == "http" and scope.get(OVER_CAPACITY) and scope["path"] not in ("/healthz", "/readyz"):
-                await _send_plain(send, 503, b'{"Error":"too many connections: retry later"}', retry_after=True)
+            if scope["type"] != "http":
+                await self.fastapi(scope, receive, send)
                 return
-            await self.fastapi(scope, receive, send)
+            token = PROBING.set(True) if _is_probe(scope) else None
+            try:
+                if scope.get(OVER_CAPACITY) and scope["path"] not in ("/healthz", "/readyz"):
+                    await _send_plain(send, 503, b'{"Error":"too many connections: retry later"}', retry_after=True)
+                    return
+                await self.fastapi(scope, receive, send)
+            finally:
+                if token is not None:
+                    PROBING.reset(token)
             return
         verb, profile = VERBS[route[0]], route[1]
         started = time.perf_counter()
+        probe = _is_probe(scope)
         target = self.service.resolve(profile, verb.name)
         label = self.metrics.profile_label(target.profile if isinstance(target, Framework) else profile)
         held = _Held(self)
+        token = None
         try:
             self.requests_in_flight += 1
             self.metrics.in_flight.inc()
             try:
-                result, close = await self._result(verb, target, scope, receive, held)
+                result, close = await self._result(verb, target, scope, receive, held, probe)
             finally:
                 self.requests_in_flight -= 1
                 self.metrics.in_flight.dec()
-            capture = self.capture
-            if capture is not None and held.body is not None and result.status == 200 and capture.wants(result.pod):
-                capture.offer(verb.name, label, result.status, held.body, _joined(result.body))
+            if probe and verb.name == "bind" and isinstance(target, Framework) and result.status == 200:
+                probe = False  # the binder ran: recorded, logged and counted as any bind
+            if probe:
+                token = PROBING.set(True)  # the access line is written as the answer starts
+            else:
+                capture = self.capture
+                if capture is not None and held.body is not None and result.status == 200 and capture.wants(result.pod):
+                    capture.offer(verb.name, label, result.status, held.body, _joined(result.body))
             await _send_answer(send, result, close)
         except ClientDisconnectedError:
             return
         finally:
             held.release()  # the answer's chunks may be views of the body: released once sent
-        self.metrics.answered(label, verb.name, result.status, result.error, time.perf_counter() - started)
+            if token is not None:
+                PROBING.reset(token)
+        if not probe:
+            self.metrics.answered(label, verb.name, result.status, result.error, time.perf_counter() - started)
+
+    def quiet(self) -> ExtenderService:
+        """The service as a probe's verb sees it: the same frameworks, cluster state and limits,
+        but no decision store, listeners or pod events, so no decision is built (a shallow copy,
+        taken per probe: probes are rare, and the copy sees what was configured since)."""
+        service = copy.copy(self.service)
+        service.decisions = None
+        service.listeners = []
+        service.pod_events = None
+        return service
 
     async def _result(
-        self, verb: Verb, target: Framework | Answer, scope: Scope, receive: Receive, held: _Held
+        self, verb: Verb, target: Framework | Answer, scope: Scope, receive: Receive, held: _Held, probe: bool = False
     ) -> tuple[Answer, bool]:
         """The answer, and whether to close the connection after it (its body was not read). The
-        verb's handler is called from here, on the loop or in the worker thread."""
+        verb's handler is called from here, on the loop or in the worker thread; for a ``probe``
+        other than bind, with the :meth:`quiet` service."""
         try:
             body = await self._admitted_body(verb, target, scope, receive, held)
         except _RefusedError as refusal:
@@ -148,19 +187,20 @@ class VerbRouter:
             return verb.error(refusal.status, str(refusal), retry), True
         if isinstance(target, Answer):
             return target, True
+        service = self.quiet() if probe and verb.name != "bind" else self.service
         try:
             if not verb.blocking:
-                return await verb.run_async(self.service, target, body), False
+                return await verb.run_async(service, target, body), False
             loop = asyncio.get_running_loop()
             if not verb.decode_on_loop and len(body) >= INLINE_BODY_BYTES:
-                return await loop.run_in_executor(self.worker, verb.run, self.service, target, body), False
-            args = verb.decoded(self.service, body)
+                return await loop.run_in_executor(self.worker, verb.run, service, target, body), False
+            args = verb.decoded(service, body)
             if isinstance(args, Answer):
                 return args, False
             handle: Any = verb.handle  # a blocking verb's handler answers at once
             if verb.weight(args) <= INLINE_WEIGHT:
-                return handle(self.service, target, args), False
-            return await loop.run_in_executor(self.worker, handle, self.service, target, args), False
+                return handle(service, target, args), False
+            return await loop.run_in_executor(self.worker, handle, service, target, args), False
         except Exception:  # a bug of ours or a plugin's: never its text on the wire
             log.exception("%s on profile %s failed", verb.name, target.profile)
             return verb.error(500, INTERNAL_ERROR.format(verb=verb.name)), False
@@ -302,6 +342,14 @@ def _route(path: str) -> tuple[str, str | None] | None:
     if len(parts) == 3 and parts[2] in VERBS and parts[1]:
         return parts[2], parts[1]
     return None
+
+
+def _is_probe(scope: Scope) -> bool:
+    """Whether the request carries :data:`~app.observe.logs.PROBE_HEADER` (one scan of the list)."""
+    for name, _ in scope["headers"]:  # noqa: SIM110 - a loop is faster than any() on the hot path
+        if name == PROBE_HEADER:
+            return True
+    return False
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -40,7 +40,9 @@ class Metrics:
 
     - ``scheduler_extender_requests_total{profile,verb,code,outcome}``: answered verb requests by
       HTTP status; ``outcome`` is ``error`` for a non-200 and for a 200 filter or bind answer
-      carrying ``Error``, else ``success``.
+      carrying ``Error``, else ``success``. A probe of ``check-scheduler-config``
+      (:data:`~app.observe.logs.PROBE_HEADER`) is not counted here nor in the duration, and
+      builds no decision (see :mod:`app.api.edge`).
     - ``scheduler_extender_request_duration_seconds{profile,verb}``: from the start of the request
       (body read included) to the answer, in seconds.
     - ``scheduler_extender_filter_nodes_total{profile,plugin,result}``: nodes each plugin rejected
@@ -147,7 +149,8 @@ class Metrics:
         return profile if profile in self.profiles else UNKNOWN_PROFILE
 
     def answered(self, profile: str, verb: str, status: int, error: bool, seconds: float) -> None:
-        """A verb request was answered (``profile`` already a :meth:`profile_label`)."""
+        """A verb request was answered (``profile`` already a :meth:`profile_label`); the router
+        does not call it for a probe."""
         self.requests.labels(profile, verb, str(status), "error" if error or status != 200 else "success").inc()
         self.duration.labels(profile, verb).observe(seconds)
 

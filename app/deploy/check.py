@@ -13,7 +13,17 @@
    kube-scheduler builds the URL) with its result type; ``nodeCacheCapable`` and the verbs match
    the profile; the scheme and client certificate match the server's TLS. Requests have no side
    effects: filter, prioritize and preempt get an empty candidate list, bind a malformed body that
-   a serving route refuses with 400 in ``ExtenderBindingResult``.
+   a serving route refuses with 400 in ``ExtenderBindingResult``. Each carries
+   :data:`~app.observe.logs.PROBE_HEADER`: the service answers it as any request (refusals
+   included) but records no decision, writes no info line and counts it in no request metric.
+
+Files the entry's ``tlsConfig`` names (``caFile``, ``certFile``, ``keyFile``; each unless its
+``...Data`` is set, which client-go prefers) are read up front, offline too: kube-scheduler reads
+them when it builds the extender's client and does not start without them. Each missing or
+unreadable one is an error naming the field and the path, and that entry's live checks are
+skipped. One root cause is reported once: a probe whose answer would only repeat a mismatch
+already reported (``nodeCacheCapable``, a verb the profile does not serve or serves under another
+name, a client certificate the service requires) is skipped, and the report says so.
 
 Exit code 0 when there is no error (warnings allowed), 1 otherwise.
 """
@@ -34,6 +44,10 @@ import yaml
 
 from app.deploy.kubesched import Extender, KubeConfigDecodeError, decode, validate
 from app.framework.profile import parse_duration
+from app.observe.logs import PROBE_HEADER
+
+#: What the probes send as :data:`~app.observe.logs.PROBE_HEADER`.
+PROBE_HEADERS = {PROBE_HEADER.decode(): "check-scheduler-config"}
 
 _PROBE_POD = {
     "metadata": {"name": "preflight", "namespace": "default", "uid": "00000000-0000-0000-0000-000000000000"},
@@ -44,7 +58,8 @@ _PROBE_POD = {
 
 @dataclass
 class Report:
-    """Findings in order: ``(level, scope, message)`` with level ``ok``, ``warning`` or ``error``."""
+    """Findings in order: ``(level, scope, message)`` with level ``ok``, ``warning``, ``error``
+    or ``skipped`` (checks not run because of an error reported before them)."""
 
     findings: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -71,7 +86,9 @@ class Report:
                 lines.append(where)
                 scope = where
             lines.append(f"  {level.upper():8} {message}")
-        lines.append(f"result: {self.errors} error(s), {self.warnings} warning(s)")
+        skipped = any(level == "skipped" for level, _, _ in self.findings)
+        summary = f"result: {self.errors} error(s), {self.warnings} warning(s)"
+        lines.append(summary + ("; checks that depend on an error were skipped (SKIPPED)" if skipped else ""))
         return "\n".join(lines)
 
 
@@ -131,17 +148,71 @@ def _static_checks(report: Report, i: int, ext: Extender) -> None:
             )
 
 
+def _tls_files(report: Report, scope: str, ext: Extender) -> bool:
+    """Read each file ``tlsConfig`` names (unless its data field is set: client-go's
+    ``dataFromSliceOrFile`` then never opens the file); an error per missing or unreadable one,
+    naming its field and path. True when every named file could be read."""
+    tls = ext.tls_config
+    if tls is None:
+        return True
+    readable = True
+    for field_name, path, data in (
+        ("caFile", tls.ca_file, tls.ca_data),
+        ("certFile", tls.cert_file, tls.cert_data),
+        ("keyFile", tls.key_file, tls.key_data),
+    ):
+        if not path or data:
+            continue
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+        except OSError as exc:
+            readable = False
+            if isinstance(exc, FileNotFoundError):
+                why = "no such file"
+            elif isinstance(exc, PermissionError):
+                why = "permission denied (run the check as kube-scheduler's user, root on kubeadm nodes)"
+            else:
+                why = exc.strerror or str(exc)
+            report.add(
+                "error",
+                scope,
+                f"tlsConfig.{field_name}: cannot read {path}: {why} (kube-scheduler reads it when it builds "
+                "the extender's client, and does not start without it)",
+            )
+    return readable
+
+
+class _SetupError(Exception):
+    """The probes' client cannot be built as kube-scheduler's would be (the message says which
+    field's file or data is at fault)."""
+
+
 def _client(ext: Extender, timeout: float) -> httpx.Client:
     tls = ext.tls_config
     verify: ssl.SSLContext | bool = True
     if ext.enable_https and (tls is None or not tls.has_ca or tls.insecure):
         verify = False  # what kube-scheduler does: no CA means no verification
     elif ext.enable_https and tls is not None:
-        context = ssl.create_default_context(cafile=tls.ca_file or None, cadata=_pem(tls.ca_data))
+        # client-go prefers caData to caFile (dataFromSliceOrFile)
+        what = "tlsConfig.caData" if tls.ca_data else f"tlsConfig.caFile {tls.ca_file}"
+        try:
+            if tls.ca_data:
+                context = ssl.create_default_context(cadata=_pem(tls.ca_data))
+            else:
+                context = ssl.create_default_context(cafile=tls.ca_file)
+        except (OSError, ValueError) as exc:
+            raise _SetupError(f"{what}: not a usable PEM CA certificate: {exc}") from exc
         if tls.has_client_cert and tls.cert_file and tls.key_file:
-            context.load_cert_chain(tls.cert_file, tls.key_file)
+            try:
+                context.load_cert_chain(tls.cert_file, tls.key_file)
+            except (OSError, ValueError) as exc:
+                raise _SetupError(
+                    f"tlsConfig.certFile {tls.cert_file} and keyFile {tls.key_file}: not a usable PEM certificate "
+                    f"and key: {exc}"
+                ) from exc
         verify = context
-    return httpx.Client(timeout=timeout, verify=verify)
+    return httpx.Client(timeout=timeout, verify=verify, headers=PROBE_HEADERS)
 
 
 def _pem(data: str | None) -> str | None:
@@ -224,12 +295,16 @@ def _live_checks(report: Report, i: int, ext: Extender, base: str | None, timeou
                 return
             profile = profiles[name]
             report.add("ok", scope, f"urlPrefix reaches profile {name!r}")
-            _compare(report, scope, ext, profile, served, urlsplit(ext.url_prefix).scheme)
+            explained = _compare(report, scope, ext, profile, served, urlsplit(ext.url_prefix).scheme)
             ready = client.get(_origin(prefix) + "/readyz", extensions=extensions)
             not_ready = ready.status_code != 200
             if not_ready:
                 report.add("warning", scope, f"the service is not ready: {ready.text.strip()}")
+            skipped: dict[str, list[str]] = {}
             for kind, verb in ext.verbs.items():
+                if kind in explained:  # its answer would only repeat an error reported above
+                    skipped.setdefault(explained[kind], []).append(f"{kind}Verb")
+                    continue
                 url = prefix + "/" + verb  # strings.TrimRight(urlPrefix, "/") + "/" + verb
                 body = _body(kind, ext.node_cache_capable)
                 r = client.post(url, content=body, headers={"Content-Type": "application/json"}, extensions=extensions)
@@ -245,6 +320,10 @@ def _live_checks(report: Report, i: int, ext: Extender, base: str | None, timeou
                     report.add("error", scope, f"{kind}Verb {verb!r}: POST {url}: {problem}")
                 else:
                     report.add("ok", scope, f"{kind}Verb {verb!r} answers at {url}")
+            for reason, kinds in skipped.items():
+                report.add("skipped", scope, f"{', '.join(kinds)} not probed: {reason}")
+    except _SetupError as exc:
+        report.add("error", scope, f"cannot set up the connection: {exc}")
     except httpx.HTTPError as exc:
         report.add("error", scope, f"cannot reach the extender: {type(exc).__name__}: {exc}")
     except (OSError, ssl.SSLError, ValueError) as exc:
@@ -253,8 +332,11 @@ def _live_checks(report: Report, i: int, ext: Extender, base: str | None, timeou
 
 def _compare(
     report: Report, scope: str, ext: Extender, profile: dict[str, Any], served: dict[str, Any], scheme: str
-) -> None:
+) -> dict[str, str]:
+    """Compare the entry with the profile the service serves; returns the verbs whose probe would
+    only repeat an error reported here, each with why it is skipped."""
     name = profile["name"]
+    explained: dict[str, str] = {}
     if ext.node_cache_capable != profile["nodeCacheCapable"]:
         report.add(
             "error",
@@ -262,11 +344,14 @@ def _compare(
             f"nodeCacheCapable: {str(ext.node_cache_capable).lower()}, but profile {name!r} has "
             f"nodeCacheCapable: {str(profile['nodeCacheCapable']).lower()}",
         )
+        for verb in ("filter", "prioritize", "preempt"):  # bind's arguments do not depend on it
+            explained[verb] = "the nodeCacheCapable mismatch above decides their answers; fix it and check again"
     else:
         report.add("ok", scope, f"nodeCacheCapable: {str(ext.node_cache_capable).lower()} matches the profile")
     configured = set(ext.verbs)
     for verb in sorted(configured - set(profile["verbs"])):
         report.add("error", scope, f"{verb}Verb is configured but profile {name!r} does not serve {verb}")
+        explained[verb] = f"profile {name!r} does not serve it (above)"
     for verb in sorted(set(profile["verbs"]) - configured):
         report.add(
             "warning",
@@ -276,6 +361,7 @@ def _compare(
     for kind, verb in ext.verbs.items():
         if verb != kind:
             report.add("error", scope, f"{kind}Verb is {verb!r}: this service answers {kind} at {kind!r}")
+            explained.setdefault(kind, f"this service does not answer at {verb!r} (above)")
     if ext.ignorable != profile["ignorable"]:
         report.add(
             "warning",
@@ -313,10 +399,12 @@ def _compare(
         tls = ext.tls_config
         if tls is None or not tls.has_client_cert:
             report.add("error", scope, "the service requires a client certificate: set tlsConfig.certFile and keyFile")
+            explained.setdefault("bind", "bind refuses a caller without a client certificate (above)")
     if served["tls"] and not ext.enable_https:
         report.add(
             "warning", scope, "enableHTTPS is false: tlsConfig is not used and the system roots verify the certificate"
         )
+    return explained
 
 
 def _scheduler_container(text: str) -> dict[str, Any] | None:
@@ -443,6 +531,14 @@ def check(
         report.add("warning", scope, "no extenders: kube-scheduler will not call any extender")
     for i, ext in enumerate(extenders):
         _static_checks(report, i, ext)
+        files = _tls_files(report, f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}", ext)
         if not offline and ext.url_prefix:
-            _live_checks(report, i, ext, url, timeout)
+            if files:
+                _live_checks(report, i, ext, url, timeout)
+            else:
+                report.add(
+                    "skipped",
+                    f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}",
+                    "the checks against the running extender: they need the tlsConfig files above",
+                )
     return report

@@ -13,6 +13,10 @@
   decision that changed a pod's fate: every node rejected (with the aggregated reasons), a
   bind (or its error), a preemption with victims. At ``debug``, one line per request with the
   per-verdict node counts and the duration.
+- Probes: a request carrying :data:`PROBE_HEADER` (``check-scheduler-config`` sends it) is
+  answered as any other, but the service records no decision for it, does not count it in the
+  request metrics, and :class:`ProbeFilter` drops the lines below ``warning`` written while its
+  answer is sent (the access line) once the router has set :data:`PROBING`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import orjson
@@ -32,6 +37,12 @@ from app.observe.decisions import Decision, rfc3339
 #: ``LogRecord`` attributes that are not fields a caller passed with ``extra=``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
 _TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+#: The request header (lower case, as ASGI servers deliver names) that marks a request as a probe
+#: of ``check-scheduler-config``; its value names the tool.
+PROBE_HEADER = b"x-scheduler-extender-probe"
+#: True in the task answering a probe while its answer is sent (set by the verb router).
+PROBING: ContextVar[bool] = ContextVar("scheduler_extender_probing", default=False)
 
 
 class JSONFormatter(logging.Formatter):
@@ -92,6 +103,14 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class ProbeFilter(logging.Filter):
+    """Drops records below ``warning`` written while a probe is answered (:data:`PROBING`):
+    uvicorn's access line of a ``check-scheduler-config`` request. Warnings and errors pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not PROBING.get()
+
+
 def setup_logging(level: str, fmt: Literal["text", "json"] = "text", repeat_window: float = 60.0) -> logging.Handler:
     """Route the service's and uvicorn's logs through one stderr handler at ``level``
     (``debug``, ``info``, ``warning``, ``error``) in ``fmt``; returns the handler. Pass
@@ -99,6 +118,7 @@ def setup_logging(level: str, fmt: Literal["text", "json"] = "text", repeat_wind
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JSONFormatter() if fmt == "json" else logging.Formatter(_TEXT_FORMAT))
     handler.addFilter(RepeatFilter(repeat_window))
+    handler.addFilter(ProbeFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -158,4 +178,12 @@ def decision_logger(log: logging.Logger | None = None) -> Callable[[Decision], N
     return listen
 
 
-__all__ = ["JSONFormatter", "RepeatFilter", "decision_logger", "setup_logging"]
+__all__ = [
+    "PROBE_HEADER",
+    "PROBING",
+    "JSONFormatter",
+    "ProbeFilter",
+    "RepeatFilter",
+    "decision_logger",
+    "setup_logging",
+]

@@ -115,7 +115,7 @@ def _rendered_doc() -> dict[str, Any]:
         ),
         (lambda e: e.update(bindVerb="bind"), "bindVerb is configured but profile 'default' does not serve bind"),
         (lambda e: e.update(urlPrefix="http://127.0.0.1:8888/nope"), "names no profile (served: /default)"),
-        (lambda e: e.update(filterVerb="filterz"), "filterVerb 'filterz': POST"),
+        (lambda e: e.update(filterVerb="filterz"), "filterVerb is 'filterz': this service answers filter at 'filter'"),
         (
             lambda e: e.update(urlPrefix="https://127.0.0.1:8888/default"),
             "urlPrefix is https:// but the service serves plain",
@@ -139,6 +139,8 @@ def test_check_scheduler_config_reports_each_mistake(
     assert result.returncode == 1, result.stdout
     assert needle in result.stdout, result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+    # one mistake, one error: probes whose answers would only repeat it are skipped, and said so
+    assert "result: 1 error(s)" in result.stdout, result.stdout
 
 
 def test_check_scheduler_config_warns_on_unused_verbs_and_managed_resources(
