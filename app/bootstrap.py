@@ -132,6 +132,56 @@ def build_service(config_path: str | None, registry: Registry | None = None) -> 
 
 
 @dataclass
+class Preflight:
+    """What :func:`preflight` found: ``errors`` the command refuses to start with, ``notes`` it
+    starts with (warnings, and what only the other command would refuse)."""
+
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def preflight(
+    config: Configuration, host: str | None = None, port: int | None = None, schedule: bool | None = False
+) -> Preflight:
+    """Every check ``serve`` (``schedule``: ``True``) makes of an assembled configuration before it
+    listens, with the effective ``host``/``port`` (``None``: the configuration's). ``schedule=None``
+    (``validate``): the ``schedule``-only check becomes a note. ``validate`` and ``serve`` both call
+    this, so they cannot disagree about what starts."""
+    out = Preflight()
+    server = config.server
+    if not any(p.scheduler_name for p in config.profiles):
+        text = (
+            "no profile sets schedulerName: schedule runs a scheduler for the pods whose "
+            "spec.schedulerName a profile names (see examples/chaos-scheduler.yaml)"
+        )
+        if schedule:
+            out.errors.append(text)
+        elif schedule is None:
+            out.notes.append(f"schedule (not serve) would refuse this configuration: {text}")
+    exposure = bind_exposure(config, host, port)
+    if exposure is not None and not server.insecure_bind:
+        out.errors.append(
+            f"{exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
+            "or server.insecureBind: true to accept that exposure"
+        )
+    elif exposure is not None:
+        out.notes.append(f"server.insecureBind: {exposure}")
+    if server.tls is not None:
+        import ssl
+
+        from app.api.server import ssl_context
+
+        try:
+            ssl_context(server.tls)
+        except (OSError, ssl.SSLError) as exc:
+            what = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+            out.errors.append(
+                f"server.tls: the certificate, key or client CA does not load: {what}{exc.strerror or exc}"
+            )
+    return out
+
+
+@dataclass
 class Running:
     """What :func:`serve` runs besides the HTTP server: the supervised workers and the queues of
     the standalone schedulers (for ``scheduler_pending_pods``)."""
@@ -258,20 +308,18 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     """``serve`` (and ``schedule``): build, connect and run until SIGTERM/SIGINT; returns the exit
     status (1 for a configuration the service refuses, with the reason on standard error)."""
     from app.api import create_app
-    from app.api.server import run
+    from app.api.server import ListenError, run
 
     service = build_service(config_path)
     config = service.config
-    if schedule and not any(p.scheduler_name for p in config.profiles):
-        print(
-            "error: no profile sets schedulerName: schedule runs a scheduler for the pods whose "
-            "spec.schedulerName a profile names (see examples/chaos-scheduler.yaml)",
-            file=sys.stderr,
-        )
-        return 1
     server = config.server
     host = host or server.host
     port = port if port is not None else server.port
+    checked = preflight(config, host, port, schedule)
+    if checked.errors:
+        for error in checked.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return 1
     setup_logging(server.log_level, server.log_format)
     options: dict[str, Any] = {"log_level": server.log_level, "access_log": server.access_log, "log_config": None}
     if server.tls is not None:
@@ -280,16 +328,8 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
         options |= {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
         if server.tls.client_ca_file:
             options |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
-    exposure = bind_exposure(config)
-    if exposure is not None and not server.insecure_bind:
-        print(
-            f"error: {exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
-            "or server.insecureBind: true to accept that exposure",
-            file=sys.stderr,
-        )
-        return 1
-    if exposure is not None:
-        log.warning("server.insecureBind: %s", exposure)
+    for note in checked.notes:
+        log.warning("%s", note)
     running = Running()
     cluster = service.cluster
     if cluster is not None:
@@ -341,6 +381,9 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     gc.set_threshold(50_000, 50, 100)
     try:
         run(app, host, port, options, on_startup=running.supervisor.start, on_shutdown=running.supervisor.stop)
+    except ListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         if app.capture is not None:
             app.capture.stop()
@@ -349,4 +392,14 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     return 0
 
 
-__all__ = ["Running", "assemble", "build_service", "cluster_settings", "decision_store", "schedulers", "serve"]
+__all__ = [
+    "Preflight",
+    "Running",
+    "assemble",
+    "build_service",
+    "cluster_settings",
+    "decision_store",
+    "preflight",
+    "schedulers",
+    "serve",
+]

@@ -4,8 +4,9 @@ check-scheduler-config`` (console script ``scheduler-extender``).
 - ``serve [--config F] [--host H] [--port P]``: run the service (embedded default without --config).
 - ``replay [--config F] [--profile P] [--verb V] BODY.json``: run a recorded request body through a
   profile offline and print a per-node table of verdicts, reasons and scores.
-- ``validate F``: check a configuration file; exit 1 with every problem and its field path.
-- ``schemas [--out DIR]``: write the JSON Schemas of the wire types and the configuration.
+- ``validate F [--host H] [--port P]``: check a configuration file as ``serve`` would (every check
+  it makes before listening); exit 1 with every problem and its field path.
+- ``schemas --out DIR``: write the JSON Schemas of the wire types and the configuration.
 - ``render [--config F] --out DIR``: write the deployment manifests for the configuration
   (KubeSchedulerConfiguration, static pods, second-scheduler variant, RBAC); see
   :mod:`app.deploy.render`.
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app import __version__
-from app.bootstrap import assemble, build_service, serve
+from app.bootstrap import assemble, build_service, preflight, serve
 from app.config import ConfigError, load_config
 from app.deploy.render import DEFAULT_KUBERNETES_VERSION
 from app.plugins import default_registry
@@ -54,8 +55,19 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """``validate``: the file's schema and semantics, the plugins' args (the frameworks are built),
+    and every check ``serve`` makes before it listens (:func:`app.bootstrap.preflight`); every
+    problem at once, exit 1 when any."""
     service = build_service(args.config)
     config = service.config
+    checked = preflight(config, args.host, args.port, schedule=None)
+    for note in checked.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if checked.errors:
+        print(f"error: {args.config}: serve would refuse this configuration:", file=sys.stderr)
+        for error in checked.errors:
+            print(f"  - {error}", file=sys.stderr)
+        return 1
     print(f"{args.config}: valid ({len(config.profiles)} profile(s))")
     for profile in config.profiles:
         ext = profile.extender
@@ -76,7 +88,17 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from app.deploy.render import RenderError, RenderOptions, kubernetes_release, render, write
+    from app.deploy.render import (
+        TARGETS,
+        RenderError,
+        RenderOptions,
+        default_targets,
+        header_source,
+        kubernetes_release,
+        render,
+        target_note,
+        write,
+    )
 
     registry = default_registry()
     config = load_config(args.config, registry)
@@ -98,14 +120,24 @@ def _render(args: argparse.Namespace) -> int:
         "namespace": args.namespace,
     }
     options = RenderOptions(**{k: v for k, v in given.items() if v is not None})
+    note = ""
+    if not args.target:  # what the configuration implies, and a note saying so
+        targets, reason = default_targets(config)
+        note = target_note(targets, reason)
+    elif "all" in args.target:
+        targets = TARGETS
+    else:
+        targets = tuple(dict.fromkeys(args.target))
     try:
-        files = render(config, registry, options, args.config or "the embedded default configuration")
+        files = render(config, registry, options, header_source(args.config), targets)
         written = write(files, Path(args.out))
     except RenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for path in written:
         print(path)
+    if note:
+        print(note, file=sys.stderr)
     if args.image is None:
         print(
             f"warning: the manifests use the image {options.extender_image}, which no registry serves: build it "
@@ -148,7 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the extender service")
+    serve = sub.add_parser(
+        "serve",
+        help="run the extender service",
+        description="Run the extender service: the verbs kube-scheduler calls, health, metrics and /docs.",
+        epilog=_examples("serve", "serve --config examples/two-profiles.yaml --port 8889"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("--config", help="configuration file (default: the embedded default)")
     serve.add_argument("--host", help="listen address (overrides server.host)")
     serve.add_argument("--port", type=_port, help="listen port, 0..65535 (overrides server.port)")
@@ -156,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sched = sub.add_parser(
         "schedule",
         help="run the service and schedule, on its own, the pods whose spec.schedulerName a profile names",
+        epilog=_examples("schedule --config examples/chaos-scheduler.yaml"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sched.add_argument("--config", required=True, help="configuration file with profiles that set schedulerName")
     sched.add_argument("--host", help="listen address for health, metrics and explain (overrides server.host)")
@@ -163,7 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sched.set_defaults(func=_schedule)
 
     replay = sub.add_parser(
-        "replay", help="run a recorded request body, or a capture of live traffic, through a configuration offline"
+        "replay",
+        help="run a recorded request body, or a capture of live traffic, through a configuration offline",
+        description="Answer a recorded request body exactly as the server would (filter, then prioritize with "
+        "the nodes that passed; or preempt), and print a per-node table. Exit 1 when the answer is an error.",
+        epilog=_examples(
+            "replay tests/fixtures/extenderargs_nocache_n10.json",
+            "replay tests/fixtures/extenderargs_nocache_n10_space.json --verb filter --json",
+            "replay --capture capture.jsonl --config new.yaml",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     replay.add_argument("body", nargs="?", help="ExtenderArgs or ExtenderPreemptionArgs JSON file")
     replay.add_argument(
@@ -173,10 +222,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="captured traffic (diagnostics.capture, JSON lines): replay every request through --config and "
         "print what would be decided differently; repeatable (oldest file first)",
     )
-    replay.add_argument("--json", action="store_true", help="with --capture: print the diff as JSON")
+    replay.add_argument(
+        "--json",
+        action="store_true",
+        help="print the answers as JSON (verb -> status and answer), or with --capture the diff",
+    )
     replay.add_argument("--config", help="configuration file (default: the embedded default)")
     replay.add_argument("--profile", help="profile name (default: the default profile)")
-    replay.add_argument("--verb", choices=["filter", "prioritize", "all"], default="all")
+    replay.add_argument(
+        "--verb",
+        choices=["filter", "prioritize", "all"],
+        default="all",
+        help="for an ExtenderArgs body: one verb on the whole body, or all (default): filter, then prioritize",
+    )
     replay.add_argument("--url", help="send the body to the service running here instead (filter, then prioritize)")
     replay.add_argument(
         "--cluster-state",
@@ -186,15 +244,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         "state of stateful policies, instead of an API server; repeatable",
     )
     replay.set_defaults(func=_replay)
-    validate = sub.add_parser("validate", help="validate a configuration file")
-    validate.add_argument("config")
+    validate = sub.add_parser(
+        "validate",
+        help="check a configuration file as serve would, every problem at once",
+        description="Check a configuration file: its schema and semantics, each plugin's args, and every "
+        "check serve makes before it listens (bind exposure, TLS files). Exit 0 when serve would start, "
+        "1 with every problem and its field path.",
+        epilog=_examples("validate examples/two-profiles.yaml", "validate my-config.yaml --port 9443"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    validate.add_argument("config", help="the configuration file (YAML, kind ExtenderConfiguration)")
+    validate.add_argument("--host", help="check as serve --host would listen (overrides server.host)")
+    validate.add_argument("--port", type=_port, help="check as serve --port would listen (overrides server.port)")
     validate.set_defaults(func=_validate)
-    schemas = sub.add_parser("schemas", help="write JSON Schemas of the wire types and the configuration")
-    schemas.add_argument("--out", default="schemas")
+    schemas = sub.add_parser(
+        "schemas",
+        help="write JSON Schemas of the wire types and the configuration",
+        description="Write one JSON Schema file per extender wire type (ExtenderArgs, ExtenderFilterResult, ...) "
+        "and one for the configuration (ExtenderConfiguration.json) into a directory.",
+        epilog=_examples("schemas --out schemas"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    schemas.add_argument(
+        "--out", required=True, metavar="DIR", help="directory to write the .json files to (created if missing)"
+    )
     schemas.set_defaults(func=_schemas)
     rend = sub.add_parser("render", help="write deployment manifests rendered from a configuration")
     rend.add_argument("--config", help="configuration file (default: the embedded default)")
     rend.add_argument("--out", required=True, help="output directory")
+    from app.deploy.render import TARGETS
+
+    rend.add_argument(
+        "--target",
+        action="append",
+        choices=[*TARGETS, "all"],
+        help="write only this install mode's files; repeatable; all: every mode (default: standalone when a "
+        "profile sets schedulerName, else kubeadm and static-pod)",
+    )
     rend.add_argument(
         "--kubernetes-version",
         help=f"your control plane's release, vMAJOR.MINOR.PATCH, for the kube-scheduler image "
@@ -208,7 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rend.add_argument("--namespace", help="namespace of second-scheduler/ (default: kube-system)")
     rend.set_defaults(func=_render)
     certs = sub.add_parser(
-        "certs", help="write a CA, the extender's server certificate and kube-scheduler's client certificate"
+        "certs",
+        help="write a CA, the extender's server certificate and kube-scheduler's client certificate",
+        epilog=_examples("certs --out pki", "certs --out pki --name extender.example.com --force"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     certs.add_argument("--out", required=True, help="directory (render mounts /etc/kubernetes/scheduler-extender/pki)")
     certs.add_argument(
@@ -220,7 +309,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     certs.add_argument("--days", type=int, default=365, help="validity of the two leaf certificates (default 365)")
     certs.add_argument("--force", action="store_true", help="replace existing files")
     certs.set_defaults(func=_certs)
-    exp = sub.add_parser("explain", help="why a pod was (not) placed: the service's recent decisions for it")
+    exp = sub.add_parser(
+        "explain",
+        help="why a pod was (not) placed: the service's recent decisions for it",
+        epilog=_examples("explain shop/web-frontend-8nwljbtfbb-p4hn7", "explain shop/web --url http://127.0.0.1:8889"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     exp.add_argument("pod", help="NAMESPACE/NAME")
     exp.add_argument(
         "--url", default="http://127.0.0.1:8888", help="the running service (default http://127.0.0.1:8888)"
@@ -232,7 +326,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp.add_argument("--top", type=int, default=5, help="highest-scored nodes to show per prioritize (default 5)")
     exp.set_defaults(func=_explain)
 
-    chk = sub.add_parser("check-scheduler-config", help="preflight a KubeSchedulerConfiguration against this service")
+    chk = sub.add_parser(
+        "check-scheduler-config",
+        help="preflight a KubeSchedulerConfiguration against this service",
+        epilog=_examples(
+            "check-scheduler-config /etc/kubernetes/kube-scheduler-config.yaml",
+            "check-scheduler-config manifests/kube-scheduler-config.yaml --offline",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     chk.add_argument(
         "file",
         help="a KubeSchedulerConfiguration, or kube-scheduler's static pod manifest (then: does it run with "
@@ -258,6 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     return result
+
+
+def _examples(*commands: str) -> str:
+    """A subcommand's help epilog: example command lines."""
+    return "examples:\n" + "\n".join(f"  python -m app {c}" for c in commands)
 
 
 def _port(text: str) -> int:

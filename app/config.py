@@ -191,8 +191,9 @@ class ServerConfig(_Model):
         return self
 
 
-def bind_exposure(config: Configuration) -> str | None:
-    """Why this configuration would let any local process bind any pod, or ``None``.
+def bind_exposure(config: Configuration, host: str | None = None, port: int | None = None) -> str | None:
+    """Why this configuration would let any local process bind any pod, or ``None``. ``host`` and
+    ``port``: where it will listen when the command line overrides ``server.host``/``server.port``.
 
     A profile that serves ``bind`` holds cluster-wide ``pods/binding`` rights; kube-scheduler's
     extender client can authenticate only with a TLS client certificate (its ``tlsConfig`` has no
@@ -207,7 +208,8 @@ def bind_exposure(config: Configuration) -> str | None:
         return None
     return (
         f"profile {binders[0]!r} serves bind without client-certificate verification: any process that "
-        f"reaches {config.server.host}:{config.server.port} could bind any pending pod to any node"
+        f"reaches {host or config.server.host}:{config.server.port if port is None else port} could bind any "
+        "pending pod to any node"
     )
 
 
@@ -452,11 +454,49 @@ def parse_config(data: Any, registry: Registry, source: str = "") -> Configurati
     try:
         config = Configuration.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise ConfigError(_pydantic_problems(exc, data=data), source) from exc
+        # every problem at once: the checks beyond the schema still run on the profiles that
+        # passed it (a bad server.port must not hide an unknown plugin)
+        problems = _pydantic_problems(exc, data=data) + _semantics_of_valid_parts(data, registry)
+        raise ConfigError(list(dict.fromkeys(problems)), source) from exc
     problems = validate_semantics(config, registry)
     if problems:
         raise ConfigError(problems, source)
     return config
+
+
+def _semantics_of_valid_parts(data: dict[Any, Any], registry: Registry) -> list[str]:
+    """:func:`validate_semantics` of a document the schema refused: every profile's own checks for
+    the profiles that pass the schema, and the checks across profiles when all of them do."""
+    raw = data.get("profiles")
+    if not isinstance(raw, list):
+        return []
+    profiles: list[tuple[int, Profile]] = []
+    for i, item in enumerate(raw):
+        try:
+            profiles.append((i, Profile.model_validate(item)))
+        except pydantic.ValidationError:
+            continue  # its problems are already reported, with the path of the whole document
+    has_cluster = isinstance(data.get("cluster"), dict)
+    server = data.get("server")
+    default = server.get("defaultProfile") if isinstance(server, dict) else None
+    if profiles and len(profiles) == len(raw):  # the checks across profiles need them all
+        partial = Configuration.model_construct(
+            api_version="config.scheduler-extender.dev/v1alpha1",
+            kind="ExtenderConfiguration",
+            server=ServerConfig.model_construct(default_profile=default if isinstance(default, str) else None),
+            cluster=ClusterConfig() if has_cluster else None,
+            profiles=[p for _, p in profiles],
+        )
+        return validate_semantics(partial, registry)
+    problems: list[str] = []
+    names = [item.get("name") for item in raw if isinstance(item, dict)]
+    if isinstance(default, str) and default and default not in names:
+        known = [n for n in names if isinstance(n, str)]
+        problems.append(f"server.defaultProfile: no profile is named {default!r}{did_you_mean(default, known)}")
+    seen_resources: dict[str, str] = {}
+    for i, profile in profiles:
+        problems += _validate_profile(i, profile, registry, seen_resources, has_cluster)
+    return problems
 
 
 def load_config(path: str | Path | None, registry: Registry) -> Configuration:

@@ -1,8 +1,8 @@
 """The application: :class:`~app.api.edge.VerbRouter` (the verbs) in front of a FastAPI app that
-serves ``GET /healthz``, ``/readyz``, ``/profiles``, ``/explain/{namespace}/{name}``, ``/version``,
-``/metrics`` and the OpenAPI
-document (``/openapi.json``, ``/docs``), whose verb paths come from the same table the router
-serves (:data:`~app.api.service.VERBS`).
+serves ``GET /`` (a JSON pointer to the rest), ``/healthz``, ``/readyz``, ``/profiles``,
+``/explain/{namespace}/{name}``, ``/version``, ``/metrics`` and the OpenAPI document
+(``/openapi.json``, ``/docs``), whose verb paths come from the same table the router serves
+(:data:`~app.api.service.VERBS`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from app import __version__
 from app.api.edge import PEER_CN, VerbRouter
 from app.api.explain import Explanation
 from app.api.metrics import Metrics
-from app.api.service import ExtenderService, openapi_paths
+from app.api.service import VERBS, ExtenderService, openapi_paths
 from app.observe.logs import decision_logger
 
 
@@ -41,6 +41,21 @@ def create_app(service: ExtenderService) -> VerbRouter:
         metrics.records.set_function(lambda: len(store))
     app.state.service = service
     app.state.metrics = metrics
+
+    @app.get("/", tags=["health"])
+    async def index() -> dict[str, Any]:
+        """What this service answers: the verbs (``POST``, also under ``/{profile}/``), the profiles,
+        the other endpoints and the API documentation (``/docs``)."""
+        return {
+            "service": "scheduler-extender",
+            "version": __version__,
+            "docs": "/docs",
+            "openapi": "/openapi.json",
+            "verbs": [f"POST /{verb}" for verb in VERBS] + [f"POST /{{profile}}/{verb}" for verb in VERBS],
+            "defaultProfile": service.default_profile,
+            "profiles": [{"name": p.name, "verbs": list(p.extender.verbs)} for p in service.config.profiles],
+            "endpoints": ["/healthz", "/readyz", "/profiles", "/explain/{namespace}/{name}", "/version", "/metrics"],
+        }
 
     @app.get("/healthz", response_class=PlainTextResponse, tags=["health"])
     async def healthz() -> str:

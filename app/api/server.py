@@ -25,6 +25,7 @@ its default action, which ends the process even while a verb is busy in the work
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import resource
@@ -198,6 +199,33 @@ class CertificateReloader:
             self.check()
 
 
+class ListenError(Exception):
+    """The server could not listen on ``host:port`` (in use, not a local address, a privileged
+    port): one line that names the address and the option that changes it."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        self.host, self.port, self.cause = host, port, cause
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if cause.errno == errno.EADDRINUSE:
+            why, fix = "is in use: another process listens there", "pass --port or set server.port"
+        elif cause.errno == errno.EACCES:
+            why, fix = "is not allowed: ports below 1024 need privileges", "pass --port or set server.port"
+        elif cause.errno == errno.EADDRNOTAVAIL:
+            why, fix = "is not an address of this host", "pass --host or set server.host"
+        else:
+            reason = cause.strerror or str(cause)
+            why, fix = f"cannot be listened on: {reason}", "pass --host/--port or set server.host/server.port"
+        super().__init__(f"{where} {why}; {fix}")
+
+
+class _BindErrorFilter(logging.Filter):
+    """Drops uvicorn's own record of a listen failure (``[Errno 98] error while attempting to
+    bind ...``): :class:`ListenError` says it in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not isinstance(record.msg, OSError)
+
+
 class ExtenderServer(uvicorn.Server):
     """uvicorn's server, plus the certificate reloader while it serves, and the composition
     root's hooks: ``on_startup()`` once the socket is bound (on the loop: it starts the
@@ -217,8 +245,19 @@ class ExtenderServer(uvicorn.Server):
         self._reloading: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        if not self.started:  # the socket could not be bound: uvicorn has logged why
+        quiet = _BindErrorFilter()
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addFilter(quiet)
+        try:
+            await super().startup(sockets)
+        except SystemExit as exc:  # uvicorn exits (status 3) when it cannot listen, having logged the OSError
+            cause = exc.__context__
+            if isinstance(cause, OSError):
+                raise ListenError(self.config.host, self.config.port, cause) from None
+            raise
+        finally:
+            uvicorn_log.removeFilter(quiet)
+        if not self.started:
             return
         app = self.config.app
         service = getattr(app, "service", None)
@@ -303,8 +342,8 @@ def run(
     on_shutdown: Callable[[], Awaitable[Any]] | None = None,
 ) -> bool:
     """Serve ``app`` until SIGTERM or SIGINT (see the module doc), with the hooks of
-    :class:`ExtenderServer`; returns whether it served (``False``: the socket could not be bound,
-    uvicorn has logged why)."""
+    :class:`ExtenderServer`; returns whether it served. Raises :class:`ListenError` when the
+    socket cannot be bound."""
     server = app.service.config.server
     raise_open_files_limit(server.max_connections + 64)
     config = uvicorn_config(app, host, port, options)
@@ -312,6 +351,8 @@ def run(
     if server.tls is not None and config.ssl:
         reloader = CertificateReloader(config.ssl, server.tls, parse_duration(server.tls.reload_interval))
     server_ = ExtenderServer(config, reloader, on_startup, on_shutdown)
-    server_.run()
-    app.worker.shutdown(wait=False, cancel_futures=True)
+    try:
+        server_.run()
+    finally:
+        app.worker.shutdown(wait=False, cancel_futures=True)
     return bool(server_.started)

@@ -15,6 +15,17 @@ One :class:`~app.config.Configuration` gives (file names relative to ``--out``):
   and its binding to the user of :data:`EXTENDER_KUBECONFIG_PATH`.
 - ``second-scheduler/``: a separate kube-scheduler Deployment (own ``schedulerName``) with this
   service as a sidecar, ConfigMaps, ServiceAccount, RBAC and ``kustomization.yaml``.
+- ``kubeadm/``: kubeadm's patch and ``ClusterConfiguration`` snippet that wire kubeadm's own
+  kube-scheduler manifest (:func:`kubeadm_wiring`).
+- ``scheduler/`` (only for profiles with ``schedulerName``): the standalone scheduler
+  (:func:`standalone_scheduler`).
+- ``podgroup-crd.yaml`` (and a copy in ``second-scheduler/`` and ``scheduler/``, which their
+  kustomizations leave out: ``delete -k`` must not delete every PodGroup), only when a profile
+  enables Coscheduling: the PodGroup CRD (:data:`PODGROUP_CRD`).
+
+Each install mode is a *target* (:data:`TARGETS`, :data:`TARGET_FILES`): ``render(...,
+targets=...)`` writes only the files of those given; :func:`default_targets` says what a
+configuration implies.
 
 Output is deterministic: keys in a fixed order, no timestamps, so a re-render can be diffed
 (``manifests/`` holds the render of the embedded default and a test fails when it drifts).
@@ -25,6 +36,7 @@ kube-scheduler, client-certificate TLS without kube-scheduler's certificate.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +44,11 @@ from typing import Any
 import yaml
 
 from app import __version__
+from app.cluster import podgroups
 from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC, needs_rbac
 from app.config import Configuration, LeaderElectionConfig, TLSConfig
 from app.deploy.sizing import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, memory_limit_bytes
-from app.framework.build import effective_points, plugin_args
+from app.framework.build import effective_points, enabled_plugins, plugin_args
 from app.framework.errors import SchedulerExtenderError
 from app.framework.registry import PolicyRule, Registry
 
@@ -146,6 +159,192 @@ def _header(what: str, source: str) -> str:
         f"# {what}\n# Rendered by `python -m app render` from {source} (scheduler-extender {__version__}).\n"
         "# Do not edit: change the service configuration and render again.\n"
     )
+
+
+#: What the headers name when ``render`` runs without ``--config``.
+DEFAULT_SOURCE = "the embedded default configuration"
+
+
+def header_source(path: str | None) -> str:
+    """How the headers name the configuration file ``path`` (as given to ``--config``): a relative
+    path as given, an absolute one by its file name only, so that rendered files never carry the
+    layout of the machine they were rendered on."""
+    if path is None:
+        return DEFAULT_SOURCE
+    given = Path(path)
+    return given.name if given.is_absolute() else given.as_posix()
+
+
+#: The install modes ``render --target`` chooses among (``all``: every one of them).
+TARGETS = ("kubeadm", "static-pod", "second-scheduler", "standalone")
+#: The files each target writes (a name ending in ``/``: that directory); ``podgroup-crd.yaml``
+#: only when a profile enables Coscheduling, ``scheduler-extender-rbac.yaml`` only with ``cluster:``.
+TARGET_FILES = {
+    "kubeadm": (
+        "kube-scheduler-config.yaml",
+        "kubeadm/",
+        "scheduler-extender.yaml",
+        "scheduler-extender-config.yaml",
+        "scheduler-extender-rbac.yaml",
+        "podgroup-crd.yaml",
+    ),
+    "static-pod": (
+        "kube-scheduler-config.yaml",
+        "kube-scheduler.yaml",
+        "scheduler-extender.yaml",
+        "scheduler-extender-config.yaml",
+        "scheduler-extender-rbac.yaml",
+        "podgroup-crd.yaml",
+    ),
+    "second-scheduler": ("second-scheduler/",),
+    "standalone": ("scheduler/",),
+}
+
+
+def default_targets(config: Configuration) -> tuple[tuple[str, ...], str]:
+    """The targets ``config`` implies and why: ``standalone`` when a profile sets
+    ``schedulerName`` (this service schedules those pods itself: a Deployment, no control-plane
+    access needed, as on EKS or GKE); else ``kubeadm`` and ``static-pod``, the two ways to wire
+    the control plane's kube-scheduler to the extender (render cannot tell whether kubeadm runs
+    it: the files are the same but for ``kubeadm/`` against ``kube-scheduler.yaml``)."""
+    named = [f"{p.name} ({p.scheduler_name})" for p in config.profiles if p.scheduler_name]
+    if named:
+        reason = f"{_profiles(named)} schedulerName: the standalone scheduler, scheduler/"
+        others = [p.name for p in config.profiles if not p.scheduler_name]
+        if others:
+            reason += f"; kube-scheduler reaches {_profiles(others, '')} only with --target kubeadm or static-pod"
+        return ("standalone",), reason
+    return ("kubeadm", "static-pod"), (
+        "no profile sets schedulerName: the extender beside the control plane's kube-scheduler, which "
+        "kubeadm wires with kubeadm/ and a cluster without kubeadm with kube-scheduler.yaml"
+    )
+
+
+def _profiles(names: list[str], verb: str = " set") -> str:
+    """``profile a sets`` / ``profiles a, b set`` (``verb`` ``""``: the names only)."""
+    one = len(names) == 1
+    return f"profile{'' if one else 's'} {', '.join(names)}{verb}{'s' if one and verb else ''}"
+
+
+def target_note(targets: Collection[str], reason: str) -> str:
+    """The line ``render`` prints when it chose ``targets`` itself."""
+    chosen = " ".join(f"--target {t}" for t in targets)
+    return (
+        f"note: rendered {chosen} ({reason}); choose another with --target {'|'.join(TARGETS)} "
+        "(repeatable), or --target all for every install mode"
+    )
+
+
+#: The PodGroup CRD (``scheduling.x-k8s.io/v1alpha1``) as kubernetes-sigs/scheduler-plugins
+#: ships it (``config/crd/bases/scheduling.x-k8s.io_podgroups.yaml``), descriptions shortened:
+#: Coscheduling reads each group's ``minMember`` and ``scheduleTimeoutSeconds``.
+PODGROUP_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {
+        "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/scheduler-plugins/pull/50"},
+        "name": f"{podgroups.PLURAL}.{podgroups.GROUP}",
+    },
+    "spec": {
+        "group": podgroups.GROUP,
+        "names": {
+            "kind": "PodGroup",
+            "listKind": "PodGroupList",
+            "plural": podgroups.PLURAL,
+            "shortNames": ["pg", "pgs"],
+            "singular": "podgroup",
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "additionalPrinterColumns": [
+                    {"jsonPath": ".status.phase", "name": "Phase", "type": "string"},
+                    {"jsonPath": ".spec.minMember", "name": "MinMember", "type": "integer"},
+                    {"jsonPath": ".status.running", "name": "Running", "type": "integer"},
+                    {"jsonPath": ".status.succeeded", "name": "Succeeded", "type": "integer"},
+                    {"jsonPath": ".status.failed", "name": "Failed", "type": "integer"},
+                    {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+                ],
+                "name": podgroups.VERSION,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "description": "PodGroup is a collection of Pod; used for batch workload.",
+                        "properties": {
+                            "apiVersion": {"type": "string"},
+                            "kind": {"type": "string"},
+                            "metadata": {"type": "object"},
+                            "spec": {
+                                "description": "Specification of the desired behavior of the pod group.",
+                                "properties": {
+                                    "minMember": {
+                                        "description": "The pods that must be scheduled together (at least 1).",
+                                        "format": "int32",
+                                        "minimum": 1,
+                                        "type": "integer",
+                                    },
+                                    "minResources": {
+                                        "additionalProperties": {
+                                            "anyOf": [{"type": "integer"}, {"type": "string"}],
+                                            "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|"
+                                            r"[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+                                            "x-kubernetes-int-or-string": True,
+                                        },
+                                        "description": "The resources the group needs to start.",
+                                        "type": "object",
+                                    },
+                                    "scheduleTimeoutSeconds": {
+                                        "description": "How long the members may wait for the group.",
+                                        "format": "int32",
+                                        "type": "integer",
+                                    },
+                                },
+                                "type": "object",
+                            },
+                            "status": {
+                                "description": "The observed state of the pod group.",
+                                "properties": {
+                                    "failed": {"format": "int32", "type": "integer"},
+                                    "occupiedBy": {"type": "string"},
+                                    "phase": {"type": "string"},
+                                    "running": {"format": "int32", "type": "integer"},
+                                    "scheduleStartTime": {"format": "date-time", "type": "string"},
+                                    "succeeded": {"format": "int32", "type": "integer"},
+                                },
+                                "type": "object",
+                            },
+                        },
+                        "type": "object",
+                    }
+                },
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+            }
+        ],
+    },
+}
+
+
+def uses_podgroups(config: Configuration, registry: Registry) -> bool:
+    """Does a profile enable a plugin that reads PodGroups (Coscheduling)? Then the manifests
+    carry :data:`PODGROUP_CRD`."""
+    for profile in config.profiles:
+        for name in enabled_plugins(profile, registry):
+            entry = registry.get(name)
+            if entry is not None and any(
+                podgroups.GROUP in rule.api_groups and podgroups.PLURAL in rule.resources for rule in entry.rbac
+            ):
+                return True
+    return False
+
+
+def _podgroup_crd(where: str, source: str) -> str:
+    return _header(
+        f"{where}: the PodGroup CRD ({podgroups.GROUP}/{podgroups.VERSION}, as kubernetes-sigs/scheduler-plugins "
+        "ships it) for Coscheduling's pod groups: kubectl apply -f it once per cluster, unless installed already "
+        "(no kustomization lists it: deleting it deletes every PodGroup).",
+        source,
+    ) + dump(PODGROUP_CRD)
 
 
 def extender_entries(config: Configuration) -> list[dict[str, Any]]:
@@ -686,6 +885,8 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         k: _header(f"second-scheduler/{k}: kube-scheduler `{name}` with the extender as a sidecar.", source) + v
         for k, v in files.items()
     }
+    if uses_podgroups(config, registry):
+        out["podgroup-crd.yaml"] = _podgroup_crd("second-scheduler/podgroup-crd.yaml", source)
     out["kube-scheduler-config.yaml"] = _header(
         f"second-scheduler/kube-scheduler-config.yaml: the KubeSchedulerConfiguration of `{name}` "
         "(a ConfigMap generated by kustomization.yaml).",
@@ -711,57 +912,81 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
     return out
 
 
-def render(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
-    """Every artefact as ``{relative path: text}`` (see the module doc); ``source`` names the
-    configuration in the headers. Raises :class:`RenderError`."""
+def render(
+    config: Configuration,
+    registry: Registry,
+    options: RenderOptions,
+    source: str,
+    targets: Collection[str] = TARGETS,
+) -> dict[str, str]:
+    """The artefacts of ``targets`` (default: every one) as ``{relative path: text}`` (see the
+    module doc and :data:`TARGET_FILES`); ``source`` names the configuration in the headers.
+    Raises :class:`RenderError`, also for an unknown target and for ``standalone`` when no
+    profile sets ``schedulerName``."""
+    unknown = sorted(set(targets) - set(TARGETS))
+    if unknown or not targets:
+        raise RenderError(f"--target {', '.join(unknown) or '(none)'}: choose among {', '.join(TARGETS)} or all")
     names = ["default-scheduler", options.scheduler_name] if options.scheduler_name else None
     if options.scheduler_name == "default-scheduler":
         raise RenderError("--scheduler-name: 'default-scheduler' is the default profile already")
     plain = config
     config = secure_defaults(config)
     kubeconfig = _extender_kubeconfig(config)
-    out = {
-        "kube-scheduler-config.yaml": _header(
+    out: dict[str, str] = {}
+    control_plane = {"kubeadm", "static-pod"} & set(targets)
+    if control_plane:
+        out["kube-scheduler-config.yaml"] = _header(
             f"KubeSchedulerConfiguration for kubeadm: copy to {SCHEDULER_CONFIG_PATH}.", source
-        )
-        + dump(
+        ) + dump(
             scheduler_configuration(
                 config,
                 kubeconfig=SCHEDULER_KUBECONFIG_PATH,
                 leader_election={"leaderElect": True},
                 scheduler_names=names,
             )
-        ),
-        "kube-scheduler.yaml": _header(
+        )
+    if "static-pod" in targets:
+        out["kube-scheduler.yaml"] = _header(
             "kube-scheduler static pod: copy to /etc/kubernetes/manifests/kube-scheduler.yaml.", source
-        )
-        + dump(kube_scheduler_static_pod(config, options)),
-        "scheduler-extender.yaml": _header(
+        ) + dump(kube_scheduler_static_pod(config, options))
+    if control_plane:
+        out["scheduler-extender.yaml"] = _header(
             "The extender's static pod: copy to /etc/kubernetes/manifests/scheduler-extender.yaml.", source
-        )
-        + dump(extender_static_pod(config, options)),
-        "scheduler-extender-config.yaml": _header(
+        ) + dump(extender_static_pod(config, options))
+        out["scheduler-extender-config.yaml"] = _header(
             f"The extender's configuration as its static pod mounts it: copy to {EXTENDER_CONFIG_PATH}.", source
-        )
-        + dump(service_config(config, kubeconfig=kubeconfig)),
-    }
-    rbac = static_pod_rbac(config, registry)
-    if rbac:
-        out["scheduler-extender-rbac.yaml"] = _header(
-            f"What the extender may do with the credentials in {EXTENDER_KUBECONFIG_PATH}: kubectl apply -f.", source
-        ) + dump(*rbac)
-    for name, text in second_scheduler(plain, registry, options, source).items():
-        out[f"second-scheduler/{name}"] = text
-    for name, text in kubeadm_wiring(config, options, source).items():
-        out[f"kubeadm/{name}"] = text
-    for name, text in standalone_scheduler(plain, registry, options, source).items():
-        out[f"scheduler/{name}"] = text
+        ) + dump(service_config(config, kubeconfig=kubeconfig))
+        rbac = static_pod_rbac(config, registry)
+        if rbac:
+            out["scheduler-extender-rbac.yaml"] = _header(
+                f"What the extender may do with the credentials in {EXTENDER_KUBECONFIG_PATH}: kubectl apply -f.",
+                source,
+            ) + dump(*rbac)
+        if uses_podgroups(config, registry):
+            out["podgroup-crd.yaml"] = _podgroup_crd("podgroup-crd.yaml", source)
+    if "second-scheduler" in targets:
+        for name, text in second_scheduler(plain, registry, options, source).items():
+            out[f"second-scheduler/{name}"] = text
+    if "kubeadm" in targets:
+        for name, text in kubeadm_wiring(config, options, source).items():
+            out[f"kubeadm/{name}"] = text
+    if "standalone" in targets:
+        standalone = standalone_scheduler(plain, registry, options, source)
+        if not standalone and set(targets) != set(TARGETS):  # asked for, not part of "all"
+            raise RenderError(
+                "--target standalone: no profile sets schedulerName, so there is no standalone scheduler to "
+                "deploy; render --target kubeadm, static-pod or second-scheduler to extend kube-scheduler instead"
+            )
+        for name, text in standalone.items():
+            out[f"scheduler/{name}"] = text
     if options.extender_image == LOCAL_IMAGE:
         note = (
             f"# NOTE: the image {LOCAL_IMAGE} is built locally (make image) and served by no registry: push it to "
             "yours and render again with --image REGISTRY/NAME:TAG, or load it into each node's container runtime.\n"
         )
-        for name in ("scheduler-extender.yaml", "second-scheduler/deployment.yaml"):
+        for name in ("scheduler-extender.yaml", "second-scheduler/deployment.yaml", "scheduler/deployment.yaml"):
+            if name not in out:
+                continue
             lines = out[name].splitlines(keepends=True)
             at = next(i for i, line in enumerate(lines) if not line.startswith("#"))  # after the header
             out[name] = "".join([*lines[:at], note, *lines[at:]])
@@ -837,6 +1062,8 @@ def standalone_scheduler(
         k: _header(f"scheduler/{k}: the standalone scheduler `{name}` ({', '.join(names)}).", source) + v
         for k, v in files.items()
     }
+    if uses_podgroups(config, registry):
+        out["podgroup-crd.yaml"] = _podgroup_crd("scheduler/podgroup-crd.yaml", source)
     out["scheduler-extender-config.yaml"] = _header(
         "scheduler/scheduler-extender-config.yaml: the scheduler's configuration (a ConfigMap generated by "
         "kustomization.yaml; credentials: the in-cluster service account).",

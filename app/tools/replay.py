@@ -1,6 +1,8 @@
-"""``replay``: run a recorded request body through a configuration offline (the same verb code
-the server runs), send it to a running service (``--url``), or diff captured traffic against
-another configuration (``--capture``, :mod:`app.tools.capture_diff`).
+"""``replay``: run a recorded request body through a configuration offline, through the server's
+own path (:func:`answer`: the same limits, profile resolution, decoding and verb handlers, so
+replay answers exactly what the server would, and exits 1 when that is an error); send it to a
+running service (``--url``); or diff captured traffic against another configuration
+(``--capture``, :mod:`app.tools.capture_diff`).
 
 Offline, the service is assembled as ``serve`` would (:func:`app.bootstrap.build_service`) but
 not connected: cluster state comes from ``--cluster-state`` files (:func:`load_cluster_state`).
@@ -9,6 +11,7 @@ not connected: cluster state comes from ``--cluster-state`` files (:func:`load_c
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,26 +21,21 @@ import msgspec
 import orjson
 import yaml
 
-from app.api.service import UNKNOWN_NODE, ExtenderService, resolve_victims
+from app.api.edge import INTERNAL_ERROR
+from app.api.service import VERBS, Answer, ExtenderService
 from app.bootstrap import build_service
 from app.cluster.podgroups import PodGroup
+from app.config import did_you_mean
 from app.extender import codec
 from app.framework import objects
-from app.framework.runtime import Framework, FrameworkError
-from app.framework.status import Code
-from app.framework.types import NodeInfo
+from app.observe.decisions import Decision
 
-
-def _framework(service: ExtenderService, profile: str | None) -> Framework:
-    name = profile or service.default_profile
-    if name is None or name not in service.frameworks:
-        raise SystemExit(f"error: choose a profile with --profile ({', '.join(service.frameworks)})")
-    return service.frameworks[name]
+log = logging.getLogger(__name__)
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
 
@@ -95,6 +93,9 @@ def replay(args: argparse.Namespace) -> int:
     if args.url:
         return _replay_remote(args.url, args.profile, Path(args.body).read_bytes(), args.body)
     service = build_service(args.config)
+    if (refused := _unknown_profile(service, args.profile)) is not None:
+        print(refused, file=sys.stderr)
+        return 2
     if args.cluster_state:
         load_cluster_state(service, args.cluster_state)
     elif service.cluster is not None:
@@ -104,20 +105,96 @@ def replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         load_cluster_state(service, [])
-    framework = _framework(service, args.profile)
     body = Path(args.body).read_bytes()
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         print(f"error: {args.body} is not JSON: {exc}", file=sys.stderr)
         return 1
+    _one_line_logs()
+    decisions: list[Decision] = []
+    service.listeners.append(decisions.append)
     keys = {k.casefold() for k in doc} if isinstance(doc, dict) else set()
     if keys & {"nodenametovictims", "nodenametometavictims"}:
-        return _replay_preempt(service, framework, body)
+        return _replay_preempt(service, args.profile, body, decisions, args.json)
     if "podname" in keys:
+        target = service.resolve(args.profile, "bind")
+        if isinstance(target, Answer):  # answered without binding: exactly what the server says
+            return _report({"bind": target}, args.json)
         print("error: bind bodies are not replayed offline (binding needs a cluster)", file=sys.stderr)
         return 1
-    return _replay_args(service, framework, body, args.verb)
+    return _replay_args(service, args.profile, body, args.verb, decisions, args.json)
+
+
+def _unknown_profile(service: ExtenderService, profile: str | None) -> str | None:
+    """The usage error for ``--profile`` naming no profile (or for no ``--profile`` when the
+    configuration has no default profile), listing the profiles; ``None`` when it names one."""
+    names = list(service.frameworks)
+    if profile is None:
+        if service.default_profile is not None:
+            return None
+        return f"error: no default profile: choose one with --profile (profiles: {', '.join(names)})"
+    if profile in service.frameworks:
+        return None
+    return f"error: unknown profile {profile!r}{did_you_mean(profile, names)}: the profiles are {', '.join(names)}"
+
+
+class _OneLine(logging.Formatter):
+    """``warning: message (ExceptionClass: text)``: what a plugin's failure logs, without a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        return text
+
+
+def _one_line_logs() -> None:
+    """Warnings and errors of the verb path (a plugin that erred, a failure ignored) to standard
+    error, one line each: replay prints what the server would log, never a traceback."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+
+
+def answer(service: ExtenderService, verb_name: str, profile: str | None, body: bytes) -> Answer:
+    """What the server answers ``POST /{profile}/{verb}`` (``profile`` ``None``: ``/{verb}``) with
+    ``body``: the same limits, profile resolution, decoding and handler (:data:`VERBS`), and the
+    same 500 for a failure of ours or a plugin's. Blocking verbs only (filter, prioritize, preempt)."""
+    verb = VERBS[verb_name]
+    limit = service.config.server.max_request_bytes
+    if len(body) > limit:
+        return verb.error(413, f"request body exceeds server.maxRequestBytes ({limit} bytes)")
+    target = service.resolve(profile, verb.name)
+    if isinstance(target, Answer):
+        return target
+    try:
+        return verb.run(service, target, body)
+    except Exception:
+        log.exception("%s on profile %s failed", verb.name, target.profile)
+        return verb.error(500, INTERNAL_ERROR.format(verb=verb.name))
+
+
+def _decoded(a: Answer) -> Any:
+    return orjson.loads(codec.join(a.body))
+
+
+def _report(answers: dict[str, Answer], as_json: bool) -> int:
+    """With ``--json``: the answers as ``{verb: {"status", "answer"}}``; else, for an error answer,
+    the verb, its HTTP status and ``Error``. Exit 1 when an answer is an error, else 0."""
+    if as_json:
+        out = {verb: {"status": a.status, "answer": _decoded(a)} for verb, a in answers.items()}
+        print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+    failed = [(verb, a) for verb, a in answers.items() if a.error]
+    if not as_json:
+        for verb, a in failed:
+            doc = _decoded(a)
+            error = doc.get("Error", "") if isinstance(doc, dict) else ""
+            print(f"{verb} answers HTTP {a.status} with Error: {error}")
+    return 1 if failed else 0
 
 
 def _replay_capture(args: argparse.Namespace) -> int:
@@ -139,77 +216,87 @@ def _replay_capture(args: argparse.Namespace) -> int:
     return 0
 
 
-def _replay_args(service: ExtenderService, framework: Framework, body: bytes, verb: str) -> int:
-    try:
-        view = codec.decode_extender_args(body, keep_raw=False)
-    except codec.DecodeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    pod = view.pod
-    snapshot = service.cluster.state.snapshot() if service.cluster is not None else None
-    resolved = service.resolve_nodes(framework, view, snapshot)
-    unknown = resolved.unknown
-    nodes = list(resolved.nodes)
-    for i in unknown:  # kept in the table, in the request's order, with the service's verdict
-        nodes.insert(i, NodeInfo(view.node_name_list()[i]))
-    known = [i for i in range(len(nodes)) if i not in set(unknown)]
+def _replay_args(
+    service: ExtenderService,
+    profile: str | None,
+    body: bytes,
+    verb: str,
+    decisions: list[Decision],
+    as_json: bool,
+) -> int:
+    """Filter, then prioritize with the nodes that passed (as kube-scheduler calls them), or the
+    one ``verb``, through :func:`answer`; a per-node table of the answers (or them as JSON)."""
+    answers: dict[str, Answer] = {}
+    if verb in ("filter", "all"):
+        answers["filter"] = answer(service, "filter", profile, body)
+        if answers["filter"].error or answers["filter"].status != 200:
+            return _report(answers, as_json)
+    filtered = _decoded(answers["filter"]) if "filter" in answers else None
+    scored_body = body
+    if filtered is not None:
+        doc = orjson.loads(body)
+        for key in list(doc):
+            if key.casefold() in ("nodes", "nodenames"):
+                del doc[key]
+        doc["Nodes"], doc["NodeNames"] = filtered.get("Nodes"), filtered.get("NodeNames")
+        survivors = (doc["Nodes"] or {}).get("items") or doc["NodeNames"] or []
+        scored_body = orjson.dumps(doc) if survivors else b""
+    if verb in ("prioritize", "all") and scored_body:  # kube-scheduler prioritizes only survivors
+        answers["prioritize"] = answer(service, "prioritize", profile, scored_body)
+    if as_json or any(a.error for a in answers.values()):
+        return _report(answers, as_json)
+    view = codec.decode_extender_args(body, service.limits, keep_raw=False)  # it decoded for the verbs
+    names = view.node_name_list()
+    framework = service.frameworks[profile or str(service.default_profile)]
     print(
-        f"pod {pod.key()}  profile {framework.profile}  nodes {len(nodes)}  mode "
+        f"pod {view.pod.key()}  profile {framework.profile}  nodes {len(names)}  mode "
         f"{'NodeNames (nodeCacheCapable: true)' if view.node_names else 'Nodes (nodeCacheCapable: false)'}"
     )
-    verdicts = ["-"] * len(nodes)
-    reasons = [""] * len(nodes)
-    for i in unknown:
-        verdicts[i], reasons[i] = "UnschedulableAndUnresolvable", UNKNOWN_NODE
-    feasible = known
-    if verb in ("filter", "all"):
-        outcome = framework.run_filter(pod, [nodes[i] for i in known])
-        if outcome.error:
-            print(f"filter answers Error: {outcome.error}")
-            return 0
-        feasible = []
-        for i, status in zip(known, outcome.statuses, strict=True):
-            if status.code is Code.SUCCESS:
-                verdicts[i] = "pass"
-                feasible.append(i)
+    verdicts = ["-"] * len(names)
+    reasons = [""] * len(names)
+    if filtered is not None:
+        failed = filtered.get("FailedNodes") or {}
+        unresolvable = filtered.get("FailedAndUnresolvableNodes") or {}
+        plugins = {}
+        for d in decisions:
+            if d.verb == "filter":
+                plugins = {n: s.plugin for n, s in zip(d.node_names(), d.statuses, strict=False) if s.plugin}
+                for plugin, n in d.ignored.items():
+                    print(f"note: {plugin} erred on {n} node(s), ignored (failurePolicy Ignore)")
+        for i, name in enumerate(names):
+            if name in unresolvable:
+                verdicts[i], reasons[i] = "UnschedulableAndUnresolvable", _reason(plugins.get(name), unresolvable[name])
+            elif name in failed:
+                verdicts[i], reasons[i] = "Unschedulable", _reason(plugins.get(name), failed[name])
             else:
-                verdicts[i] = "Unschedulable" if status.code is Code.UNSCHEDULABLE else "UnschedulableAndUnresolvable"
-                reasons[i] = f"{status.plugin}: {status.message}"
-        for plugin, n in outcome.ignored_errors.items():
-            print(f"note: {plugin} erred on {n} node(s), ignored (failurePolicy Ignore)")
-    scores: dict[int, str] = {}
-    plugin_cols: list[str] = []
-    per_plugin: dict[str, dict[int, int]] = {}
-    if verb in ("prioritize", "all") and feasible:
-        subset = [nodes[i] for i in feasible]
-        try:
-            scored = framework.run_score(pod, subset)
-        except FrameworkError as exc:
-            print(f"prioritize answers HTTP 500: {exc}")
-            scored = None
-        if scored is not None:
-            for plugin, why in scored.skipped.items():
-                print(f"note: {plugin} did not score: {why}")
-            plugin_cols = list(scored.plugin_scores)
-            for plugin, values in scored.plugin_scores.items():
-                per_plugin[plugin] = {feasible[j]: v for j, v in enumerate(values)}
-            scores = {feasible[j]: str(s) for j, s in enumerate(scored.scores)}
-    rows = []
-    for i, node in enumerate(nodes):
-        rows.append(
-            [
-                node.name,
-                verdicts[i],
-                *(str(per_plugin[p].get(i, "")) for p in plugin_cols),
-                scores.get(i, ""),
-                reasons[i],
-            ]
-        )
-    header = ["NODE", "FILTER", *(f"{p}(0-100)" for p in plugin_cols), "SCORE(0-10)", "REASON"]
+                verdicts[i] = "pass"
+    scores: dict[str, str] = {}
+    per_plugin: dict[str, dict[str, int]] = {}
+    if "prioritize" in answers:
+        scores = {h["Host"]: str(h["Score"]) for h in _decoded(answers["prioritize"])}
+        for d in decisions:
+            if d.verb == "prioritize":
+                scored_names = d.node_names()
+                unknown = set(d.unknown)
+                resolved = [n for i, n in enumerate(scored_names) if i not in unknown]
+                per_plugin = {p: dict(zip(resolved, values, strict=False)) for p, values in d.plugin_scores.items()}
+                for ep in framework.score_plugins:
+                    if ep.name not in d.plugin_scores:
+                        print(f"note: {ep.name} did not score (its PreScore skipped the pod, or its error was ignored)")
+    rows = [
+        [name, verdicts[i], *(str(per_plugin[p].get(name, "")) for p in per_plugin), scores.get(name, ""), reasons[i]]
+        for i, name in enumerate(names)
+    ]
+    header = ["NODE", "FILTER", *(f"{p}(0-100)" for p in per_plugin), "SCORE(0-10)", "REASON"]
     print(_table(rows, header))
-    if verb in ("filter", "all"):
-        print(f"{len(feasible)}/{len(nodes)} nodes pass")
+    if filtered is not None:
+        print(f"{verdicts.count('pass')}/{len(names)} nodes pass")
     return 0
+
+
+def _reason(plugin: str | None, message: str) -> str:
+    """A rejected node's reason as the answer gives it, prefixed with the plugin that rejected it."""
+    return f"{plugin}: {message}" if plugin and not message.startswith(f"{plugin}:") else message
 
 
 def _replay_remote(url: str, profile: str | None, body: bytes, name: str) -> int:
@@ -259,34 +346,32 @@ def _replay_remote(url: str, profile: str | None, body: bytes, name: str) -> int
     return 0
 
 
-def _replay_preempt(service: ExtenderService, framework: Framework, body: bytes) -> int:
-    dropped: dict[str, str] = {}
-    try:
-        view = codec.decode_preemption_args(body)
-        if service.cluster is not None:
-            resolve_victims(view.candidates, service.cluster.state.snapshot())
-        result = framework.run_preemption(view.pod, view.candidates, dropped)
-    except codec.DecodeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except FrameworkError as exc:
-        print(f"preempt answers HTTP 500: {exc}")
-        return 0
-    print(f"preemptor {view.pod.key()} (priority {view.pod.priority})  profile {framework.profile}")
+def _replay_preempt(
+    service: ExtenderService, profile: str | None, body: bytes, decisions: list[Decision], as_json: bool
+) -> int:
+    """Preempt through :func:`answer`: a table of the candidates in and the victims the answer keeps."""
+    result = answer(service, "preempt", profile, body)
+    if as_json or result.error:
+        return _report({"preempt": result}, as_json)
+    view = codec.decode_preemption_args(body, service.limits)  # it decoded for the verb
+    kept = _decoded(result).get("NodeNameToMetaVictims") or {}
+    dropped = next((d.dropped for d in decisions if d.verb == "preempt"), {})
+    name = profile or service.default_profile
+    print(f"preemptor {view.pod.key()} (priority {view.pod.priority})  profile {name}")
     rows = []
     for node, victims in view.candidates.items():
-        kept = result.get(node)
+        out = kept.get(node)
         rows.append(
             [
                 node,
                 str(len(victims.pods)),
-                str(len(kept.pods)) if kept else "-",
-                str(kept.num_pdb_violations) if kept else "-",
-                "kept" if kept else f"dropped by {dropped.get(node, '?')}",
+                str(len(out["Pods"] or [])) if out else "-",
+                str(out["NumPDBViolations"]) if out else "-",
+                "kept" if out else f"dropped by {dropped.get(node, '?')}",
             ]
         )
     print(_table(rows, ["NODE", "VICTIMS IN", "VICTIMS OUT", "PDB VIOLATIONS", "CANDIDATE"]))
     return 0
 
 
-__all__ = ["load_cluster_state", "replay"]
+__all__ = ["answer", "load_cluster_state", "replay"]

@@ -15,7 +15,15 @@ import yaml
 
 from app.config import load_config, parse_config
 from app.deploy import kubesched
-from app.deploy.render import RenderError, RenderOptions, render
+from app.deploy.render import (
+    TARGET_FILES,
+    TARGETS,
+    RenderError,
+    RenderOptions,
+    default_targets,
+    header_source,
+    render,
+)
 from app.plugins import default_registry
 
 from ..conftest import REPO
@@ -114,16 +122,20 @@ def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path 
 
 
 def test_committed_manifests_match_a_fresh_render(tmp_path: Path) -> None:
-    """`python -m app render --out DIR` (the real CLI) reproduces manifests/ byte for byte."""
+    """`python -m app render --target all --out DIR` (the real CLI) reproduces manifests/ byte for byte."""
     out = tmp_path / "out"
     subprocess.run(
-        [sys.executable, "-m", "app", "render", "--out", str(out)], cwd=REPO, check=True, capture_output=True
+        [sys.executable, "-m", "app", "render", "--target", "all", "--out", str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
     )
     fresh = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
     committed = {p.relative_to(MANIFESTS).as_posix(): p.read_text() for p in MANIFESTS.rglob("*") if p.is_file()}
-    assert sorted(fresh) == sorted(committed), "files differ: run `python -m app render --out manifests`"
+    fix = "run `python -m app render --target all --out manifests`"
+    assert sorted(fresh) == sorted(committed), f"files differ: {fix}"
     for name in fresh:
-        assert fresh[name] == committed[name], f"manifests/{name} drifted: run `python -m app render --out manifests`"
+        assert fresh[name] == committed[name], f"manifests/{name} drifted: {fix}"
 
 
 def test_render_is_deterministic() -> None:
@@ -132,19 +144,26 @@ def test_render_is_deterministic() -> None:
     assert not any(re.search(r"20\d\d-\d\d-\d\d", text) for text in first.values()), "no timestamps"
 
 
-@pytest.mark.parametrize("version", [PINNED, OLDEST])
-def test_every_rendered_object_passes_kubernetes_validate_strict(
-    rendered: tuple[str, Path | None, dict[str, str]], version: str
-) -> None:
-    _, _, files = rendered
+def assert_valid(files: dict[str, str], version: str) -> set[str]:
+    """Every Kubernetes object of ``files`` (:func:`_objects`) passes ``kubernetes-validate
+    --strict`` for ``version``; returns the kinds seen."""
     objects = _objects(files)
-    kinds = {doc["kind"] for _, doc in objects}
-    assert {"Pod", "Deployment", "ConfigMap", "ServiceAccount", "ClusterRoleBinding", "Role"} <= kinds
     for name, doc in objects:
         try:
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
             pytest.fail(f"{name} {doc['kind']} {doc['metadata']['name']} at {version}: {exc.message}")
+    return {doc["kind"] for _, doc in objects}
+
+
+@pytest.mark.parametrize("version", [PINNED, OLDEST])
+def test_every_rendered_object_passes_kubernetes_validate_strict(
+    rendered: tuple[str, Path | None, dict[str, str]], version: str
+) -> None:
+    name, _, files = rendered
+    kinds = assert_valid(files, version)
+    assert {"Pod", "Deployment", "ConfigMap", "ServiceAccount", "ClusterRoleBinding", "Role"} <= kinds
+    assert ("CustomResourceDefinition" in kinds) == (name == "stateful")  # the PodGroup CRD, for Coscheduling
 
 
 def test_the_validator_is_strict_enough_to_catch_a_typo() -> None:
@@ -462,3 +481,72 @@ def test_topology_spread_defaults_list_and_watch_what_selects_pods(tmp_path: Pat
     assert not set(SELECTING) & set(rights(_render(listed), "scheduler/rbac.yaml"))
     extender = rights(_render(REPO / "examples" / "cluster.yaml"), "scheduler-extender-rbac.yaml")
     assert not set(SELECTING) & set(extender)
+
+
+def declared(target: str, name: str) -> bool:
+    """Is ``name`` one of the files :data:`TARGET_FILES` declares for ``target``?"""
+    return any(name == entry or (entry.endswith("/") and name.startswith(entry)) for entry in TARGET_FILES[target])
+
+
+def test_each_target_renders_only_its_declared_files_and_all_of_them_make_the_whole(
+    rendered: tuple[str, Path | None, dict[str, str]],
+) -> None:
+    _, source, everything = rendered
+    registry = default_registry()
+    config = load_config(source, registry)
+    union: set[str] = set()
+    for target in TARGETS:
+        if target == "standalone" and not any(p.scheduler_name for p in config.profiles):
+            with pytest.raises(RenderError, match="--target standalone: no profile sets schedulerName"):
+                render(config, registry, RenderOptions(), "test", [target])
+            continue
+        files = render(config, registry, RenderOptions(), "test", [target])
+        assert files, target
+        assert [n for n in files if not declared(target, n)] == [], target
+        union |= files.keys()
+    assert union == set(everything)
+
+
+def test_render_refuses_an_unknown_target() -> None:
+    registry = default_registry()
+    with pytest.raises(RenderError, match="--target eks: choose among kubeadm, static-pod"):
+        render(load_config(None, registry), registry, RenderOptions(), "test", ["eks"])
+
+
+@pytest.mark.parametrize(
+    ("example", "targets", "words"),
+    [
+        (None, ("kubeadm", "static-pod"), "no profile sets schedulerName"),
+        ("cluster.yaml", ("kubeadm", "static-pod"), "no profile sets schedulerName"),
+        ("ip-scheduler.yaml", ("standalone",), "profile ip (ip-scheduler) sets schedulerName"),
+    ],
+)
+def test_the_default_target_follows_from_scheduler_name(
+    example: str | None, targets: tuple[str, ...], words: str
+) -> None:
+    config = load_config(REPO / "examples" / example if example else None, default_registry())
+    chosen, reason = default_targets(config)
+    assert chosen == targets and words in reason
+
+
+def test_a_mixed_configuration_defaults_to_standalone_and_says_what_it_leaves_out(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / "examples" / "ip-scheduler.yaml").read_text())
+    doc["profiles"].append(yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())["profiles"][0])
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    chosen, reason = default_targets(load_config(path, default_registry()))
+    assert chosen == ("standalone",)
+    assert "kube-scheduler reaches profile default only with --target kubeadm or static-pod" in reason
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (None, DEFAULT_SOURCE),
+        ("examples/cluster.yaml", "examples/cluster.yaml"),
+        ("../elsewhere/cluster.yaml", "../elsewhere/cluster.yaml"),
+        ("/home/someone/secret/cluster.yaml", "cluster.yaml"),
+    ],
+)
+def test_headers_name_a_relative_path_as_given_and_an_absolute_one_by_file_name(given: str | None, named: str) -> None:
+    assert header_source(given) == named
