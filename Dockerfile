@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The scheduler extender image: `python -m app serve` as a non-root user on a slim Python base.
-# Build: docker build -t scheduler-extender:0.1.0 .
+# Build: docker build -t scheduler-extender:0.1.0 .  (--build-arg PLUGIN_PACKAGES=... adds plugins)
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # Stage 1: install the package and its dependencies (all from wheels) into a virtualenv.
@@ -8,10 +8,21 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY app ./app
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: --no-binary=scheduler-extender .
+# Out-of-tree policy plugins (README: "Plugins in the image"): pip requirement specifiers, separated
+# by spaces, of distributions that declare a `scheduler_extender.plugins` entry point, such as
+#   docker build --build-arg PLUGIN_PACKAGES="my-policies==1.2.0" -t scheduler-extender-plus:0.1.0 .
+# Empty (the default): the in-tree plugins only. What is installed above is a constraint: a plugin
+# that needs another version of this service or of one of its dependencies fails the build.
+ARG PLUGIN_PACKAGES=""
+RUN if [ -n "$PLUGIN_PACKAGES" ]; then \
+        /opt/venv/bin/pip list --format=freeze > /opt/venv/installed.txt \
+        && /opt/venv/bin/pip install --no-cache-dir --constraint /opt/venv/installed.txt $PLUGIN_PACKAGES \
+        && rm /opt/venv/installed.txt; \
+    fi
 
 # Stage 2: the runtime: the virtualenv only, no compilers, no build tools, no package cache.
 FROM ${PYTHON_IMAGE}
