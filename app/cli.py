@@ -7,7 +7,7 @@ check-scheduler-config`` (console script ``scheduler-extender``).
 - ``validate F [--host H] [--port P]``: check a configuration file as ``serve`` would (every check
   it makes before listening); exit 1 with every problem and its field path.
 - ``schemas --out DIR``: write the JSON Schemas of the wire types and the configuration.
-- ``render [--config F] --out DIR``: write the deployment manifests for the configuration
+- ``render [--config F] --out DIR [--target T]``: write the deployment manifests for the configuration
   (KubeSchedulerConfiguration, static pods, second-scheduler variant, RBAC); see
   :mod:`app.deploy.render`.
 - ``certs --out DIR [--name N]``: write the CA, server and kube-scheduler client certificates for
@@ -269,7 +269,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--out", required=True, metavar="DIR", help="directory to write the .json files to (created if missing)"
     )
     schemas.set_defaults(func=_schemas)
-    rend = sub.add_parser("render", help="write deployment manifests rendered from a configuration")
+    rend = sub.add_parser(
+        "render",
+        help="write deployment manifests rendered from a configuration",
+        description="Write the deployment manifests of one install target (or all) rendered from a configuration.",
+        epilog=_examples(
+            "render --config examples/cluster.yaml --target kubeadm --out manifests",
+            "render --config examples/ip-scheduler.yaml --target standalone --image REGISTRY/scheduler-extender:0.1.0 "
+            "--out ip",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     rend.add_argument("--config", help="configuration file (default: the embedded default)")
     rend.add_argument("--out", required=True, help="output directory")
     from app.deploy.render import TARGETS

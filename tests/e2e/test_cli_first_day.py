@@ -120,7 +120,8 @@ def test_replay_names_an_unknown_profile() -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["serve", "schedule", "replay", "validate", "schemas", "certs", "explain", "check-scheduler-config"]
+    "command",
+    ["serve", "schedule", "replay", "validate", "schemas", "certs", "explain", "check-scheduler-config", "render"],
 )
 def test_help_describes_arguments_and_shows_an_example(command: str) -> None:
     out = cli(command, "--help")
