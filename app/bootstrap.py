@@ -40,9 +40,10 @@ from app.framework.interfaces import ReservePlugin
 from app.framework.profile import parse_duration
 from app.framework.registry import Registry
 from app.framework.runtime import Framework
+from app.framework.types import PodInfo
 from app.lifecycle import Supervisor, Worker
 from app.observe.decisions import DecisionStore
-from app.observe.events import REPORTING_CONTROLLER, EventRecorder
+from app.observe.events import REPORTING_CONTROLLER, EventRecorder, PodEvent
 from app.observe.logs import setup_logging
 from app.plugins import default_registry
 from app.scheduler.queue import SchedulingQueue, pre_enqueue_of
@@ -245,6 +246,7 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
     assert cluster is not None and cluster.client is not None
     client = cluster.client
     config = service.config.scheduling
+    posts: dict[str, Callable[[PodEvent], None]] = {}
     for profile in service.config.profiles:
         name = profile.scheduler_name
         if not name:
@@ -253,6 +255,7 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
         if recorder is not None:
             running.supervisor.add(recorder)
             service.recorders.append(recorder)
+            posts[name] = recorder.post
         elector = None
         # the Lease changes hands only after leaseDuration without a renewal: longer than any
         # Binding of the previous holder can stay in flight, so no warm-up is needed after it
@@ -302,6 +305,20 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
         )
         running.supervisor.add(scheduler)
         log.info("scheduling the pods of schedulerName %s with profile %s", name, profile.name)
+    if posts:
+        cluster.on_preempted = partial(_preempted_event, posts)
+
+
+def _preempted_event(
+    posts: dict[str, Callable[[PodEvent], None]], victim: PodInfo, preemptor: PodInfo, node: str
+) -> None:
+    """kube-scheduler's Event on a deleted victim (``prepareCandidate``, pkg/scheduler/framework/
+    preemption/preemption.go): ``Normal`` ``Preempted``, action ``Preempting``, "Preempted by pod
+    <preemptor UID> on node <node>", written by the preemptor's scheduler's recorder."""
+    post = posts.get(preemptor.scheduler_name)
+    if post is not None:
+        note = f"Preempted by pod {preemptor.uid} on node {node}"
+        post(PodEvent(victim.namespace, victim.name, victim.uid, "Normal", "Preempted", "Preempting", note))
 
 
 def serve(config_path: str | None, host: str | None, port: int | None, schedule: bool = False) -> int:

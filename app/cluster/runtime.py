@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -119,6 +119,9 @@ class ClusterRuntime:
         self._podgroups: PodGroupStore | None = None
         self._pdbs: PDBStore | None = None
         self._selectors: SpreadSelectors | None = None
+        #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (the
+        #: composition root records kube-scheduler's ``Preempted`` Event on the victim)
+        self.on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
         self._binder: Binder | None = None
@@ -252,13 +255,16 @@ class ClusterRuntime:
         preemption/preemption.go) and its nominating ``updatePod``: each victim gets the condition
         ``DisruptionTarget=True`` reason ``PreemptionByScheduler`` (message ``<schedulerName>:
         preempting to accommodate a higher priority pod``) and is deleted with its UID as
-        precondition; the pods in ``unnominate`` lose their ``nominatedNodeName``
-        (``ClearNominatedNodeName``); then ``preemptor`` is nominated to ``node``. A victim already
-        gone is skipped; other failures are logged."""
+        precondition, then :attr:`on_preempted` is told (the ``Preempted`` Event); the pods in
+        ``unnominate`` lose their ``nominatedNodeName`` (``ClearNominatedNodeName``); then
+        ``preemptor`` is nominated to ``node``. A victim already gone is skipped; other failures
+        are logged."""
         if self.executor is None or self.client is None:
             log.warning("preemption for %s on %s not carried out: not connected", preemptor.key(), node)
             return
-        self.executor.submit(self._preempt, self.client, preemptor, node, tuple(victims), tuple(unnominate))
+        self.executor.submit(
+            self._preempt, self.client, preemptor, node, tuple(victims), tuple(unnominate), self.on_preempted
+        )
 
     @staticmethod
     def _preempt(
@@ -267,6 +273,7 @@ class ClusterRuntime:
         node: str,
         victims: tuple[PodInfo, ...],
         unnominate: tuple[PodInfo, ...],
+        on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None,
     ) -> None:
         condition = {
             "type": "DisruptionTarget",
@@ -285,6 +292,8 @@ class ClusterRuntime:
             try:
                 client.delete_pod(victim.namespace, victim.name, victim.uid)
                 log.info("preempted %s on %s for %s", victim.key(), node, preemptor.key())
+                if on_preempted is not None:
+                    on_preempted(victim, preemptor, node)
             except APIError as exc:
                 log.warning("preempting %s on %s for %s failed: %s", victim.key(), node, preemptor.key(), exc)
         for pod in unnominate:

@@ -142,6 +142,17 @@ def test_a_higher_priority_pod_preempts_the_cheapest_victims_then_is_bound(api: 
             "message": "default-plugins: preempting to accommodate a higher priority pod",
             "lastTransitionTime": None,
         }
+        # and it gets kube-scheduler's Preempted Event, naming the preemptor's UID and the node
+        urgent_uid = api.objects["pods"]["default/urgent"]["metadata"]["uid"]
+
+        def preempted() -> list[dict[str, Any]]:
+            events = list(api.objects["events"].values())
+            return [e for e in events if e.get("reason") == "Preempted"]
+
+        wait_for(lambda: preempted(), seconds=10, what="the Preempted Event")
+        event = preempted()[0]
+        assert (event["type"], event["action"], event["regarding"]["name"]) == ("Normal", "Preempting", "low-b")
+        assert event["note"] == f"Preempted by pod {urgent_uid} on node n1"
     finally:
         scheduler.stop()
 
