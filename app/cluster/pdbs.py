@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from app.cluster.reflector import StoreHealth
 from app.framework import objects
 from app.framework.handle import PodDisruptionBudget
 
@@ -51,7 +52,7 @@ def _record(item: _PDB) -> PodDisruptionBudget:
     )
 
 
-class PDBStore:
+class PDBStore(StoreHealth):
     """``namespace/name`` -> :class:`PodDisruptionBudget` of the watched budgets; thread-safe."""
 
     object_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_PDB)
@@ -96,18 +97,6 @@ class PDBStore:
             self.synced, self.last_error = False, error
             self._budgets = {}
             self._publish()
-
-    def mark_synced(self, kind: str) -> None:
-        self.synced = True
-
-    def mark_ok(self, kind: str) -> None:
-        pass
-
-    def mark_failing(self, kind: str, error: str) -> None:
-        self.last_error = error
-
-    def count(self, kind: str, what: str) -> None:
-        pass
 
 
 __all__ = ["KIND", "PDBStore"]

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from app.cluster.reflector import StoreHealth
 from app.framework import objects
 
 GROUP = "scheduling.x-k8s.io"
@@ -42,7 +43,7 @@ def _key(group: PodGroup) -> str:
     return f"{meta.namespace or ''}/{meta.name or ''}"
 
 
-class PodGroupStore:
+class PodGroupStore(StoreHealth):
     """``namespace/name`` -> ``minMember`` of the watched PodGroups; thread-safe.
 
     States: *pending* (before the first list), *synced*, or *absent* (the CRD is not installed).
@@ -100,16 +101,6 @@ class PodGroupStore:
     def mark_synced(self, kind: str) -> None:
         with self._lock:
             self.synced, self.absent = True, False
-
-    def mark_ok(self, kind: str) -> None:
-        pass
-
-    def mark_failing(self, kind: str, error: str) -> None:
-        with self._lock:
-            self.last_error = error
-
-    def count(self, kind: str, what: str) -> None:
-        pass
 
 
 __all__ = ["GROUP", "KIND", "PLURAL", "VERSION", "PodGroup", "PodGroupStore"]

@@ -120,6 +120,28 @@ class Store(Protocol):
     def count(self, kind: str, what: str) -> None: ...
 
 
+class StoreHealth:
+    """The health half of :class:`Store` for a store of its own (PodGroups, PodDisruptionBudgets,
+    the spread selectors' kinds): ``synced`` once a list completed, ``last_error`` the latest
+    failure; ``mark_ok`` and ``count`` do nothing (the reflector's own metrics count). A store
+    sets both attributes in its ``__init__`` and clears ``synced`` in ``missing``."""
+
+    synced: bool
+    last_error: str
+
+    def mark_synced(self, kind: str) -> None:
+        self.synced = True
+
+    def mark_ok(self, kind: str) -> None:
+        pass
+
+    def mark_failing(self, kind: str, error: str) -> None:
+        self.last_error = error
+
+    def count(self, kind: str, what: str) -> None:
+        pass
+
+
 class _StateStore:
     """Nodes or pods into :class:`ClusterState` (pods as slim records)."""
 
@@ -411,4 +433,12 @@ class Reflector(ThreadWorker):
         return events > 0 or time.monotonic() - started >= 1.0
 
 
-__all__ = ["ListMeta", "ListerWatcher", "Reflector", "Store", "iter_lines", "state_store"]
+__all__ = [
+    "ListMeta",
+    "ListerWatcher",
+    "Reflector",
+    "Store",
+    "StoreHealth",
+    "iter_lines",
+    "state_store",
+]

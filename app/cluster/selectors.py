@@ -47,6 +47,7 @@ from typing import Any
 
 import msgspec
 
+from app.cluster.reflector import StoreHealth
 from app.framework import objects
 from app.framework.types import PodInfo
 from app.framework.validation import is_qualified_name, is_valid_label_value
@@ -182,7 +183,7 @@ def _selector_record(item: _SelectorObject) -> tuple[str, str, Requirements | No
 # -- stores ---------------------------------------------------------------------------------------
 
 
-class SelectorStore:
+class SelectorStore(StoreHealth):
     """One kind's objects: ``namespace -> name -> selector`` (:data:`Labels` for Services and
     ReplicationControllers, :data:`Requirements` for ReplicaSets and StatefulSets); objects
     whose selector adds nothing are left out. The reflector's
@@ -267,18 +268,6 @@ class SelectorStore:
         with self._lock:
             self.synced, self.last_error = False, error
             self._by_ns, self._values = {}, {}
-
-    def mark_synced(self, kind: str) -> None:
-        self.synced = True
-
-    def mark_ok(self, kind: str) -> None:
-        pass
-
-    def mark_failing(self, kind: str, error: str) -> None:
-        self.last_error = error
-
-    def count(self, kind: str, what: str) -> None:
-        pass
 
 
 # -- DefaultSelector ------------------------------------------------------------------------------

@@ -611,23 +611,14 @@ class PodTopologySpread:
             labels = node.labels
             if require_all and not all(k in labels for k in keys):
                 continue
-            affinity_ok: bool | None = None
-            taints_ok: bool | None = None
+            memo: list[bool | None] = [None, None]
             for i, c in enumerate(constraints):
                 domain_counts = counts[i]
                 value = labels.get(c.topology_key, "")
                 if value not in domain_counts:
                     continue
-                if c.honor_affinity and affinity is not None:
-                    if affinity_ok is None:
-                        affinity_ok = affinity(node, labels)
-                    if not affinity_ok:
-                        continue
-                if c.honor_taints:
-                    if taints_ok is None:
-                        taints_ok = not has_untolerated_schedule_taint(node.taints, tolerations)
-                    if not taints_ok:
-                        continue
+                if not _included(c, node, labels, affinity, tolerations, memo):
+                    continue
                 domain_counts[value] += count_matching(node.pods, c.selector, matchers[i], namespace)
         state.write(
             _PRE_SCORE,
@@ -678,6 +669,33 @@ class PodTopologySpread:
         return _EVENTS
 
 
+def _included(
+    c: Constraint,
+    node: NodeInfo,
+    labels: Mapping[str, str],
+    affinity: Callable[[NodeInfo, Mapping[str, str]], bool] | None,
+    tolerations: Sequence[objects.Toleration],
+    memo: list[bool | None],
+) -> bool:
+    """Whether ``node`` counts for ``c`` by its inclusion policies (``matchNodeInclusionPolicies``,
+    podtopologyspread/common.go): with ``nodeAffinityPolicy: Honor``, the pod's required node
+    affinity (``affinity(node, labels)``, ``None`` when it has none); with ``nodeTaintsPolicy:
+    Honor``, no untolerated NoSchedule/NoExecute taint. ``memo`` holds the node's two answers
+    (``[affinity, taints]``, ``None`` until computed): each is computed once per node, whatever
+    the number of constraints."""
+    if c.honor_affinity and affinity is not None:
+        if memo[0] is None:
+            memo[0] = affinity(node, labels)
+        if not memo[0]:
+            return False
+    if c.honor_taints:
+        if memo[1] is None:
+            memo[1] = not has_untolerated_schedule_taint(node.taints, tolerations)
+        if not memo[1]:
+            return False
+    return True
+
+
 def _count_domains(pod: PodInfo, constraints: Sequence[Constraint], nodes: Sequence[NodeInfo]) -> list[dict[str, int]]:
     """The PreFilter pass (``calPreFilterState``): per constraint, matching pods per topology
     value over ``nodes`` that have every topology key and pass the constraint's inclusion
@@ -704,20 +722,11 @@ def _count_domains(pod: PodInfo, constraints: Sequence[Constraint], nodes: Seque
         labels = node.labels
         if not all(k in labels for k in keys):
             continue
-        affinity_ok: bool | None = None
-        taints_ok: bool | None = None
+        memo: list[bool | None] = [None, None]
         per_selector: list[int | None] = [None] * len(selectors)
         for i, c in indexed:
-            if c.honor_affinity and affinity is not None:
-                if affinity_ok is None:
-                    affinity_ok = affinity(node, labels)
-                if not affinity_ok:
-                    continue
-            if c.honor_taints:
-                if taints_ok is None:
-                    taints_ok = not has_untolerated_schedule_taint(node.taints, tolerations)
-                if not taints_ok:
-                    continue
+            if not _included(c, node, labels, affinity, tolerations, memo):
+                continue
             j = slot[i]
             count = per_selector[j]
             if count is None:
