@@ -166,7 +166,13 @@ def test_ip_scheduler_keeps_ten_per_node_and_binds_when_a_slot_frees(api: FakeAP
             c["status"] == "False" and c["reason"] == "Unschedulable" and c["message"] == message
             for c in conditions.values()
         )
-        failed = wait_for(lambda: events(api, "FailedScheduling"), what="FailedScheduling")
+
+        # the event writer posts asynchronously: wait for one event per pod left over, not for the first
+        def failed_for() -> set[str]:
+            return {e["regarding"]["name"] for e in events(api, "FailedScheduling")}
+
+        wait_for(lambda: failed_for() >= set(left), what="a FailedScheduling per pod left over")
+        failed = events(api, "FailedScheduling")
         assert {e["regarding"]["name"] for e in failed} == set(left) and failed[0]["note"] == message
         freed_at = time.monotonic()
         api.delete("pods", f"default/{next(iter(placed))}")  # a slot frees
