@@ -43,14 +43,25 @@ class BindingClient(Protocol):
     def get_pod(self, namespace: str, name: str, timeout: float) -> bytes: ...
 
 
+class AsyncBindings(Protocol):
+    """Bindings created on the event loop (implemented by :class:`app.kube.aio.AsyncBindingClient`):
+    raises ``TimeoutError`` past ``deadline`` (the loop's clock) and :class:`APIError`."""
+
+    async def create_binding(self, namespace: str, name: str, uid: str, node: str, deadline: float) -> None: ...
+
+
 class Binder:
     """Reads pods and creates Bindings through ``client``, off the event loop on ``executor`` (the
-    official client blocks); ``state`` resolves pods the watch has shown."""
+    official client blocks); ``state`` resolves pods the watch has shown. With ``bindings``, the
+    Bindings are created on the event loop instead (no thread hop: :mod:`app.kube.aio`)."""
 
-    def __init__(self, client: BindingClient, state: ClusterState, executor: Executor) -> None:
+    def __init__(
+        self, client: BindingClient, state: ClusterState, executor: Executor, bindings: AsyncBindings | None = None
+    ) -> None:
         self.client = client
         self.state = state
         self.executor = executor
+        self.bindings = bindings
 
     async def _call(self, deadline: float, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args, seconds_left)`` on the executor, abandoned with ``TimeoutError`` at ``deadline``."""
@@ -85,7 +96,10 @@ class Binder:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
-            await self._call(deadline, self.client.create_binding, pod.namespace, pod.name, pod.uid, node)
+            if self.bindings is not None:
+                await self.bindings.create_binding(pod.namespace, pod.name, pod.uid, node, deadline)
+            else:
+                await self._call(deadline, self.client.create_binding, pod.namespace, pod.name, pod.uid, node)
             return SUCCESS
         except TimeoutError:
             return _uncertain(timeout)
@@ -150,4 +164,4 @@ def api_failure(exc: APIError) -> str:
     return f"{exc.status} {exc.reason}" if exc.reason else f"HTTP {exc.status}"
 
 
-__all__ = ["Binder", "BindingClient", "api_failure"]
+__all__ = ["AsyncBindings", "Binder", "BindingClient", "api_failure"]

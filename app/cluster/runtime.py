@@ -36,6 +36,7 @@ from app.kube.errors import APIError
 from app.kube.timefmt import rfc3339_time
 
 if TYPE_CHECKING:
+    from app.kube.aio import AsyncBindingClient
     from app.kube.client import KubeClient
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ class ClusterRuntime:
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
         self._binder: Binder | None = None
+        self._bindings: AsyncBindingClient | None = None
         #: the longest bind deadline of the binders (seconds): how long a Binding this process's
         #: predecessor (or the previous leader) sent may still be in flight
         self.bind_deadline = 0.0
@@ -344,7 +346,7 @@ class ClusterRuntime:
         self.client = client
         s = self.settings
         self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
-        self._binder = Binder(client, self.state, self.executor)
+        self._binder = Binder(client, self.state, self.executor, self._async_bindings(client))
         stores: list[tuple[str, Store]] = [(kind, state_store(kind, self.state)) for kind in KINDS]
         if self._podgroups is not None:
             stores.append((PODGROUPS, self._podgroups))
@@ -379,8 +381,24 @@ class ClusterRuntime:
             workers.append(self.follower)
         return workers
 
+    def _async_bindings(self, client: KubeClient) -> AsyncBindingClient | None:
+        """The event loop's Binding client over ``client``'s credentials (:mod:`app.kube.aio`), at
+        most ``cluster.apiWorkers`` connections; ``None`` (the API executor sends the Bindings)
+        for a configuration with an HTTP proxy or a client that is not a :class:`KubeClient`."""
+        from app.kube.aio import binding_client
+        from app.kube.client import KubeClient
+
+        if not isinstance(client, KubeClient):
+            return None
+        self._bindings = binding_client(
+            client.configuration, client.auth, self.settings.api_workers, client.api_client.default_headers
+        )
+        return self._bindings
+
     def close(self) -> None:
-        """Shut the executor down and close the client (after the workers stopped)."""
+        """Shut the executor down and close the clients (after the workers stopped)."""
+        if self._bindings is not None:
+            self._bindings.close()
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:

@@ -18,11 +18,10 @@ more than the cache itself at 150,000 pods. Lists and watch events are decoded b
 :mod:`app.cluster.reflector` into slim records with msgspec; responses whose body is not needed
 are drained so the connection goes back to the pool.
 
-The binder calls this client on the API executor (``cluster.apiWorkers`` threads), not an
-asynchronous client on the event loop: measured against the test API server, httpx's
-``AsyncClient`` cost 1.3 ms of the service's CPU per Binding with a 16-connection pool (3.7 ms
-with 32), this pool on threads 0.55 ms, and the standalone scheduler bound 277 pods/s on httpx
-against 310 on this (``bench/bench_bind.py``, ``bench/bench_scheduler.py``).
+Bindings are the exception: they are created on the event loop by :mod:`app.kube.aio` (with
+this client's configuration and :class:`AuthHeader`), which costs the service less CPU per
+Binding than this pool on the API executor's threads (``bench/bench_bind.py``). The methods here
+run on the API executor (``cluster.apiWorkers`` threads).
 """
 
 from __future__ import annotations

@@ -1,0 +1,189 @@
+"""Bindings created on the event loop (app/kube/aio.py): over mutual TLS with the bearer token
+against the test API server as against a kubeadm cluster, the API server's refusals as
+``APIError`` s, the pool's bound, the deadline, and a Binding replayed once when the API server
+closed a reused connection without answering."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.kube.aio import AsyncBindingClient, binding_client
+from app.kube.client import KubeClient, load_client
+from app.kube.errors import APIError
+from tests.cluster.conftest import wait_for
+from tests.support.apiserver import TLS, FakeAPIServer, node, pod
+
+
+@pytest.fixture
+def https() -> Iterator[FakeAPIServer]:
+    server = FakeAPIServer().start(tls=TLS.issue())
+    server.put("nodes", node("n1"))
+    for i in range(20):
+        server.put("pods", pod(f"p{i}", "default"))
+    yield server
+    server.stop()
+
+
+def bindings_for(tmp_path: Path, kubeconfig: str, pool_size: int = 16) -> AsyncBindingClient:
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig)
+    client = KubeClient(load_client(str(path)).api_client)
+    made = binding_client(client.configuration, client.auth, pool_size, client.api_client.default_headers)
+    assert made is not None
+    return made
+
+
+def uid(api: FakeAPIServer, name: str) -> str:
+    found = api.pod("default", name)
+    assert found is not None
+    return str(found["metadata"]["uid"])
+
+
+async def bind(client: AsyncBindingClient, api: FakeAPIServer, name: str, seconds: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    await client.create_binding("default", name, uid(api, name), "n1", deadline)
+
+
+def test_binds_over_mutual_tls_with_the_token(https: FakeAPIServer, tmp_path: Path) -> None:
+    client = bindings_for(tmp_path, https.kubeconfig())
+
+    async def main() -> None:
+        await bind(client, https, "p0")
+        await bind(client, https, "p1")  # the same connection, kept alive
+        client.close()
+
+    asyncio.run(main())
+    assert [b["metadata"]["name"] for b in https.bindings] == ["p0", "p1"]
+    assert https.bindings[0] == {
+        "kind": "Binding",
+        "apiVersion": "v1",
+        "metadata": {"name": "p0", "namespace": "default", "uid": uid(https, "p0")},
+        "target": {"kind": "Node", "name": "n1"},
+    }
+    assert set(https.authorizations) == {"Bearer test-token"}
+    bound = https.pod("default", "p0")
+    assert bound is not None and bound["spec"]["nodeName"] == "n1"
+
+
+def test_an_unknown_ca_and_a_missing_client_certificate_are_refused(https: FakeAPIServer, tmp_path: Path) -> None:
+    other = TLS.issue()  # a CA the server's certificate does not chain to
+    assert https.tls is not None
+    unknown_ca = bindings_for(tmp_path, https.kubeconfig().replace(https.tls.ca_data, other.ca_data))
+    with pytest.raises(APIError) as err:
+        asyncio.run(bind(unknown_ca, https, "p0"))
+    assert err.value.status == 0 and not err.value.timed_out
+    assert "CERTIFICATE_VERIFY_FAILED" in str(err.value)
+
+    text = "".join(line + "\n" for line in https.kubeconfig().splitlines() if "client-" not in line)
+    anonymous = bindings_for(tmp_path, text)
+    with pytest.raises(APIError) as err:
+        asyncio.run(bind(anonymous, https, "p0"))
+    assert err.value.status == 0
+    assert https.bindings == []
+
+
+def test_a_refusal_carries_the_api_servers_status(https: FakeAPIServer, tmp_path: Path) -> None:
+    client = bindings_for(tmp_path, https.kubeconfig())
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        await client.create_binding("default", "p0", "not-the-uid", "n1", loop.time() + 5)
+
+    with pytest.raises(APIError) as err:
+        asyncio.run(main())
+    assert (err.value.status, err.value.reason) == (409, "Conflict")
+    assert "UID in precondition" in err.value.message
+
+
+def test_many_bindings_share_at_most_pool_size_connections(https: FakeAPIServer, tmp_path: Path) -> None:
+    client = bindings_for(tmp_path, https.kubeconfig(), pool_size=2)
+    https.binding_delay = 0.02  # each answer takes a while: callers queue for the two connections
+    peers: set[int] = set()
+
+    async def main() -> None:
+        await asyncio.gather(*(bind(client, https, f"p{i}") for i in range(20)))
+        for conn in client._idle:
+            assert conn.transport is not None
+            peers.add(conn.transport.get_extra_info("sockname")[1])
+        client.close()
+
+    asyncio.run(main())
+    assert sorted(b["metadata"]["name"] for b in https.bindings) == sorted(f"p{i}" for i in range(20))
+    assert len(peers) == 2  # both connections came back to the pool, and no third was opened
+
+
+def test_past_the_deadline_a_timeout_and_the_connection_is_not_reused(https: FakeAPIServer, tmp_path: Path) -> None:
+    client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+
+    async def main() -> None:
+        https.binding_delay = 0.5
+        with pytest.raises(TimeoutError):
+            await bind(client, https, "p0", seconds=0.1)
+        https.binding_delay = 0.0
+        # the one slot is free again, on a new connection: the late answer of p0 is not read as p1's
+        await bind(client, https, "p1")
+        client.close()
+
+    asyncio.run(main())
+    # p0's Binding was sent: the API server applies it once its delay is over (the outcome the
+    # binder calls uncertain)
+    wait_for(lambda: len(https.bindings) == 2, what="p0's late Binding")
+    assert sorted(b["metadata"]["name"] for b in https.bindings) == ["p0", "p1"]
+
+
+def test_a_reused_connection_closed_without_an_answer_is_replayed_once(tmp_path: Path) -> None:
+    """The API server closes a kept-alive connection as the second Binding arrives (its idle
+    timeout racing the request): the Binding is sent again on a new connection, once."""
+    api = FakeAPIServer()  # only for its kubeconfig's shape; the server here is a raw one
+    requests: list[tuple[int, bytes]] = []
+    answer = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+    async def main() -> None:
+        connections = 0
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal connections
+            connections += 1
+            me = connections
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+                body = await reader.readexactly(length)
+                requests.append((me, body))
+                if me == 1 and len(requests) == 2:
+                    writer.close()  # the second request on the first connection: closed, unanswered
+                    return
+                writer.write(answer)
+                await writer.drain()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        path = tmp_path / "kubeconfig"
+        path.write_text(api.kubeconfig().replace(f"http://127.0.0.1:{api.port}", f"http://127.0.0.1:{port}"))
+        kube = KubeClient(load_client(str(path)).api_client)
+        client = binding_client(kube.configuration, kube.auth, 4, {})
+        assert client is not None
+        loop = asyncio.get_running_loop()
+        await client.create_binding("default", "a", "uid-a", "n1", loop.time() + 5)
+        await client.create_binding("default", "b", "uid-b", "n1", loop.time() + 5)
+        client.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(main())
+    names = [(conn, json.loads(body)["metadata"]["name"]) for conn, body in requests]
+    assert names == [(1, "a"), (1, "b"), (2, "b")]
+
+
+def test_a_proxy_leaves_the_bindings_to_the_urllib3_pool(tmp_path: Path) -> None:
+    api = FakeAPIServer()
+    path = tmp_path / "kubeconfig"
+    path.write_text(api.kubeconfig())
+    kube = KubeClient(load_client(str(path)).api_client)
+    kube.configuration.proxy = "http://proxy.example:3128"
+    assert binding_client(kube.configuration, kube.auth, 4, {}) is None
