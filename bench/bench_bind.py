@@ -117,9 +117,10 @@ def confirmed(url: str, count: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for line in httpx.get(f"{url}/metrics").text.splitlines():
-            if line.startswith('scheduler_extender_assumed_pods_total{outcome="confirmed"}'):
-                if float(line.rsplit(" ", 1)[1]) >= count:
-                    return
+            if line.startswith('scheduler_extender_assumed_pods_total{outcome="confirmed"}') and (
+                float(line.rsplit(" ", 1)[1]) >= count
+            ):
+                return
         time.sleep(0.05)
 
 
