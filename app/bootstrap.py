@@ -27,12 +27,20 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.api.service import ExtenderService
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from app.config import ClusterConfig, ConfigError, Configuration, DecisionsConfig, bind_exposure, load_config
+from app.config import (
+    ClusterConfig,
+    ConfigError,
+    Configuration,
+    DecisionsConfig,
+    bind_exposure,
+    load_config,
+    metrics_exposure,
+)
 from app.framework.build import build_framework, profile_needs
 from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.handle import Handle
@@ -48,6 +56,9 @@ from app.observe.logs import setup_logging
 from app.plugins import default_registry
 from app.scheduler.queue import SchedulingQueue, pre_enqueue_of
 from app.scheduler.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from app.kube.client import KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +190,61 @@ def preflight(
             out.errors.append(
                 f"server.tls: the certificate, key or client CA does not load: {what}{exc.strerror or exc}"
             )
+    if server.metrics_listener is not None:
+        _metrics_preflight(config, port if port is not None else server.port, out)
     return out
+
+
+def _metrics_preflight(config: Configuration, port: int, out: Preflight) -> None:
+    """``server.metrics``: a port of its own (the effective one, ``--port`` included), credentials
+    for the reviews unless ``insecure`` (a warning then says what is exposed), TLS files that load."""
+    metrics = config.server.metrics_listener
+    assert metrics is not None
+    if metrics.port == port:
+        out.errors.append(
+            f"server.metrics.port ({metrics.port}) is the verbs' port too: set another server.metrics.port"
+        )
+    if metrics.insecure:
+        out.notes.append(metrics_exposure(metrics))
+        return
+    if metrics.kubeconfig is None and config.cluster is None:
+        out.errors.append(
+            "server.metrics: the metrics listener authenticates and authorizes its callers through the API server "
+            "(TokenReview, SubjectAccessReview, as kube-scheduler does) and has no credentials for it: set "
+            "server.metrics.kubeconfig, or add a cluster: section (its credentials are used); or set "
+            "server.metrics.insecure: true to serve the metrics to anyone without authentication"
+        )
+    if metrics.tls is not None or metrics.client_ca_file:
+        import ssl
+
+        from app.api.server import metrics_ssl_context
+
+        try:
+            metrics_ssl_context(metrics)
+        except (OSError, ssl.SSLError) as exc:
+            what = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+            out.errors.append(
+                f"server.metrics: the certificate, key or client CA does not load: {what}{exc.strerror or exc}"
+            )
+
+
+def metrics_client(config: Configuration) -> KubeClient | None:
+    """The API client of the metrics listener's reviews (``None`` with ``insecure: true``):
+    ``server.metrics.kubeconfig``, else the ``cluster:`` section's credentials (``kubeconfig`` and
+    ``context``, else in-cluster, else the default kubeconfig: :func:`app.kube.client.load_client`).
+    Raises :class:`~app.kube.errors.KubeConfigError`."""
+    from app.kube.client import KubeClient, load_client
+
+    metrics = config.server.metrics_listener
+    if metrics is None or metrics.insecure:
+        return None
+    if metrics.kubeconfig is not None:
+        loaded = load_client(metrics.kubeconfig, pool_size=4)
+    else:
+        cluster = config.cluster
+        loaded = load_client(cluster.kubeconfig if cluster else None, cluster.context if cluster else None, 4)
+    log.info("metrics listener: reviewing callers with the credentials of %s", loaded.source)
+    return KubeClient(loaded.api_client)
 
 
 @dataclass
@@ -373,6 +438,18 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
                 )
     app = create_app(service)
     service.health = running.supervisor.health
+    listener = None
+    if server.metrics_listener is not None:
+        from app.api.delegated import metrics_listener
+        from app.kube.errors import KubeConfigError
+
+        try:
+            listener = metrics_listener(app.fastapi, server.metrics_listener, metrics_client(config))
+        except KubeConfigError as exc:
+            print(f"error: server.metrics: the metrics listener's reviews need credentials but {exc}", file=sys.stderr)
+            if cluster is not None:
+                cluster.close()
+            return 1
     if schedule:
         schedulers(service, app.metrics, app.worker, running)
         app.metrics.watch_queues(running.queue_counts)
@@ -397,7 +474,15 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     # less often (measured: a few ms less p50 for 100- and 500-node bodies, `make bench`).
     gc.set_threshold(50_000, 50, 100)
     try:
-        run(app, host, port, options, on_startup=running.supervisor.start, on_shutdown=running.supervisor.stop)
+        run(
+            app,
+            host,
+            port,
+            options,
+            on_startup=running.supervisor.start,
+            on_shutdown=running.supervisor.stop,
+            metrics=listener,
+        )
     except ListenError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -416,6 +501,7 @@ __all__ = [
     "build_service",
     "cluster_settings",
     "decision_store",
+    "metrics_client",
     "preflight",
     "schedulers",
     "serve",

@@ -141,6 +141,122 @@ class TimeoutsConfig(_Model):
         return parse_duration(getattr(self, name))
 
 
+class MetricsTLSConfig(_Model):
+    """``server.metrics.tls``: the metrics listener's serving certificate and key (PEM files,
+    reloaded when they change, checked every ``reloadInterval``, 10s). Without it the listener
+    serves a self-signed certificate generated in memory at start, as kube-scheduler does when
+    ``--tls-cert-file`` is unset (``SecureServingOptions.MaybeDefaultWithSelfSignedCerts``)."""
+
+    cert_file: str
+    key_file: str
+    reload_interval: Duration = "10s"
+
+    @pydantic.field_validator("reload_interval")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        return _positive_duration(value)
+
+
+#: The metrics listener's default port (kube-scheduler serves its own on 10259,
+#: kube-controller-manager on 10257).
+DEFAULT_METRICS_PORT = 10261
+
+
+class MetricsServerConfig(_Model):
+    """``server.metrics``: a second listener that serves only ``GET /metrics``, ``/healthz`` and
+    ``/readyz`` (the verbs stay on ``server.host``), protected as kube-scheduler protects its own
+    secure port (k8s.io/apiserver's delegated authentication and authorization,
+    :mod:`app.api.delegated`): a client certificate signed by ``clientCAFile`` or a bearer token
+    reviewed by the API server (``TokenReview``) names the caller, a ``SubjectAccessReview`` of
+    ``get`` on the path decides (RBAC ``nonResourceURLs: ["/metrics"]``).
+
+    - ``enabled`` (true): ``false`` turns the listener off (``render`` gives every configuration
+      with ``cluster:`` this listener with its defaults unless it says so).
+    - ``host`` (``0.0.0.0``) and ``port`` (10261, must differ from ``server.port``).
+    - ``insecure`` (false): plain HTTP, no authentication, no authorization: every metric
+      (profile and plugin names, node and pod counts, rejection reasons) to anyone who reaches
+      ``host:port``. An opt-in; ``validate`` and ``serve`` warn about it.
+    - ``tls`` (:class:`MetricsTLSConfig`): the serving certificate; default: self-signed, made in
+      memory at each start (valid one year).
+    - ``clientCAFile``: client certificates signed by this CA authenticate as user CN, groups O
+      (kube-apiserver's x509 authenticator); without it only bearer tokens authenticate.
+    - ``alwaysAllowPaths`` (``/healthz``, ``/readyz``): served without authentication or
+      authorization (kube-scheduler's ``--authorization-always-allow-paths`` default, less
+      ``/livez``, which this service does not serve). A path ending in ``*`` is a prefix.
+    - ``kubeconfig``: the credentials of the reviews (kube-scheduler's
+      ``--authentication-kubeconfig``/``--authorization-kubeconfig``); default: the ``cluster:``
+      section's credentials. They need ``tokenreviews`` and ``subjectaccessreviews`` ``create``
+      (the built-in ClusterRole ``system:auth-delegator``, which ``render`` binds).
+    - ``cacheTTL`` (10s): how long a review's answer is reused, for tokens, allowed and denied
+      requests alike (kube-scheduler's ``--authentication-token-webhook-cache-ttl``,
+      ``--authorization-webhook-cache-authorized-ttl`` and ``-unauthorized-ttl`` defaults); a
+      Prometheus scraping every 15 s costs two API calls per scrape at most, one each per
+      ``cacheTTL`` when it scrapes faster. ``0s``: every request is reviewed. A review that failed
+      is never reused.
+    - ``reviewTimeout`` (10s): how long one TokenReview or SubjectAccessReview may take
+      (``TokenRequestTimeout`` and the authorization ``ClientTimeout`` of kube-scheduler).
+    - ``maxConnections`` (64): open connections; a request past the cap gets 503 with
+      ``Retry-After`` (``/healthz`` and ``/readyz`` excepted). ``server.timeouts`` ``header`` and
+      ``idle`` apply here as on the verb listener.
+    """
+
+    enabled: bool = True
+    host: str = "0.0.0.0"  # every address: the listener exists to be reached by Prometheus
+    port: int = Field(default=DEFAULT_METRICS_PORT, ge=1, le=65535)
+    insecure: bool = False
+    tls: MetricsTLSConfig | None = None
+    client_ca_file: str | None = Field(default=None, alias="clientCAFile")
+    always_allow_paths: list[str] = Field(default_factory=lambda: ["/healthz", "/readyz"])
+    kubeconfig: str | None = None
+    cache_ttl: Duration = Field(default="10s", alias="cacheTTL")
+    review_timeout: Duration = "10s"
+    max_connections: int = Field(default=64, gt=0, le=65536)
+
+    @pydantic.field_validator("cache_ttl")
+    @classmethod
+    def _ttl(cls, value: str) -> str:
+        if parse_duration(value) < 0:
+            raise ValueError("must not be negative")
+        return value
+
+    @pydantic.field_validator("review_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        return _positive_duration(value)
+
+    @pydantic.field_validator("always_allow_paths")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith("/"):
+                raise ValueError(f"{path!r}: a path begins with /")
+            if "*" in path[:-1]:
+                raise ValueError(f"{path!r}: only a trailing * is allowed (a prefix)")
+        return value
+
+    @pydantic.model_validator(mode="after")
+    def _plain_has_no_tls(self) -> MetricsServerConfig:
+        if self.insecure and (self.tls is not None or self.client_ca_file):
+            raise ValueError(
+                "insecure: true serves plain HTTP without authentication: remove tls and clientCAFile, "
+                "or insecure to serve HTTPS"
+            )
+        return self
+
+    def seconds(self, name: Literal["cache_ttl", "review_timeout"]) -> float:
+        """``cacheTTL`` or ``reviewTimeout`` in seconds."""
+        return parse_duration(getattr(self, name))
+
+
+def metrics_exposure(metrics: MetricsServerConfig) -> str:
+    """What ``server.metrics.insecure: true`` exposes, for the warning of ``validate`` and ``serve``."""
+    return (
+        f"server.metrics.insecure: the metrics listener on {metrics.host}:{metrics.port} serves plain HTTP without "
+        "authentication: every metric (profile and plugin names, node and pod counts, rejection reasons, leader "
+        "state) to anyone who reaches that address"
+    )
+
+
 class ServerConfig(_Model):
     """Listen address, request limits, timeouts and logging.
 
@@ -159,6 +275,8 @@ class ServerConfig(_Model):
     certificates (see :func:`bind_exposure`); ``serve`` refuses a profile that serves bind without
     ``tls.clientCAFile`` otherwise. ``logLevel`` (info), ``logFormat`` (``text``, or ``json``:
     one object per line) and ``accessLog`` (false) apply to the service's and uvicorn's logs alike.
+    ``metrics``: a second, authenticated listener for ``/metrics``, ``/healthz`` and ``/readyz``
+    (:class:`MetricsServerConfig`); without it they are served on this listener only.
     """
 
     host: str = "127.0.0.1"
@@ -175,6 +293,12 @@ class ServerConfig(_Model):
     log_format: Literal["text", "json"] = "text"
     access_log: bool = False
     default_profile: str | None = None
+    metrics: MetricsServerConfig | None = None
+
+    @property
+    def metrics_listener(self) -> MetricsServerConfig | None:
+        """``metrics`` when the listener is on (set and ``enabled``), else ``None``."""
+        return self.metrics if self.metrics is not None and self.metrics.enabled else None
 
     @property
     def in_flight_bytes(self) -> int:
@@ -187,6 +311,11 @@ class ServerConfig(_Model):
             raise ValueError(
                 f"maxInFlightBytes ({self.max_in_flight_bytes}) must be at least maxRequestBytes "
                 f"({self.max_request_bytes}): a body the service admits must fit"
+            )
+        if self.metrics is not None and self.metrics.enabled and self.metrics.port == self.port:
+            raise ValueError(
+                f"metrics.port ({self.metrics.port}) must differ from port: the metrics listener is a second "
+                "socket beside the verbs' (set server.metrics.port, 10261 by default)"
             )
         return self
 

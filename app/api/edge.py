@@ -60,6 +60,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OVER_CAPACITY = "scheduler_extender.over_capacity"
 #: Set in a request's scope by the server: the CN of the verified TLS client certificate, or None.
 PEER_CN = "scheduler_extender.peer_cn"
+#: Set in a request's scope by the server: the O values (organizations) of that certificate, a
+#: tuple (empty without one): the groups kube-apiserver's x509 authenticator reads.
+PEER_GROUPS = "scheduler_extender.peer_groups"
 #: Bodies up to this size (bytes) are not counted against ``maxInFlightBytes``: bind bodies and
 #: cache-mode bodies always pass.
 SMALL_BODY = 1 << 20
@@ -135,7 +138,10 @@ class VerbRouter:
         started = time.perf_counter()
         probe = _is_probe(scope)
         target = self.service.resolve(profile, verb.name)
-        label = self.metrics.profile_label(target.profile if isinstance(target, Framework) else profile)
+        # the profile the path names: ``/{verb}`` names the default profile, whether or not it
+        # serves the verb (its mismatch answer is counted under its name, as its other verbs are)
+        named = profile if profile is not None else self.service.default_profile
+        label = self.metrics.profile_label(target.profile if isinstance(target, Framework) else named)
         held = _Held(self)
         token = None
         try:

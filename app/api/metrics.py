@@ -40,9 +40,11 @@ class Metrics:
 
     - ``scheduler_extender_requests_total{profile,verb,code,outcome}``: answered verb requests by
       HTTP status; ``outcome`` is ``error`` for a non-200 and for a 200 filter or bind answer
-      carrying ``Error``, else ``success``. A probe of ``check-scheduler-config``
-      (:data:`~app.observe.logs.PROBE_HEADER`) is not counted here nor in the duration, and
-      builds no decision (see :mod:`app.api.edge`).
+      carrying ``Error``, else ``success``. ``profile`` is the profile the path names: ``/{verb}``
+      names the default profile, whether or not it serves the verb; :data:`UNKNOWN_PROFILE` only
+      for a path naming no configured profile (or ``/{verb}`` without a default profile). A probe
+      of ``check-scheduler-config`` (:data:`~app.observe.logs.PROBE_HEADER`) is not counted here
+      nor in the duration, and builds no decision (see :mod:`app.api.edge`).
     - ``scheduler_extender_request_duration_seconds{profile,verb}``: from the start of the request
       (body read included) to the answer, in seconds.
     - ``scheduler_extender_filter_nodes_total{profile,plugin,result}``: nodes each plugin rejected

@@ -20,24 +20,35 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
 ``server.timeouts.shutdown``; uvicorn then cancels what is left and re-raises the signal with
 its default action, which ends the process even while a verb is busy in the worker thread
 (exit status 143 for SIGTERM, as for any process SIGTERM ends).
+
+With ``server.metrics``, :func:`run` also serves the metrics listener
+(:class:`~app.api.delegated.MetricsListener`) as a second ``uvicorn.Server``
+(:class:`MetricsServer`) on the same loop: started once the verb socket is bound, stopped with
+it; the same guarded protocol (``server.timeouts``, ``server.metrics.maxConnections``), HTTPS with
+:func:`metrics_ssl_context` (``server.metrics.tls``, else :func:`self_signed_certificate`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import errno
+import ipaddress
 import logging
 import os
 import resource
+import socket
 import ssl
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.api.edge import OVER_CAPACITY, PEER_CN, VerbRouter
-from app.config import ServerConfig, TLSConfig
+from app.api.delegated import MetricsListener
+from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, VerbRouter
+from app.config import MetricsServerConfig, ServerConfig, TLSConfig
 from app.framework.profile import parse_duration
 
 log = logging.getLogger(__name__)
@@ -63,7 +74,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
-        self._peer_cn = peer_common_name(transport)
+        self._peer_cn, self._peer_groups = peer_identity(transport)
         self._idle_since = self.loop.time()
         # idle before the first request, as uvicorn does between requests
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
@@ -89,6 +100,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.scope[PEER_CN] = self._peer_cn  # type: ignore[literal-required]
+        self.scope[PEER_GROUPS] = self._peer_groups  # type: ignore[literal-required]
         self._arm(self.header_timeout, self._header_timed_out)
 
     def on_headers_complete(self) -> None:
@@ -128,13 +140,25 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 def peer_common_name(transport: asyncio.BaseTransport) -> str | None:
     """The CN of the client certificate the TLS handshake verified, or ``None`` (plain HTTP, or a
     client that presented none)."""
+    return peer_identity(transport)[0]
+
+
+def peer_identity(transport: asyncio.BaseTransport) -> tuple[str | None, tuple[str, ...]]:
+    """``(CN, O values)`` of the client certificate the TLS handshake verified: the user and the
+    groups kube-apiserver's x509 authenticator reads (``CommonNameUserConversion``,
+    k8s.io/apiserver pkg/authentication/request/x509/x509.go); ``(None, ())`` over plain HTTP or
+    without a certificate (``getpeercert()`` is empty for a certificate that was not verified)."""
     ssl_object = transport.get_extra_info("ssl_object")
     cert = ssl_object.getpeercert() if ssl_object is not None else None
+    name: str | None = None
+    groups: list[str] = []
     for rdn in (cert or {}).get("subject", ()):
         for key, value in rdn:
-            if key == "commonName":
-                return str(value)
-    return None
+            if key == "commonName" and name is None:
+                name = str(value)
+            elif key == "organizationName":
+                groups.append(str(value))
+    return name, tuple(groups)
 
 
 def ssl_context(tls: TLSConfig) -> ssl.SSLContext:
@@ -203,19 +227,25 @@ class ListenError(Exception):
     """The server could not listen on ``host:port`` (in use, not a local address, a privileged
     port): one line that names the address and the option that changes it."""
 
-    def __init__(self, host: str, port: int, cause: OSError) -> None:
+    def __init__(self, host: str, port: int, cause: OSError, section: str = "server") -> None:
         self.host, self.port, self.cause = host, port, cause
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        flags = section == "server"  # --host/--port override server.host/server.port only
+        port_fix = f"pass --port or set {section}.port" if flags else f"set {section}.port"
+        host_fix = f"pass --host or set {section}.host" if flags else f"set {section}.host"
         if cause.errno == errno.EADDRINUSE:
-            why, fix = "is in use: another process listens there", "pass --port or set server.port"
+            why, fix = "is in use: another process listens there", port_fix
         elif cause.errno == errno.EACCES:
-            why, fix = "is not allowed: ports below 1024 need privileges", "pass --port or set server.port"
+            why, fix = "is not allowed: ports below 1024 need privileges", port_fix
         elif cause.errno == errno.EADDRNOTAVAIL:
-            why, fix = "is not an address of this host", "pass --host or set server.host"
+            why, fix = "is not an address of this host", host_fix
         else:
             reason = cause.strerror or str(cause)
-            why, fix = f"cannot be listened on: {reason}", "pass --host/--port or set server.host/server.port"
-        super().__init__(f"{where} {why}; {fix}")
+            both = f"{section}.host/{section}.port"
+            why = f"cannot be listened on: {reason}"
+            fix = f"pass --host/--port or set {both}" if flags else f"set {both}"
+        what = "the metrics listener " if section == "server.metrics" else ""
+        super().__init__(f"{what}{where} {why}; {fix}")
 
 
 class _BindErrorFilter(logging.Filter):
@@ -237,11 +267,14 @@ class ExtenderServer(uvicorn.Server):
         reloader: CertificateReloader | None = None,
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], Awaitable[Any]] | None = None,
+        metrics: MetricsServer | None = None,
     ) -> None:
         super().__init__(config)
         self.reloader = reloader
         self.on_startup = on_startup
         self.on_shutdown = on_shutdown
+        #: the second listener (``server.metrics``), started once this one is bound, on its loop
+        self.metrics = metrics
         self._reloading: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: Any = None) -> None:
@@ -259,6 +292,13 @@ class ExtenderServer(uvicorn.Server):
             uvicorn_log.removeFilter(quiet)
         if not self.started:
             return
+        if self.metrics is not None:
+            try:
+                await self.metrics.start()
+            except ListenError:
+                for listener in self.servers:
+                    listener.close()
+                raise
         app = self.config.app
         service = getattr(app, "service", None)
         if service is not None:
@@ -274,12 +314,66 @@ class ExtenderServer(uvicorn.Server):
         if self.on_startup is not None:
             self.on_startup()
 
+    async def on_tick(self, counter: int) -> bool:
+        if self.metrics is not None:
+            await self.metrics.on_tick(counter)  # its Date header; it exits with this one
+        return await super().on_tick(counter)
+
     async def shutdown(self, sockets: Any = None) -> None:
         if self._reloading is not None:
             self._reloading.cancel()
-        await super().shutdown(sockets)
+        if self.metrics is not None:
+            await asyncio.gather(self.metrics.stop(), super().shutdown(sockets))
+        else:
+            await super().shutdown(sockets)
         if self.on_shutdown is not None:
             await self.on_shutdown()
+
+
+class MetricsServer(uvicorn.Server):
+    """The metrics listener (``server.metrics``, :class:`~app.api.delegated.MetricsListener`): a
+    second ``uvicorn.Server`` on the verb listener's loop, started by :class:`ExtenderServer` once
+    its own socket is bound and stopped with it (no signal handling or main loop of its own), with
+    the guarded protocol (``server.timeouts``, ``server.metrics.maxConnections``) and, with
+    ``server.metrics.tls``, a :class:`CertificateReloader`."""
+
+    def __init__(self, config: uvicorn.Config, reloader: CertificateReloader | None = None) -> None:
+        super().__init__(config)
+        self.reloader = reloader
+        self._reloading: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Listen; raises :class:`ListenError` naming ``server.metrics`` when it cannot."""
+        self.lifespan = self.config.lifespan_class(self.config)
+        quiet = _BindErrorFilter()
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addFilter(quiet)
+        try:
+            await self.startup()
+        except SystemExit as exc:
+            cause = exc.__context__
+            if isinstance(cause, OSError):
+                raise ListenError(self.config.host, self.config.port, cause, "server.metrics") from None
+            raise
+        finally:
+            uvicorn_log.removeFilter(quiet)
+        await self.on_tick(0)  # the Date header before the first answer
+        app = self.config.app
+        auth = "delegated authentication and authorization" if getattr(app, "auth", None) else "no authentication"
+        log.info("serving /metrics, /healthz and /readyz on %s:%s (%s)", self.config.host, self.config.port, auth)
+        if self.reloader is not None:
+            self._reloading = asyncio.create_task(self.reloader.run())
+
+    async def stop(self) -> None:
+        """Stop listening, let answers in flight finish (``server.timeouts.shutdown``), close."""
+        if self._reloading is not None:
+            self._reloading.cancel()
+        if self.started:
+            await self.shutdown()
+        app = self.config.app
+        close = getattr(app, "close", None)
+        if close is not None:
+            close()
 
 
 def protocol_class(server: ServerConfig, on_timeout: Callable[[str], None]) -> type[GuardedHttpToolsProtocol]:
@@ -333,6 +427,141 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
     return config
 
 
+#: How long the self-signed certificate of the metrics listener is valid (kube-scheduler's in-memory
+#: certificate: one year, client-go ``certutil.GenerateSelfSignedCertKeyWithFixtures``).
+SELF_SIGNED_DAYS = 365
+
+
+def self_signed_certificate(names: Sequence[str]) -> bytes:
+    """A serving certificate for ``names`` (DNS names or IP addresses) signed by a CA made for it,
+    and its key: PEM, certificate, CA and key in one blob, ECDSA P-256, valid
+    :data:`SELF_SIGNED_DAYS` from an hour ago; CNs ``scheduler-extender-metrics[-ca]@<unix time>``
+    as client-go's ``GenerateSelfSignedCertKeyWithFixtures`` names its ``<host>[-ca]@<time>``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+    stamp = int(time.time())
+    until = now + datetime.timedelta(days=SELF_SIGNED_DAYS)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"scheduler-extender-metrics-ca@{stamp}")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    sans: list[x509.GeneralName] = []
+    for name in dict.fromkeys(names):
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
+    leaf_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"scheduler-extender-metrics@{stamp}")])
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(leaf_name)
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    private = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return leaf.public_bytes(pem) + ca.public_bytes(pem) + private
+
+
+def _load_chain_from_memory(context: ssl.SSLContext, blob: bytes) -> None:
+    """``context.load_cert_chain`` of a PEM blob (certificates and key) that is never written to a
+    file system: through an anonymous memory file where Linux has them (the pods' root file system
+    is read-only), else a private temporary file removed at once."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("scheduler-extender-metrics-tls", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, blob)
+            context.load_cert_chain(f"/proc/self/fd/{fd}")
+            return
+        except OSError:
+            pass  # no /proc: the temporary file below
+        finally:
+            os.close(fd)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "tls.pem")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as out:
+            out.write(blob)
+        context.load_cert_chain(path)
+
+
+def metrics_ssl_context(metrics: MetricsServerConfig) -> ssl.SSLContext:
+    """The metrics listener's TLS context: TLS 1.2 or later, ``tls.certFile``/``keyFile`` or a
+    :func:`self_signed_certificate` for ``localhost``, ``127.0.0.1``, this host's name and
+    ``host`` (when it is one address), and with ``clientCAFile`` client certificates verified when
+    presented (``CERT_OPTIONAL``: Prometheus with a token presents none). Raises ``OSError`` or
+    ``ssl.SSLError`` when the files do not load."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if metrics.tls is not None:
+        context.load_cert_chain(metrics.tls.cert_file, metrics.tls.key_file)
+    else:
+        names = ["localhost", "127.0.0.1", socket.gethostname()]
+        if metrics.host not in ("", "0.0.0.0", "::"):  # an address of every interface names none
+            names.append(metrics.host)
+        _load_chain_from_memory(context, self_signed_certificate(names))
+    if metrics.client_ca_file:
+        context.load_verify_locations(metrics.client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+def metrics_server(listener: MetricsListener, server: ServerConfig, options: dict[str, Any]) -> MetricsServer:
+    """The :class:`MetricsServer` of ``server.metrics`` serving ``listener``: the guarded protocol
+    with ``server.timeouts`` and ``server.metrics.maxConnections``, HTTPS with
+    :func:`metrics_ssl_context` unless ``insecure``. ``options``: further ``uvicorn.Config``
+    arguments (log level, access log)."""
+    metrics = listener.config
+    timeouts = server.timeouts
+    limits = server.model_copy(update={"max_connections": metrics.max_connections})
+    config = uvicorn.Config(
+        listener,
+        host=metrics.host,
+        port=metrics.port,
+        http=protocol_class(limits, lambda phase: None),
+        lifespan="off",
+        proxy_headers=False,
+        timeout_keep_alive=max(1, round(timeouts.seconds("idle"))),
+        timeout_graceful_shutdown=max(1, round(timeouts.seconds("shutdown"))),
+        server_header=False,
+        **{k: v for k, v in options.items() if not k.startswith("ssl_")},
+    )
+    config.load()
+    reloader = None
+    if not metrics.insecure:
+        config.ssl = metrics_ssl_context(metrics)
+        if metrics.tls is not None:
+            tls = metrics.tls
+            files = TLSConfig.model_validate(
+                {"certFile": tls.cert_file, "keyFile": tls.key_file, "clientCAFile": metrics.client_ca_file}
+            )
+            reloader = CertificateReloader(config.ssl, files, parse_duration(metrics.tls.reload_interval))
+    return MetricsServer(config, reloader)
+
+
 def run(
     app: VerbRouter,
     host: str,
@@ -340,19 +569,24 @@ def run(
     options: dict[str, Any],
     on_startup: Callable[[], None] | None = None,
     on_shutdown: Callable[[], Awaitable[Any]] | None = None,
+    metrics: MetricsListener | None = None,
 ) -> bool:
     """Serve ``app`` until SIGTERM or SIGINT (see the module doc), with the hooks of
-    :class:`ExtenderServer`; returns whether it served. Raises :class:`ListenError` when the
-    socket cannot be bound."""
+    :class:`ExtenderServer`, and ``metrics`` on its own socket (:func:`metrics_server`) when
+    given; returns whether it served. Raises :class:`ListenError` when a socket cannot be bound."""
     server = app.service.config.server
-    raise_open_files_limit(server.max_connections + 64)
+    extra = metrics.config.max_connections + 16 if metrics is not None else 0
+    raise_open_files_limit(server.max_connections + 64 + extra)
     config = uvicorn_config(app, host, port, options)
     reloader = None
     if server.tls is not None and config.ssl:
         reloader = CertificateReloader(config.ssl, server.tls, parse_duration(server.tls.reload_interval))
-    server_ = ExtenderServer(config, reloader, on_startup, on_shutdown)
+    second = metrics_server(metrics, server, options) if metrics is not None else None
+    server_ = ExtenderServer(config, reloader, on_startup, on_shutdown, second)
     try:
         server_.run()
     finally:
         app.worker.shutdown(wait=False, cancel_futures=True)
+        if metrics is not None:
+            metrics.close()
     return bool(server_.started)

@@ -22,6 +22,14 @@ One :class:`~app.config.Configuration` gives (file names relative to ``--out``):
 - ``podgroup-crd.yaml`` (and a copy in ``second-scheduler/`` and ``scheduler/``, which their
   kustomizations leave out: ``delete -k`` must not delete every PodGroup), only when a profile
   enables Coscheduling: the PodGroup CRD (:data:`PODGROUP_CRD`).
+- with the metrics listener (``server.metrics``, on by default with ``cluster:``:
+  :func:`metrics_defaults`): ``scheduler-extender-metrics.yaml`` (``metrics.yaml`` in
+  ``second-scheduler/`` and ``scheduler/``): a headless Service of the listener's port, and the
+  ServiceAccount, token Secret and RBAC (``nonResourceURLs: ["/metrics"]``) a scraper reads it
+  with; ``scheduler-extender-podmonitor.yaml`` (``podmonitor.yaml``, outside the kustomizations:
+  it needs prometheus-operator's CRD): a ``PodMonitor`` (:func:`metrics_objects`). The pods carry
+  a ``metrics`` port and ``prometheus.io/*`` scrape annotations; the extender's identity is bound
+  to ``system:auth-delegator`` (its reviews).
 
 Each install mode is a *target* (:data:`TARGETS`, :data:`TARGET_FILES`): ``render(...,
 targets=...)`` writes only the files of those given; :func:`default_targets` says what a
@@ -46,7 +54,7 @@ import yaml
 from app import __version__
 from app.cluster import podgroups
 from app.cluster.runtime import CACHE_RBAC, EVENTS_RBAC, REQUEUE_RBAC, needs_rbac
-from app.config import Configuration, LeaderElectionConfig, TLSConfig
+from app.config import DEFAULT_METRICS_PORT, Configuration, LeaderElectionConfig, MetricsServerConfig, TLSConfig
 from app.deploy.sizing import CLUSTER_MEMORY_BYTES, IDLE_MEMORY_BYTES, memory_limit_bytes
 from app.framework.build import effective_points, enabled_plugins, plugin_args
 from app.framework.errors import SchedulerExtenderError
@@ -178,7 +186,8 @@ def header_source(path: str | None) -> str:
 #: The install modes ``render --target`` chooses among (``all``: every one of them).
 TARGETS = ("kubeadm", "static-pod", "second-scheduler", "standalone")
 #: The files each target writes (a name ending in ``/``: that directory); ``podgroup-crd.yaml``
-#: only when a profile enables Coscheduling, ``scheduler-extender-rbac.yaml`` only with ``cluster:``.
+#: only when a profile enables Coscheduling, ``scheduler-extender-rbac.yaml`` only with ``cluster:``,
+#: ``scheduler-extender-metrics.yaml`` and ``-podmonitor.yaml`` only with the metrics listener.
 TARGET_FILES = {
     "kubeadm": (
         "kube-scheduler-config.yaml",
@@ -186,6 +195,8 @@ TARGET_FILES = {
         "scheduler-extender.yaml",
         "scheduler-extender-config.yaml",
         "scheduler-extender-rbac.yaml",
+        "scheduler-extender-metrics.yaml",
+        "scheduler-extender-podmonitor.yaml",
         "podgroup-crd.yaml",
     ),
     "static-pod": (
@@ -194,6 +205,8 @@ TARGET_FILES = {
         "scheduler-extender.yaml",
         "scheduler-extender-config.yaml",
         "scheduler-extender-rbac.yaml",
+        "scheduler-extender-metrics.yaml",
+        "scheduler-extender-podmonitor.yaml",
         "podgroup-crd.yaml",
     ),
     "second-scheduler": ("second-scheduler/",),
@@ -526,13 +539,23 @@ def _probe(config: Configuration, path: str, period: int, failures: int) -> dict
     }
 
 
+def _ports(config: Configuration) -> list[dict[str, Any]]:
+    """The extender's container ports: ``http`` (the verbs) and, with the metrics listener,
+    ``metrics`` (what the Service and the PodMonitor name)."""
+    ports = [{"name": "http", "containerPort": config.server.port, "protocol": "TCP"}]
+    metrics = config.server.metrics_listener
+    if metrics is not None:
+        ports.append({"name": "metrics", "containerPort": metrics.port, "protocol": "TCP"})
+    return ports
+
+
 def _extender_container(config: Configuration, options: RenderOptions, config_path: str) -> dict[str, Any]:
     return {
         "name": "scheduler-extender",
         "image": options.extender_image,
         "imagePullPolicy": "IfNotPresent",
         "args": ["--config", config_path],
-        "ports": [{"name": "http", "containerPort": config.server.port, "protocol": "TCP"}],
+        "ports": _ports(config),
         "startupProbe": _probe(config, "/healthz", 1, 30),
         "livenessProbe": _probe(config, "/healthz", 10, 3),
         "readinessProbe": _probe(config, "/readyz", 5, 3),
@@ -569,26 +592,45 @@ def _tls_files(config: Configuration, side: str) -> list[tuple[str, str]]:
     return [(n, p) for n, p in files if p]
 
 
+#: The labels of the extender's static pod (what its metrics Service and PodMonitor select).
+STATIC_POD_LABELS = {"component": "scheduler-extender", "tier": "control-plane"}
+
+
+def _metrics_files(config: Configuration) -> list[tuple[str, str]]:
+    """The host files the metrics listener reads in a static pod: its certificate and key, its
+    client CA and its own kubeconfig, when set."""
+    metrics = config.server.metrics_listener
+    if metrics is None:
+        return []
+    files = [("metrics-client-ca", metrics.client_ca_file), ("metrics-kubeconfig", metrics.kubeconfig)]
+    if metrics.tls is not None:
+        files = [("metrics-tls-cert", metrics.tls.cert_file), ("metrics-tls-key", metrics.tls.key_file), *files]
+    return [(n, p) for n, p in files if p]
+
+
 def extender_static_pod(config: Configuration, options: RenderOptions) -> dict[str, Any]:
     """The service's static pod: hostNetwork on 127.0.0.1, system-node-critical, non-root,
     read-only root filesystem, no capabilities; hostPath mounts for its config, its kubeconfig
-    (with ``cluster:``) and TLS files."""
+    (with ``cluster:``) and TLS files. With the metrics listener: its port (named ``metrics``, on
+    the host's addresses: hostNetwork), its files and the scrape annotations."""
     files = [("config", EXTENDER_CONFIG_PATH)]
     kubeconfig = _extender_kubeconfig(config)
     if kubeconfig is not None:
         files.append(("kubeconfig", kubeconfig))
     files += _tls_files(config, "server")
+    mounted = {p for _, p in files}
+    files += [(n, p) for n, p in _metrics_files(config) if p not in mounted]  # a file mounted once
     volumes, mounts = zip(*(_host_file(n, p) for n, p in files), strict=True)
     container = _extender_container(config, options, EXTENDER_CONFIG_PATH)
     container["volumeMounts"] = list(mounts)
+    metadata: dict[str, Any] = {"name": "scheduler-extender", "namespace": "kube-system", "labels": STATIC_POD_LABELS}
+    metrics = config.server.metrics_listener
+    if metrics is not None:
+        metadata["annotations"] = scrape_annotations(metrics)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": "scheduler-extender",
-            "namespace": "kube-system",
-            "labels": {"component": "scheduler-extender", "tier": "control-plane"},
-        },
+        "metadata": metadata,
         "spec": {
             "hostNetwork": True,
             "priorityClassName": "system-node-critical",
@@ -684,7 +726,8 @@ def _binding(
 def static_pod_rbac(config: Configuration, registry: Registry) -> list[dict[str, Any]]:
     """ClusterRole ``scheduler-extender`` and its binding to :data:`EXTENDER_USER` (empty without
     ``cluster:``); with ``cluster.leaderElection``, a Role to ``get`` the one Lease it follows (a
-    follower only reads it) and its RoleBinding."""
+    follower only reads it) and its RoleBinding. (The metrics listener's ``system:auth-delegator``
+    binding is in ``scheduler-extender-metrics.yaml``: :func:`metrics_objects`.)"""
     rules = extender_rules(config, registry)
     if not rules:
         return []
@@ -713,6 +756,153 @@ def static_pod_rbac(config: Configuration, registry: Registry) -> list[dict[str,
             _binding("RoleBinding", "scheduler-extender-lease", "Role", "scheduler-extender-lease", user, ns),
         ]
     return out
+
+
+def auth_delegator(name: str, subject: dict[str, Any]) -> dict[str, Any]:
+    """The ClusterRoleBinding ``<name>-auth-delegator`` of ``subject`` to the built-in ClusterRole
+    ``system:auth-delegator`` (``tokenreviews`` and ``subjectaccessreviews`` ``create``): what
+    the metrics listener's reviews need, as every delegating API server's identity does."""
+    return _binding("ClusterRoleBinding", f"{name}-auth-delegator", "ClusterRole", "system:auth-delegator", subject)
+
+
+def metrics_defaults(config: Configuration) -> Configuration:
+    """``config`` as ``render`` deploys it: with ``cluster:`` and no ``server.metrics``, the metrics
+    listener with its defaults (:class:`~app.config.MetricsServerConfig`: ``0.0.0.0:10261``,
+    HTTPS, delegated authentication and authorization with the cluster credentials), so that every
+    deployment is scrapeable; ``server.metrics.enabled: false`` keeps it off. Without ``cluster:``
+    there are no credentials for the reviews: only a configured listener is rendered. Raises
+    :class:`RenderError` when ``server.port`` is the default metrics port."""
+    server = config.server
+    if config.cluster is None or server.metrics is not None:
+        return config
+    if server.port == DEFAULT_METRICS_PORT:
+        raise RenderError(
+            f"server.port {server.port} is the metrics listener's default port: set server.metrics.port "
+            "(or server.metrics.enabled: false)"
+        )
+    return config.model_copy(update={"server": server.model_copy(update={"metrics": MetricsServerConfig()})})
+
+
+def scrape_annotations(metrics: MetricsServerConfig) -> dict[str, str]:
+    """The ``prometheus.io/*`` pod annotations of annotation-based scraping (the ``kubernetes-pods``
+    job of Prometheus's example configuration): scrape, port, scheme (``https`` unless
+    ``insecure``) and path. The scraper authenticates with its own service account token."""
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(metrics.port),
+        "prometheus.io/scheme": "http" if metrics.insecure else "https",
+        "prometheus.io/path": "/metrics",
+    }
+
+
+def metrics_objects(
+    metrics: MetricsServerConfig,
+    name: str,
+    ns: str,
+    selector: dict[str, str],
+    reviewer: dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """What makes the metrics listener of the pods ``selector`` selects in ``ns`` scrapeable:
+
+    - a headless Service ``<name>-metrics`` of its port (``metrics``);
+    - unless ``insecure``, ``reviewer`` (the RBAC subject of the extender's credentials, when
+      ``render`` knows it) bound to ``system:auth-delegator`` (:func:`auth_delegator`): the
+      listener's TokenReviews and SubjectAccessReviews;
+    - unless ``insecure``: the ServiceAccount ``<name>-metrics-reader``, a Secret of type
+      ``kubernetes.io/service-account-token`` holding its token (``<name>-metrics-reader-token``),
+      the ClusterRole ``<name>-metrics-reader`` (``get`` of ``nonResourceURLs: ["/metrics"]``, what
+      the SubjectAccessReviews ask) and its binding to that ServiceAccount;
+
+    and, apart (it needs prometheus-operator's CRD), a ``monitoring.coreos.com/v1`` PodMonitor
+    ``<name>`` scraping port ``metrics`` over HTTPS with that token (``authorization``, type
+    ``Bearer``) and ``insecureSkipVerify`` (the listener's certificate is self-signed unless
+    ``server.metrics.tls`` is set; give ``tlsConfig.ca`` then)."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(f"{name}-metrics", ns),
+        "spec": {
+            "clusterIP": "None",
+            "selector": selector,
+            "ports": [{"name": "metrics", "port": metrics.port, "targetPort": "metrics", "protocol": "TCP"}],
+        },
+    }
+    endpoint: dict[str, Any] = {"port": "metrics", "path": "/metrics", "scheme": "http"}
+    objects: list[dict[str, Any]] = [service]
+    if not metrics.insecure:
+        if reviewer is not None:
+            objects.append(auth_delegator(name, reviewer))
+        reader = f"{name}-metrics-reader"
+        secret = {"name": f"{reader}-token", "key": "token"}
+        sa = {"kind": "ServiceAccount", "name": reader, "namespace": ns}
+        objects += [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(reader, ns)},
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": _meta(secret["name"], ns) | {"annotations": {"kubernetes.io/service-account.name": reader}},
+                "type": "kubernetes.io/service-account-token",
+            },
+            _cluster_role(reader, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]),
+            _binding("ClusterRoleBinding", reader, "ClusterRole", reader, sa),
+        ]
+        endpoint |= {
+            "scheme": "https",
+            "tlsConfig": {"insecureSkipVerify": True},
+            "authorization": {"type": "Bearer", "credentials": secret},
+        }
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": _meta(name, ns),
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "namespaceSelector": {"matchNames": [ns]},
+            "podMetricsEndpoints": [endpoint],
+        },
+    }
+    return objects, monitor
+
+
+def deployed_metrics(config: Configuration) -> Configuration:
+    """``config`` as a Deployment's pod runs it: its metrics listener (if any) without host files
+    (``tls``: the self-signed certificate; ``clientCAFile``; ``kubeconfig``: the in-cluster
+    service account of ``cluster:``). Raises :class:`RenderError` for a listener that needs
+    credentials and a configuration without ``cluster:``."""
+    metrics = config.server.metrics_listener
+    if metrics is None:
+        return config
+    if not metrics.insecure and config.cluster is None:
+        raise RenderError(
+            "server.metrics: the Deployments' metrics listener reviews its callers with the in-cluster service "
+            "account of the cluster: section: add one, or set server.metrics.insecure: true (or enabled: false)"
+        )
+    plain = metrics.model_copy(update={"tls": None, "client_ca_file": None, "kubeconfig": None})
+    return config.model_copy(update={"server": config.server.model_copy(update={"metrics": plain})})
+
+
+def _metrics_files_of(config: Configuration, name: str, ns: str, source: str, where: str) -> dict[str, str]:
+    """``metrics.yaml`` and ``podmonitor.yaml`` of a Deployment target whose pods run as the
+    ServiceAccount ``name`` (empty without the listener)."""
+    metrics = config.server.metrics_listener
+    if metrics is None:
+        return {}
+    sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
+    objects, monitor = metrics_objects(metrics, name, ns, _pod_labels(name), sa)
+    return {
+        "metrics.yaml": _header(
+            f"{where}metrics.yaml: the metrics listener's Service, the right of `{name}` to review its callers and "
+            "the identity a scraper reads it with.",
+            source,
+        )
+        + dump(*objects),
+        "podmonitor.yaml": _header(
+            f"{where}podmonitor.yaml: a prometheus-operator PodMonitor of the metrics listener: kubectl apply -f it "
+            "where prometheus-operator runs (no kustomization lists it: it needs the monitoring.coreos.com CRDs).",
+            source,
+        )
+        + dump(monitor),
+    }
 
 
 #: Replicas of the second-scheduler Deployment: kube-scheduler elects a leader with its Lease and
@@ -755,12 +945,25 @@ def secure_defaults(config: Configuration) -> Configuration:
     return config.model_copy(update=update)
 
 
+def _pod_labels(name: str) -> dict[str, str]:
+    """The labels of a scheduler Deployment's pods (its selector, and its metrics Service's)."""
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
+
+
 def _scheduler_deployment(
-    name: str, ns: str, containers: list[dict[str, Any]], volumes: list[dict[str, Any]]
+    name: str,
+    ns: str,
+    containers: list[dict[str, Any]],
+    volumes: list[dict[str, Any]],
+    metrics: MetricsServerConfig | None = None,
 ) -> dict[str, Any]:
     """A scheduler's Deployment: :data:`SECOND_SCHEDULER_REPLICAS` replicas (they elect a leader),
-    its ServiceAccount ``name``, ``system-cluster-critical``, the RuntimeDefault seccomp profile."""
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "scheduler"}
+    its ServiceAccount ``name``, ``system-cluster-critical``, the RuntimeDefault seccomp profile;
+    with ``metrics``, the pods' scrape annotations (:func:`scrape_annotations`)."""
+    labels = _pod_labels(name)
+    template: dict[str, Any] = {"labels": labels}
+    if metrics is not None:
+        template["annotations"] = scrape_annotations(metrics)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -769,7 +972,7 @@ def _scheduler_deployment(
             "replicas": SECOND_SCHEDULER_REPLICAS,
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": template,
                 "spec": {
                     "serviceAccountName": name,
                     "priorityClassName": "system-cluster-critical",
@@ -795,7 +998,8 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
     if config.cluster is not None and serves_bind:
         election = LeaderElectionConfig.model_validate({"leaseName": name, "leaseNamespace": ns})
         update["cluster"] = config.cluster.model_copy(update={"leader_election": election})
-    config = config.model_copy(update=update)
+    config = deployed_metrics(config.model_copy(update=update))
+    metrics = config.server.metrics_listener
     sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
     sched_config = scheduler_configuration(
         config,
@@ -875,7 +1079,7 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         {"name": "scheduler-config", "configMap": {"name": f"{name}-config"}},
         {"name": "extender-config", "configMap": {"name": f"{name}-extender-config"}},
     ]
-    deployment = _scheduler_deployment(name, ns, [kube_scheduler, extender], volumes)
+    deployment = _scheduler_deployment(name, ns, [kube_scheduler, extender], volumes, metrics)
     files = {
         "serviceaccount.yaml": dump(service_account),
         "rbac.yaml": dump(*rbac),
@@ -885,6 +1089,10 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         k: _header(f"second-scheduler/{k}: kube-scheduler `{name}` with the extender as a sidecar.", source) + v
         for k, v in files.items()
     }
+    monitoring = _metrics_files_of(config, name, ns, source, "second-scheduler/")
+    if monitoring:
+        files["metrics.yaml"] = out["metrics.yaml"] = monitoring["metrics.yaml"]
+        out["podmonitor.yaml"] = monitoring["podmonitor.yaml"]
     if uses_podgroups(config, registry):
         out["podgroup-crd.yaml"] = _podgroup_crd("second-scheduler/podgroup-crd.yaml", source)
     out["kube-scheduler-config.yaml"] = _header(
@@ -929,8 +1137,8 @@ def render(
     names = ["default-scheduler", options.scheduler_name] if options.scheduler_name else None
     if options.scheduler_name == "default-scheduler":
         raise RenderError("--scheduler-name: 'default-scheduler' is the default profile already")
-    plain = config
-    config = secure_defaults(config)
+    plain = metrics_defaults(config)
+    config = secure_defaults(plain)
     kubeconfig = _extender_kubeconfig(config)
     out: dict[str, str] = {}
     control_plane = {"kubeadm", "static-pod"} & set(targets)
@@ -962,6 +1170,24 @@ def render(
                 f"What the extender may do with the credentials in {EXTENDER_KUBECONFIG_PATH}: kubectl apply -f.",
                 source,
             ) + dump(*rbac)
+        metrics = config.server.metrics_listener
+        if metrics is not None:
+            # the reviews use the credentials of cluster: (EXTENDER_USER) unless the listener has its own
+            user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}
+            reviewer = user if config.cluster is not None and metrics.kubeconfig is None else None
+            name = "scheduler-extender"
+            objects, monitor = metrics_objects(metrics, name, "kube-system", STATIC_POD_LABELS, reviewer)
+            out["scheduler-extender-metrics.yaml"] = _header(
+                "The extender's metrics listener: its Service (the static pods on each control-plane node), the "
+                f"extender's right to review its callers ({EXTENDER_USER}) and the identity a scraper reads it with: "
+                "kubectl apply -f.",
+                source,
+            ) + dump(*objects)
+            out["scheduler-extender-podmonitor.yaml"] = _header(
+                "A prometheus-operator PodMonitor of the extender's metrics listener: kubectl apply -f it where "
+                "prometheus-operator runs (it needs the monitoring.coreos.com CRDs).",
+                source,
+            ) + dump(monitor)
         if uses_podgroups(config, registry):
             out["podgroup-crd.yaml"] = _podgroup_crd("podgroup-crd.yaml", source)
     if "second-scheduler" in targets:
@@ -1024,6 +1250,8 @@ def standalone_scheduler(
     names = [p.scheduler_name for p in config.profiles if p.scheduler_name]
     if not names:
         return {}
+    config = deployed_metrics(config)
+    metrics = config.server.metrics_listener
     ns = options.namespace
     name = names[0] if len(names) == 1 else "scheduler-extender-scheduler"
     sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
@@ -1043,6 +1271,7 @@ def standalone_scheduler(
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-m", "app", "schedule"],
         "args": ["--config", mounted],
+        **({"ports": _ports(config)[1:]} if metrics is not None else {}),
         "startupProbe": probe("healthz", periodSeconds=2, failureThreshold=30),
         "livenessProbe": probe("healthz", periodSeconds=10, timeoutSeconds=5),
         "readinessProbe": probe("readyz", periodSeconds=10, timeoutSeconds=5),
@@ -1051,17 +1280,22 @@ def standalone_scheduler(
         "volumeMounts": [{"name": "config", "mountPath": "/etc/scheduler-extender", "readOnly": True}],
     }
     deployment = _scheduler_deployment(
-        name, ns, [container], [{"name": "config", "configMap": {"name": f"{name}-config"}}]
+        name, ns, [container], [{"name": "config", "configMap": {"name": f"{name}-config"}}], metrics
     )
+    rbac = [_cluster_role(name, rules), _binding("ClusterRoleBinding", name, "ClusterRole", name, sa)]
     files = {
         "deployment.yaml": dump(deployment),
         "serviceaccount.yaml": dump({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, ns)}),
-        "rbac.yaml": dump(_cluster_role(name, rules), _binding("ClusterRoleBinding", name, "ClusterRole", name, sa)),
+        "rbac.yaml": dump(*rbac),
     }
     out = {
         k: _header(f"scheduler/{k}: the standalone scheduler `{name}` ({', '.join(names)}).", source) + v
         for k, v in files.items()
     }
+    monitoring = _metrics_files_of(config, name, ns, source, "scheduler/")
+    if monitoring:
+        files["metrics.yaml"] = out["metrics.yaml"] = monitoring["metrics.yaml"]
+        out["podmonitor.yaml"] = monitoring["podmonitor.yaml"]
     if uses_podgroups(config, registry):
         out["podgroup-crd.yaml"] = _podgroup_crd("scheduler/podgroup-crd.yaml", source)
     out["scheduler-extender-config.yaml"] = _header(

@@ -1,5 +1,5 @@
-"""Client loading and the raw list/watch/write calls of the cluster state, the binder, the Lease
-and the event recorder.
+"""Client loading and the raw list/watch/write calls of the cluster state, the binder, the Lease,
+the event recorder and the metrics listener's reviews (TokenReview, SubjectAccessReview).
 
 Credentials and TLS come from the official ``kubernetes`` client (``load_client``), in client-go's
 ``BuildConfigFromFlags`` order plus in-cluster:
@@ -382,9 +382,45 @@ class KubeClient:
             raise
         return data
 
+    def create_token_review(self, token: str, timeout: float) -> dict[str, Any]:
+        """POST an ``authentication.k8s.io/v1`` TokenReview of ``token`` (no audiences: the API
+        server's own) and return its ``status`` (``authenticated``, ``user``: ``username``, ``uid``,
+        ``groups``, ``extra``; ``error``), as k8s.io/apiserver's webhook token authenticator does
+        (plugin/pkg/authenticator/token/webhook/webhook.go). Needs ``tokenreviews: create``.
+        Raises :class:`APIError`, also for an answer that is not a TokenReview."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        data = self.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", timeout, body=body).data
+        return _review_status(data, "TokenReview")
+
+    def create_subject_access_review(self, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """POST an ``authorization.k8s.io/v1`` SubjectAccessReview with ``spec`` (``user``,
+        ``groups``, ``uid``, ``extra``, and ``nonResourceAttributes: {path, verb}`` or
+        ``resourceAttributes``) and return its ``status`` (``allowed``, ``denied``, ``reason``,
+        ``evaluationError``), as k8s.io/apiserver's webhook authorizer does
+        (plugin/pkg/authorizer/webhook/webhook.go). Needs ``subjectaccessreviews: create``.
+        Raises :class:`APIError`, also for an answer that is not a SubjectAccessReview."""
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        data = self.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", timeout, body=body).data
+        return _review_status(data, "SubjectAccessReview")
+
     def close(self) -> None:
         """Release the connection pool."""
         self.api_client.close()  # type: ignore[no-untyped-call]
+
+
+def _review_status(data: bytes, kind: str) -> dict[str, Any]:
+    """The ``status`` of a review the API server answered; raises :class:`APIError` when the body
+    is not a JSON object (an empty ``status`` is an answer: not authenticated, not allowed)."""
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise APIError(0, "MalformedResponse", f"{kind}: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise APIError(0, "MalformedResponse", f"{kind}: the answer is not an object")
+    status = doc.get("status") or {}
+    if not isinstance(status, dict):
+        raise APIError(0, "MalformedResponse", f"{kind}: status is not an object")
+    return status
 
 
 __all__ = [

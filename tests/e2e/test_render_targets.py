@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,12 +18,18 @@ from tests.conftest import REPO
 from tests.unit.test_render import OLDEST, PINNED, assert_valid
 
 EXAMPLES = REPO / "examples"
+#: what only a configuration with cluster: renders beside the control plane: the RBAC of its
+#: credentials, and the metrics listener render gives it (its Service, RBAC and PodMonitor)
+CLUSTER_ONLY = {
+    "scheduler-extender-rbac.yaml",
+    "scheduler-extender-metrics.yaml",
+    "scheduler-extender-podmonitor.yaml",
+}
 CONTROL_PLANE = {
     "kube-scheduler-config.yaml",
     "scheduler-extender.yaml",
     "scheduler-extender-config.yaml",
-    "scheduler-extender-rbac.yaml",  # the configurations below have cluster:
-}
+} | CLUSTER_ONLY  # the configurations below have cluster:
 KUBEADM = CONTROL_PLANE | {"kubeadm/patches/kube-scheduler0+json.yaml", "kubeadm/cluster-configuration.yaml"}
 STATIC_POD = CONTROL_PLANE | {"kube-scheduler.yaml"}
 SECOND = {
@@ -34,6 +41,8 @@ SECOND = {
         "rbac.yaml",
         "scheduler-extender-config.yaml",
         "serviceaccount.yaml",
+        "metrics.yaml",
+        "podmonitor.yaml",
     )
 }
 STANDALONE = {
@@ -44,6 +53,8 @@ STANDALONE = {
         "rbac.yaml",
         "scheduler-extender-config.yaml",
         "serviceaccount.yaml",
+        "metrics.yaml",
+        "podmonitor.yaml",
     )
 }
 CRD = "podgroup-crd.yaml"
@@ -118,7 +129,7 @@ def test_a_narrower_render_into_the_same_directory_removes_the_other_modes(tmp_p
 @pytest.mark.parametrize(
     ("config", "expected", "chosen"),
     [
-        ([], (KUBEADM | STATIC_POD) - {"scheduler-extender-rbac.yaml"}, "--target kubeadm --target static-pod"),
+        ([], (KUBEADM | STATIC_POD) - CLUSTER_ONLY, "--target kubeadm --target static-pod"),
         (["--config", "examples/cluster.yaml"], KUBEADM | STATIC_POD, "--target kubeadm --target static-pod"),
         (["--config", "examples/ip-scheduler.yaml"], STANDALONE, "--target standalone"),
     ],
@@ -187,3 +198,165 @@ def test_the_podgroup_crd_comes_with_coscheduling_and_only_then(tmp_path: Path, 
         assert "CustomResourceDefinition" in assert_valid(files, v)
     without, _ = render_ok(tmp_path / "plain", "--config", plain, "--target", target)
     assert _crds(without) == {}
+
+
+# -- the metrics listener: a Service, a PodMonitor, scrape annotations and RBAC for each target ------
+
+#: The fields of prometheus-operator's PodMonitor (monitoring.coreos.com/v1) the rendered ones may use.
+PODMONITOR_SPEC = {"selector", "namespaceSelector", "podMetricsEndpoints", "jobLabel", "podTargetLabels"}
+PODMONITOR_ENDPOINT = {"port", "path", "scheme", "interval", "tlsConfig", "authorization", "bearerTokenSecret"}
+#: (directory, pod labels, namespace, file names) of the metrics objects of each target
+METRICS_FILES = {
+    "kubeadm": ("", "scheduler-extender-metrics.yaml", "scheduler-extender-podmonitor.yaml"),
+    "static-pod": ("", "scheduler-extender-metrics.yaml", "scheduler-extender-podmonitor.yaml"),
+    "second-scheduler": ("second-scheduler/", "metrics.yaml", "podmonitor.yaml"),
+    "standalone": ("scheduler/", "metrics.yaml", "podmonitor.yaml"),
+}
+
+
+def _all(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def _pod(files: dict[str, str], target: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the extender pod's metadata, the extender container) of ``target``."""
+    if target in ("kubeadm", "static-pod"):
+        (pod,) = _all(files["scheduler-extender.yaml"])
+        return pod["metadata"], pod["spec"]["containers"][-1]
+    where = METRICS_FILES[target][0]
+    (deployment,) = _all(files[f"{where}deployment.yaml"])
+    template = deployment["spec"]["template"]
+    return template["metadata"], template["spec"]["containers"][-1]
+
+
+def _extender_config(files: dict[str, str], target: str) -> dict[str, Any]:
+    where = METRICS_FILES[target][0]
+    parsed: dict[str, Any] = yaml.safe_load(files[f"{where}scheduler-extender-config.yaml"])
+    return parsed
+
+
+@pytest.mark.parametrize("target", ["kubeadm", "static-pod", "second-scheduler", "standalone"])
+def test_each_target_makes_the_metrics_listener_scrapeable(tmp_path: Path, target: str) -> None:
+    example = "ip-scheduler.yaml" if target == "standalone" else "cluster.yaml"
+    files, _ = render_ok(tmp_path / "out", "--config", f"examples/{example}", "--target", target)
+    where, metrics_file, monitor_file = METRICS_FILES[target]
+    # the listener, on by default with cluster:, in the mounted configuration
+    listener = _extender_config(files, target)["server"]["metrics"]
+    assert listener["host"] == "0.0.0.0" and listener["port"] == 10261 and listener["insecure"] is False
+    assert listener["cacheTTL"] == "10s" and listener["alwaysAllowPaths"] == ["/healthz", "/readyz"]
+    # the pod: a port named metrics and the scrape annotations
+    metadata, container = _pod(files, target)
+    assert {"name": "metrics", "containerPort": 10261, "protocol": "TCP"} in container["ports"]
+    assert metadata["annotations"] == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "10261",
+        "prometheus.io/scheme": "https",
+        "prometheus.io/path": "/metrics",
+    }
+    labels, ns = metadata["labels"], "kube-system"
+    objects = {(d["kind"], d["metadata"]["name"]): d for d in _all(files[f"{where}{metrics_file}"])}
+    kinds = sorted(kind for kind, _ in objects)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Secret", "Service", "ServiceAccount"]
+    (service,) = [d for (kind, _), d in objects.items() if kind == "Service"]
+    assert service["metadata"]["namespace"] == ns and service["spec"]["selector"] == labels
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 10261, "targetPort": "metrics", "protocol": "TCP"}]
+    # the scraper's identity: a ServiceAccount, its token Secret, get of /metrics
+    (reader,) = [d for (kind, _), d in objects.items() if kind == "ServiceAccount"]
+    name = reader["metadata"]["name"]
+    assert name.endswith("-metrics-reader")
+    (secret,) = [d for (kind, _), d in objects.items() if kind == "Secret"]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": name}
+    role = objects[("ClusterRole", name)]
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    binding = objects[("ClusterRoleBinding", name)]
+    assert binding["roleRef"]["name"] == name
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": ns}]
+    # the extender's own identity may review its callers
+    (delegator,) = [
+        d for (kind, n), d in objects.items() if kind == "ClusterRoleBinding" and n.endswith("-auth-delegator")
+    ]
+    assert delegator["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    if where:  # the Deployment's ServiceAccount
+        (deployment,) = _all(files[f"{where}deployment.yaml"])
+        account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        assert delegator["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": ns}]
+        kustomization = yaml.safe_load(files[f"{where}kustomization.yaml"])
+        assert metrics_file in kustomization["resources"] and monitor_file not in kustomization["resources"]
+    else:  # the user of the static pod's kubeconfig, which its cluster: section reviews with
+        assert delegator["subjects"] == [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:scheduler-extender"}
+        ]
+    # the PodMonitor: the pods' labels, port metrics over HTTPS with the reader's token
+    (monitor,) = _all(files[f"{where}{monitor_file}"])
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1" and monitor["kind"] == "PodMonitor"
+    spec = monitor["spec"]
+    assert set(spec) <= PODMONITOR_SPEC and monitor["metadata"]["namespace"] == ns
+    assert spec["selector"] == {"matchLabels": labels} and spec["namespaceSelector"] == {"matchNames": [ns]}
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert set(endpoint) <= PODMONITOR_ENDPOINT
+    assert endpoint["port"] == "metrics" and endpoint["scheme"] == "https" and endpoint["path"] == "/metrics"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    # the credentials come from the Secret rendered beside it, in the PodMonitor's namespace
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": secret["metadata"]["name"], "key": "token"},
+    }
+    assert secret["metadata"]["namespace"] == monitor["metadata"]["namespace"]
+    for version in (PINNED, OLDEST):
+        assert {"Service", "Secret", "ServiceAccount"} <= assert_valid(files, version)
+
+
+def _edited(tmp_path: Path, example: str, **metrics: Any) -> Path:
+    doc = yaml.safe_load((EXAMPLES / example).read_text())
+    doc["server"]["metrics"] = metrics
+    path = tmp_path / f"metrics-{example}"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_an_insecure_listener_is_scraped_over_http_without_a_reader(tmp_path: Path) -> None:
+    config = _edited(tmp_path, "cluster.yaml", insecure=True)
+    files, _ = render_ok(tmp_path / "out", "--config", str(config), "--target", "all")
+    metadata, _ = _pod(files, "static-pod")
+    assert metadata["annotations"]["prometheus.io/scheme"] == "http"
+    for where, metrics_file, monitor_file in (METRICS_FILES["second-scheduler"],):  # no schedulerName: no scheduler/
+        (monitor,) = _all(files[f"{where}{monitor_file}"])
+        assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics", "scheme": "http"}]
+        assert [d["kind"] for d in _all(files[f"{where}{metrics_file}"])] == ["Service"]
+    assert [d["kind"] for d in _all(files["scheduler-extender-metrics.yaml"])] == ["Service"]
+
+
+def test_a_listener_turned_off_renders_nothing_of_it(tmp_path: Path) -> None:
+    config = _edited(tmp_path, "cluster.yaml", enabled=False)
+    files, _ = render_ok(tmp_path / "out", "--config", str(config), "--target", "all")
+    assert not [n for n in files if "metrics" in n.rpartition("/")[2] or "podmonitor" in n]
+    metadata, container = _pod(files, "static-pod")
+    assert "annotations" not in metadata and [p["name"] for p in container["ports"]] == ["http"]
+
+
+def test_the_static_pod_mounts_the_listener_files_and_the_deployments_make_do_without(tmp_path: Path) -> None:
+    pki = "/etc/kubernetes/scheduler-extender/pki"
+    config = _edited(
+        tmp_path,
+        "cluster.yaml",
+        tls={"certFile": f"{pki}/metrics.crt", "keyFile": f"{pki}/metrics.key"},
+        clientCAFile=f"{pki}/ca.crt",  # also the verbs' client CA (render's mutual TLS): mounted once
+    )
+    files, _ = render_ok(tmp_path / "out", "--config", str(config), "--target", "all")
+    (pod,) = _all(files["scheduler-extender.yaml"])
+    paths = [v["hostPath"]["path"] for v in pod["spec"]["volumes"]]
+    assert {f"{pki}/metrics.crt", f"{pki}/metrics.key", f"{pki}/ca.crt"} <= set(paths)
+    assert len(paths) == len(set(paths))
+    mounted = {m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert set(paths) == mounted
+    listener = _extender_config(files, "static-pod")["server"]["metrics"]
+    assert listener["tls"]["certFile"] == f"{pki}/metrics.crt" and listener["clientCAFile"] == f"{pki}/ca.crt"
+    listener = _extender_config(files, "second-scheduler")["server"]["metrics"]  # a Deployment: no host files
+    assert "tls" not in listener and "clientCAFile" not in listener and "kubeconfig" not in listener
+    for version in (PINNED, OLDEST):
+        assert_valid(files, version)

@@ -28,6 +28,16 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
 - **events.k8s.io/v1 Events**: create (201; 409 for a taken name; 422 without the required
   fields) and PATCH (the patch's fields merged: an event series' update), recorded in
   ``event_writes``.
+- **TokenReview** (``authentication.k8s.io/v1``, ``POST .../tokenreviews``): ``201`` with the
+  review; ``status.authenticated`` and ``status.user`` for a token registered in :attr:`tokens`
+  (the user's groups gain ``system:authenticated``, as kube-apiserver's authenticators add it),
+  ``authenticated: false`` otherwise; recorded in ``token_reviews``.
+- **SubjectAccessReview** (``authorization.k8s.io/v1``, ``POST .../subjectaccessreviews``):
+  ``201`` with ``status.allowed`` when ``(user or one of its groups, path)`` is in :attr:`allowed`
+  (an RBAC ``nonResourceURLs`` grant of ``get``), with an RBAC-style ``reason``; ``allowed: false``
+  and no reason otherwise (RBAC has no opinion); recorded in ``access_reviews``.
+  ``token_review_failure``/``access_review_failure``: answer those reviews with that HTTP status
+  (an API server in trouble).
 - Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
 
 Controls for tests: add/modify/delete objects, :meth:`compact` the history, :meth:`end_watches`,
@@ -189,6 +199,16 @@ class FakeAPIServer:
         self.binding_delay = 0.0
         #: the ``Authorization`` header of every request, in order
         self.authorizations: list[str] = []
+        #: bearer token -> (username, groups) the TokenReviews authenticate
+        self.tokens: dict[str, tuple[str, list[str]]] = {}
+        #: (user or group, non-resource path) pairs a SubjectAccessReview of ``get`` allows
+        self.allowed: set[tuple[str, str]] = set()
+        #: the token of every TokenReview, and the spec of every SubjectAccessReview, in order
+        self.token_reviews: list[str] = []
+        self.access_reviews: list[Obj] = []
+        #: answer TokenReviews / SubjectAccessReviews with this HTTP status (``None``: answer them)
+        self.token_review_failure: int | None = None
+        self.access_review_failure: int | None = None
         self.tls: TLS | None = None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -453,6 +473,59 @@ class FakeAPIServer:
             if watcher in self.watchers:
                 self.watchers.remove(watcher)
 
+    def token_review(self, body: Obj) -> tuple[int, Obj]:
+        """``POST /apis/authentication.k8s.io/v1/tokenreviews`` (see the module doc)."""
+        token = (body.get("spec") or {}).get("token", "")
+        with self.lock:
+            self.token_reviews.append(token)
+            failure = self.token_review_failure
+            if failure is not None:
+                return failure, status_body(failure, "InternalError", "etcd is unhappy")
+            known = self.tokens.get(token)
+        review: Obj = {
+            "kind": "TokenReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": body.get("spec") or {},
+            "status": {"user": {}},
+        }
+        if known is not None:
+            name, groups = known
+            review["status"] = {
+                "authenticated": True,
+                "user": {"username": name, "uid": f"uid-{name}", "groups": [*groups, "system:authenticated"]},
+                "audiences": ["https://kubernetes.default.svc.cluster.local"],
+            }
+        return 201, review
+
+    def access_review(self, body: Obj) -> tuple[int, Obj]:
+        """``POST /apis/authorization.k8s.io/v1/subjectaccessreviews`` (see the module doc)."""
+        spec = body.get("spec") or {}
+        with self.lock:
+            self.access_reviews.append(copy.deepcopy(spec))
+            failure = self.access_review_failure
+            if failure is not None:
+                return failure, status_body(failure, "InternalError", "etcd is unhappy")
+            attrs = spec.get("nonResourceAttributes") or {}
+            path, verb = attrs.get("path"), attrs.get("verb")
+            who = [spec.get("user", ""), *(spec.get("groups") or [])]
+            grant = next((w for w in who if (w, path) in self.allowed), None) if verb == "get" else None
+        status: Obj = {"allowed": False}
+        if grant is not None:
+            status = {
+                "allowed": True,
+                "reason": f'RBAC: allowed by ClusterRoleBinding "metrics-reader" of ClusterRole "metrics-reader" '
+                f'to User "{grant}"',
+            }
+        review = {
+            "kind": "SubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": status,
+        }
+        return 201, review
+
     def bind(self, namespace: str, name: str, body: Obj) -> tuple[int, Obj]:
         if self.binding_delay:
             time.sleep(self.binding_delay)
@@ -592,6 +665,12 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 return
             if segs[:4] == ["apis", "coordination.k8s.io", "v1", "namespaces"] and segs[5:] == ["leases"]:
                 self._send(*api.write_lease(segs[4], (body.get("metadata") or {}).get("name", ""), body, create=True))
+                return
+            if segs == ["apis", "authentication.k8s.io", "v1", "tokenreviews"]:
+                self._send(*api.token_review(body))
+                return
+            if segs == ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"]:
+                self._send(*api.access_review(body))
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
