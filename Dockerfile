@@ -12,8 +12,9 @@ COPY pyproject.toml README.md LICENSE ./
 COPY app ./app
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: --no-binary=scheduler-extender .
-# Out-of-tree policy plugins (README: "Plugins in the image"): pip requirement specifiers, separated
-# by spaces, of distributions that declare a `scheduler_extender.plugins` entry point, such as
+# Out-of-tree policy plugins (docs/install/image.md, "Plugins in the image"): pip requirement
+# specifiers, separated by spaces, of distributions that declare a `scheduler_extender.plugins`
+# entry point, such as
 #   docker build --build-arg PLUGIN_PACKAGES="my-policies==1.2.0" -t scheduler-extender-plus:0.1.0 .
 # Empty (the default): the in-tree plugins only. What is installed above is a constraint: a plugin
 # that needs another version of this service or of one of its dependencies fails the build.

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE  ?= scheduler-extender:$(VERSION)
 
-.PHONY: run test lint bench fuzz schemas image clean
+.PHONY: run test lint bench fuzz schemas reference docs image clean
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,14 @@ $(STAMP): $(RUNTIME)
 run: $(RUNTIME)
 	$(BIN)/python -m app serve
 
-## test: lint, type-check and run every test (unit, api, e2e against the real server)
+# pytest-xdist workers: most tests wait on real servers and processes, so more workers than cores
+TEST_WORKERS ?= 4
+
+## test: lint, type-check, build the documentation site strictly (a broken link or a page left out of
+## the nav fails) and run every test (unit, api, e2e against the real server)
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -q
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests bench
@@ -52,6 +57,15 @@ fuzz: $(STAMP)
 ## schemas: regenerate schemas/ from the wire models and the configuration model
 schemas: $(STAMP)
 	$(BIN)/python -m app schemas --out schemas
+
+## reference: regenerate docs/reference/ (configuration, command line) and the args tables of the
+## plugin pages from the code (tests/unit/test_docs.py fails when they drift)
+reference: $(RUNTIME)
+	$(BIN)/python -m app reference
+
+## docs: serve the documentation site on http://127.0.0.1:8000, rebuilt on every change
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 ## image: build the extender image (IMAGE=registry.example.com/team/scheduler-extender:TAG to name it
 ## for your registry; then docker push it and render with --image)

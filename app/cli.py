@@ -14,6 +14,8 @@ check-scheduler-config`` (console script ``scheduler-extender``).
   mutual TLS (:mod:`app.deploy.certs`).
 - ``check-scheduler-config FILE [--url URL] [--offline]``: preflight a KubeSchedulerConfiguration
   (strict decoding, upstream validation, then the running service); see :mod:`app.deploy.check`.
+- ``reference [--docs DIR] [--check]``: write (or check) the documentation's generated pages
+  (:mod:`app.tools.reference`).
 
 Exit codes: 0 success, 1 invalid configuration or input, 2 usage error.
 """
@@ -162,6 +164,25 @@ def _certs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reference(args: argparse.Namespace) -> int:
+    """``reference``: the generated documentation pages (:mod:`app.tools.reference`), from this
+    module's own parser, which ``app.tools`` may not import."""
+    from app.tools.reference import stale, write_references
+
+    try:
+        if args.check:
+            problems = stale(build_parser(), Path(args.docs))
+            for problem in problems:
+                print(f"error: {problem}", file=sys.stderr)
+            return 1 if problems else 0
+        for path in write_references(build_parser(), Path(args.docs)):
+            print(path)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _check_scheduler_config(args: argparse.Namespace) -> int:
     from app.deploy.check import check
 
@@ -171,12 +192,14 @@ def _check_scheduler_config(args: argparse.Namespace) -> int:
     return 1 if report.errors else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m app`` and the ``scheduler-extender`` script."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: every command, its arguments and examples (``python -m app reference``
+    documents them from this parser in docs/reference/cli.md)."""
     parser = argparse.ArgumentParser(
         prog="scheduler-extender",
         description="A Kubernetes scheduler extender: the HTTP webhook kube-scheduler calls to filter, "
         "prioritize, preempt and bind, with pluggable policies.",
+        epilog="exit codes: 0 success, 1 invalid configuration or input, 2 usage error",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -359,7 +382,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     chk.add_argument("--offline", action="store_true", help="skip the checks against the running service")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request (default 5)")
     chk.set_defaults(func=_check_scheduler_config)
-    args = parser.parse_args(argv)
+    ref = sub.add_parser(
+        "reference",
+        help="write the generated pages of the documentation: configuration, command line, plugin args",
+        description="Write docs/reference/configuration.md (from the configuration models), docs/reference/cli.md "
+        "(from this command line) and the args table of each plugin page under docs/plugins/.",
+        epilog=_examples("reference", "reference --check"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ref.add_argument("--docs", default="docs", metavar="DIR", help="the documentation directory (default: docs)")
+    ref.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each file that is out of date")
+    ref.set_defaults(func=_reference)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m app`` and the ``scheduler-extender`` script."""
+    args = build_parser().parse_args(argv)
     try:
         result: int = args.func(args)
     except ConfigError as exc:

@@ -10,7 +10,8 @@ Writes, with the ``cryptography`` library (ECDSA P-256, SHA-256):
   ``bind`` by default (``server.tls.allowedClients``).
 
 Leaf certificates last ``--days`` (365). Keys are written mode 0600; the extender runs as uid
-65532 and must be able to read ``server.key`` (the README's install steps ``chown`` it).
+65532 and must be able to read ``server.key`` (the install steps of docs/install/kubeadm.md
+``chown`` it).
 Existing files are not overwritten without ``--force``. ``render`` mounts the directory
 (:data:`~app.deploy.render.PKI_DIR` by default) into both static pods.
 """

@@ -1,5 +1,6 @@
 """`replay --cluster-state`: the stateful policies' per-node verdicts, reasons and scores for the
-shared fixtures, offline, through the real CLI (the README shows this output)."""
+shared fixtures, offline, through the real CLI (docs/stateful-policies.md shows this output, and
+tests/e2e/test_readme.py runs it there)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """What a user gets besides the code (project issue 23, items 7 and 8): the license, the changelog,
-the version claims of the README and the fixtures against the code, the configuration API's version
-policy, the embedded default that fails open, and out-of-tree plugins installed the way the
-Dockerfile installs them into a wheel-built environment, found by ``python -m app validate``."""
+the version claims of the documentation (docs/operations/upgrades.md, and no page contradicting it)
+and of the fixtures against the code, the configuration API's version policy, the embedded default
+that fails open (said in the README, the install pages and docs/choosing-a-mode.md), and
+out-of-tree plugins installed the way the Dockerfile installs them into a wheel-built environment,
+found by ``python -m app validate``."""
 
 from __future__ import annotations
 
@@ -28,6 +30,12 @@ from tests.support.apiserver import FakeAPIServer
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 README = (REPO / "README.md").read_text()
+DOCS = REPO / "docs"
+#: the documentation pages the assertions below read: where the README's sections moved
+UPGRADES = (DOCS / "operations" / "upgrades.md").read_text()
+CHOOSING = (DOCS / "choosing-a-mode.md").read_text()
+#: the install pages that show the warning about applying manifests/ unchanged
+INSTALL_PAGES = ("install/index.md", "install/kubeadm.md", "install/kind.md")
 DOCKERFILE = (REPO / "Dockerfile").read_text()
 #: sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt (also Debian's common-licenses/Apache-2.0)
 APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
@@ -52,7 +60,7 @@ def test_license_file_is_the_apache_2_0_text_pyproject_declares() -> None:
     lines = [line.strip() for line in text.decode().splitlines()]
     assert lines[1:3] == ["Apache License", "Version 2.0, January 2004"]
     assert "END OF TERMS AND CONDITIONS" in lines
-    # the image's label and the README say the same
+    # the image's label and the README say the same (the README keeps its License section)
     assert 'org.opencontainers.image.licenses="Apache-2.0"' in DOCKERFILE
     assert "[Apache License 2.0](LICENSE)" in _section(README, "## License")
 
@@ -103,24 +111,26 @@ def test_every_kubernetes_version_claim_agrees_with_the_code() -> None:
     assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in body["Nodes"]["items"]} == {f"v{fixture}"}
     fixtures_readme = (REPO / "tests" / "fixtures" / "README.md").read_text()
     assert f"v1.{OLDEST_KUBERNETES_MINOR} to {newest}" in fixtures_readme
-    # the README's matrix says all of it
-    matrix = _section(README, "### Compatibility")
+    # the compatibility matrix (docs/operations/upgrades.md) says all of it
+    matrix = _section(UPGRADES, "## Compatibility")
     assert f"**{newest} is the newest release the deployment is tested with.**" in matrix
     assert f"{oldest} to {newest} (`render` default {DEFAULT_KUBERNETES_VERSION}" in matrix
     assert f"v{fixture}" in matrix and f"reports `gitVersion` {DEFAULT_KUBERNETES_VERSION}" in matrix
     assert f"kubeadm {newest}'s generated kube-scheduler manifest" in matrix
-    # no sentence of the README calls another release the newest tested
-    for sentence in re.split(r"(?<=[.!?])\**\s", README.replace("\n", " ")):
-        if "newest" in sentence:
-            assert set(re.findall(r"v1\.\d+", sentence)) <= {newest}, sentence
+    # no sentence of the README or of a documentation page calls another release the newest tested
+    for page in [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        for sentence in re.split(r"(?<=[.!?])\**\s", page.read_text().replace("\n", " ")):
+            if "newest" in sentence:
+                assert set(re.findall(r"v1\.\d+", sentence)) <= {newest}, f"{page.relative_to(REPO)}: {sentence}"
 
 
 def test_the_configuration_api_version_policy_is_stated_and_enforced() -> None:
     assert API_VERSION == "config.scheduler-extender.dev/v1alpha1"
-    policy = _section(README, "### Versions and upgrades")
+    policy = _section(UPGRADES, "## Versions and upgrades")
     assert f"`{API_VERSION}`" in policy
     assert "**What v1alpha1 promises.**" in policy and "**How a later version arrives.**" in policy
-    assert "[`CHANGELOG.md`](CHANGELOG.md)" in policy
+    assert "[`CHANGELOG.md`](../changelog.md)" in policy  # the site's page that includes CHANGELOG.md
+    assert '--8<-- "CHANGELOG.md"' in (DOCS / "changelog.md").read_text()
     # "any other apiVersion is refused": a later version is not read as this one
     doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
     doc["apiVersion"] = "config.scheduler-extender.dev/v1beta1"
@@ -137,10 +147,19 @@ def test_the_embedded_default_and_its_manifests_fail_open() -> None:
     for path in ("kube-scheduler-config.yaml", "second-scheduler/kube-scheduler-config.yaml"):
         extenders = yaml.safe_load((REPO / "manifests" / path).read_text())["extenders"]
         assert extenders and all(e["ignorable"] is True for e in extenders), path
-    warning = README.split("> [!WARNING]\n", 1)[1].split("\n\n", 1)[0]
-    assert "**`manifests/` is a demonstration, not your policy.**" in warning
-    assert "**every pod of the cluster**" in warning and "`ignorable: true`" in warning
-    down = _section(README, "### When the extender is down: `ignorable`")
+    # the README keeps GitHub's warning, shortened; the install pages show it as an admonition
+    warnings = {"README.md": README.split("> [!WARNING]\n", 1)[1].split("\n\n", 1)[0]}
+    for page in INSTALL_PAGES:
+        text = (DOCS / page).read_text()
+        assert "\n!!! warning\n" in text, f"docs/{page} has no warning admonition"
+        body = text.split("\n!!! warning\n", 1)[1]
+        end = re.search(r"^(?!    |$)", body, re.M)  # the first line the admonition does not indent
+        warnings[page] = body[: end.start() if end else len(body)]
+    for page, warning in warnings.items():
+        warning = " ".join(line.lstrip("> ").strip() for line in warning.splitlines())
+        assert "**`manifests/` is a demonstration, not your policy.**" in warning, page
+        assert "**every pod of the cluster**" in warning and "`ignorable: true`" in warning, page
+    down = _section(CHOOSING, "## When the extender is down: `ignorable`")
     assert "The embedded default, and so `manifests/`, sets `ignorable: true`" in down
     assert "The trade-off" in down
 

@@ -29,7 +29,7 @@ from app.plugins import default_registry
 from ..conftest import REPO
 
 MANIFESTS = REPO / "manifests"
-#: The Kubernetes version the defaults are pinned to, and the oldest the README claims
+#: The Kubernetes version the defaults are pinned to, and the oldest the docs claim
 #: (kubescheduler.config.k8s.io/v1 is GA since 1.25).
 PINNED, OLDEST = "1.35.0", "1.25.0"
 DEFAULT_SOURCE = "the embedded default configuration"
@@ -65,7 +65,8 @@ def _objects(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             continue
         if name.startswith("kubeadm/"):  # a JSON patch and kubeadm's own type: tests/unit/test_kubeadm.py
             continue
-        out += [(name, doc) for doc in _docs(text)]
+        # prometheus-operator's PodMonitor is no built-in kind: tests/e2e/test_render_targets.py checks it
+        out += [(name, doc) for doc in _docs(text) if doc.get("apiVersion") != "monitoring.coreos.com/v1"]
     return out
 
 
@@ -350,7 +351,8 @@ def test_second_scheduler_has_its_own_name_lease_and_kustomization() -> None:
     listed = set(kustomization["resources"])
     present = {n.removeprefix("second-scheduler/") for n in files if n.startswith("second-scheduler/")}
     generated = {"kube-scheduler-config.yaml", "scheduler-extender-config.yaml"}
-    assert listed == present - {"kustomization.yaml"} - generated
+    apart = {"podmonitor.yaml"}  # needs prometheus-operator's CRD: applied on its own
+    assert listed == present - {"kustomization.yaml"} - generated - apart
     (deployment,) = _docs(files["second-scheduler/deployment.yaml"])
     spec = deployment["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "edge-scheduler"
@@ -408,15 +410,8 @@ def test_render_refuses_tls_without_a_ca_for_kube_scheduler(tmp_path: Path) -> N
     assert result.returncode == 1 and "caFile: required" in result.stderr and "Traceback" not in result.stderr
 
 
-def _readme_section(title: str) -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index(title)
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else None]
-
-
 def test_host_files_the_manifests_mount_are_the_ones_the_install_guide_copies() -> None:
-    guide = _readme_section("### Install on a kubeadm control plane")
+    guide = (REPO / "docs" / "install" / "kubeadm.md").read_text()  # the kubeadm install guide
     installs = re.findall(r"sudo install (?:-\S+ )*(?:-m \d+ )?(\S+) (/etc/kubernetes/\S+)", guide)
     assert installs, "the guide has no install commands"
     for src, _ in installs:
