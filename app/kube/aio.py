@@ -13,12 +13,14 @@ Why not a general asynchronous client: measured on ``bench/bench_bind.py`` (the 
 on 2 cores against the test API server), this client costs the service a fraction of what the
 urllib3 pool on the API executor costs per Binding (the executor's thread hop, urllib3's request
 and ``http.client``'s header parsing), and httpx's ``AsyncClient`` cost more than both (its pool
-scans every connection per request). The figures are in ``docs`` (Performance) and the CHANGELOG.
+scans every connection per request). The figures are in docs/performance.md ("Binds").
 
 Connections: at most ``pool_size`` (``cluster.apiWorkers``, default 16) open at once, as the
 executor's threads bounded the calls before; a caller past that waits for one to come back, within
-its own deadline. An idle connection the API server closed (its idle timeout, a restart) is
-dropped when the close is seen. A Binding that fails on a reused connection before any byte of an
+its own deadline, and callers are served in arrival order (a released connection goes to the
+longest waiting caller: measured, this took bench_bind's p99 from 112-141 ms to 32-34 ms). An
+idle connection the API server closed (its idle timeout, a restart) is dropped when the close is
+seen. A Binding that fails on a reused connection before any byte of an
 answer arrived is sent once more on a new connection: Go's ``net/http`` would not replay a
 ``POST`` it may have written, but a Binding is safe to replay: it carries the pod's UID as a
 precondition, and a replay of one that was applied answers 409 "already assigned", which
@@ -111,10 +113,13 @@ class _Connection(asyncio.Protocol):
     # use
 
     def send(self, request: bytes) -> asyncio.Future[_Answer]:
-        """Write ``request`` and return the future of its answer."""
+        """Write ``request`` and return the future of its answer. Raises ``ConnectionResetError``
+        when the connection is already closed (nothing is written)."""
         assert self.transport is not None
-        self._answer = asyncio.get_running_loop().create_future()
         self._reason, self._body, self._got_bytes = b"", [], False
+        if self.closed or self.transport.is_closing():
+            raise ConnectionResetError("the API server closed the connection")
+        self._answer = asyncio.get_running_loop().create_future()
         self.transport.write(request)
         return self._answer
 
@@ -160,7 +165,8 @@ class AsyncBindingClient:
         self.pool_size = pool_size
         self._idle: collections.deque[_Connection] = collections.deque()
         self._open = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        #: callers waiting for a connection: handed one, or ``None`` (a place to open one)
+        self._waiters: collections.deque[asyncio.Future[_Connection | None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def request(self, namespace: str, name: str, uid: str, node: str) -> bytes:
@@ -206,51 +212,85 @@ class AsyncBindingClient:
                 return
 
     async def _acquire(self, loop: asyncio.AbstractEventLoop) -> _Connection:
+        """A live connection: an idle one, a new one while fewer than ``pool_size`` are open, else
+        the first one released to this caller (callers are served in arrival order: a released
+        connection goes to the longest waiting caller, not to whoever asks next)."""
         if loop is not self._loop:  # connections belong to the loop that opened them
             self._forget()
             self._loop = loop
-        while True:
-            while self._idle:
-                conn = self._idle.pop()  # the most recently used: the least likely to be closed
-                if not conn.closed:
-                    conn.reused = True
-                    return conn
-                self._open -= 1
-            if self._open < self.pool_size:
-                self._open += 1
-                try:
-                    _, conn = await loop.create_connection(
-                        _Connection, self.host, self.port, ssl=self.ssl, server_hostname=self.server_hostname
-                    )
-                except BaseException as exc:
-                    self._open -= 1
-                    self._wake()
-                    if isinstance(exc, OSError):  # refused, unreachable, TLS (ssl.SSLError is an OSError)
-                        raise APIError(0, type(exc).__name__, str(exc)) from exc
-                    raise
+        while self._idle:
+            conn = self._idle.pop()  # the most recently used: the least likely to be closed
+            if not conn.closed:
+                conn.reused = True
                 return conn
-            waiter = loop.create_future()
+            self._open -= 1
+        if self._open < self.pool_size and not self._waiters:
+            self._open += 1
+            return await self._connect(loop)
+        while True:
+            waiter: asyncio.Future[_Connection | None] = loop.create_future()
             self._waiters.append(waiter)
             try:
-                await waiter
+                handed = await waiter
             except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._wake()  # woken, then cancelled: the wake-up goes to the next in line
+                if waiter.done() and not waiter.cancelled():  # handed over, then cancelled: pass it on
+                    self._pass_on(waiter.result())
                 elif waiter in self._waiters:
                     self._waiters.remove(waiter)
                 raise
+            if handed is None:  # a place freed for a new connection, reserved for this caller
+                return await self._connect(loop)
+            if not handed.closed:
+                handed.reused = True
+                return handed
+            self._open -= 1  # closed on its way here: wait again, or take the place it freed
+            if self._open < self.pool_size and not self._waiters:
+                self._open += 1
+                return await self._connect(loop)
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
+        """A new connection, its place in ``_open`` already counted; a failure gives the place up."""
+        try:
+            _, conn = await loop.create_connection(
+                _Connection, self.host, self.port, ssl=self.ssl, server_hostname=self.server_hostname
+            )
+        except BaseException as exc:
+            self._open -= 1
+            self._grant()
+            if isinstance(exc, OSError):  # refused, unreachable, TLS (ssl.SSLError is an OSError)
+                raise APIError(0, type(exc).__name__, str(exc)) from exc
+            raise
+        return conn
 
     def _release(self, conn: _Connection) -> None:
+        """``conn`` is done with: to the longest waiting caller, else idle; a closed one frees its place."""
         if conn.closed:
             self._open -= 1
-        else:
-            self._idle.append(conn)
-        self._wake()
-
-    def _wake(self) -> None:
+            self._grant()
+            return
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
+                waiter.set_result(conn)
+                return
+        self._idle.append(conn)
+
+    def _pass_on(self, handed: _Connection | None) -> None:
+        """What a cancelled caller was handed goes to the next one."""
+        if handed is None:
+            self._open -= 1
+            self._grant()
+        else:
+            self._release(handed)
+
+    def _grant(self) -> None:
+        """A place is free: the longest waiting caller may open a connection in it."""
+        if self._open >= self.pool_size:
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._open += 1
                 waiter.set_result(None)
                 return
 

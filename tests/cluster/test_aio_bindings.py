@@ -117,6 +117,30 @@ def test_many_bindings_share_at_most_pool_size_connections(https: FakeAPIServer,
     assert len(peers) == 2  # both connections came back to the pool, and no third was opened
 
 
+def test_callers_waiting_for_a_connection_are_served_in_arrival_order(https: FakeAPIServer, tmp_path: Path) -> None:
+    """A released connection goes to the longest waiting caller, not to the caller that asks next
+    (the one that just released it, here): no Binding waits behind later ones."""
+    client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+    https.binding_delay = 0.02
+
+    async def first_then_another() -> None:
+        await bind(client, https, "p0")
+        await bind(client, https, "p5")  # asks at once, after p1..p4 began waiting
+
+    async def main() -> None:
+        first = asyncio.create_task(first_then_another())
+        await asyncio.sleep(0)  # p0 takes the one connection
+        waiting = []
+        for i in range(1, 5):
+            waiting.append(asyncio.create_task(bind(client, https, f"p{i}")))
+            await asyncio.sleep(0)
+        await asyncio.gather(first, *waiting)
+        client.close()
+
+    asyncio.run(main())
+    assert [b["metadata"]["name"] for b in https.bindings] == ["p0", "p1", "p2", "p3", "p4", "p5"]
+
+
 def test_past_the_deadline_a_timeout_and_the_connection_is_not_reused(https: FakeAPIServer, tmp_path: Path) -> None:
     client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
 
