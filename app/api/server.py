@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import errno
-import ipaddress
 import logging
 import os
 import resource
@@ -437,52 +436,18 @@ def self_signed_certificate(names: Sequence[str]) -> bytes:
     and its key: PEM, certificate, CA and key in one blob, ECDSA P-256, valid
     :data:`SELF_SIGNED_DAYS` from an hour ago; CNs ``scheduler-extender-metrics[-ca]@<unix time>``
     as client-go's ``GenerateSelfSignedCertKeyWithFixtures`` names its ``<host>[-ca]@<time>``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from app.kube.pki import new_ca, new_leaf, pem, pem_key, subject_alt_names
 
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
     stamp = int(time.time())
-    until = now + datetime.timedelta(days=SELF_SIGNED_DAYS)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"scheduler-extender-metrics-ca@{stamp}")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    ca, ca_key = new_ca(f"scheduler-extender-metrics-ca@{stamp}", now, SELF_SIGNED_DAYS)
+    sans = subject_alt_names(names)
+    leaf, key = new_leaf(
+        ca, ca_key, f"scheduler-extender-metrics@{stamp}", ExtendedKeyUsageOID.SERVER_AUTH, sans, now, SELF_SIGNED_DAYS
     )
-    sans: list[x509.GeneralName] = []
-    for name in dict.fromkeys(names):
-        try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            sans.append(x509.DNSName(name))
-    leaf_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"scheduler-extender-metrics@{stamp}")])
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(leaf_name)
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    private = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    return leaf.public_bytes(pem) + ca.public_bytes(pem) + private
+    return pem(leaf) + pem(ca) + pem_key(key)
 
 
 def _load_chain_from_memory(context: ssl.SSLContext, blob: bytes) -> None:

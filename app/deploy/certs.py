@@ -1,6 +1,6 @@
 """``python -m app certs``: the PKI for mutual TLS between kube-scheduler and the extender.
 
-Writes, with the ``cryptography`` library (ECDSA P-256, SHA-256):
+Writes, with :mod:`app.kube.pki` (the ``cryptography`` library, ECDSA P-256, SHA-256):
 
 - ``ca.crt``/``ca.key``: a CA that signs the two others (10 years, as kubeadm's CAs);
 - ``server.crt``/``server.key``: the extender's serving certificate (server auth) for
@@ -19,17 +19,14 @@ Existing files are not overwritten without ``--force``. ``render`` mounts the di
 from __future__ import annotations
 
 import datetime
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from app.config import SCHEDULER_CLIENT_CN
 from app.framework.errors import SchedulerExtenderError
+from app.kube.pki import Key, new_ca, new_leaf, pem, pem_key, subject_alt_names
 
 #: The files ``certs`` writes, in order.
 FILES = ("ca.crt", "ca.key", "server.crt", "server.key", "scheduler.crt", "scheduler.key")
@@ -48,29 +45,10 @@ class Issued:
     names: list[str]
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    data = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+def _write_key(path: Path, key: Key) -> None:
     path.touch(mode=0o600, exist_ok=True)
     path.chmod(0o600)
-    path.write_bytes(data)
-
-
-def _sans(names: list[str]) -> list[x509.GeneralName]:
-    out: list[x509.GeneralName] = []
-    for name in names:
-        try:
-            out.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            if not name or " " in name:
-                raise CertsError(f"--name {name!r} is neither an IP address nor a DNS name") from None
-            out.append(x509.DNSName(name))
-    return out
+    path.write_bytes(pem_key(key))
 
 
 def issue(out: Path, names: list[str] | None = None, days: int = 365, force: bool = False) -> Issued:
@@ -82,55 +60,23 @@ def issue(out: Path, names: list[str] | None = None, days: int = 365, force: boo
     if existing and not force:
         raise CertsError(f"{existing[0]} exists: pass --force to replace the whole set")
     sans = ["127.0.0.1", "::1", "localhost", *(n for n in names or [] if n not in ("127.0.0.1", "::1", "localhost"))]
-    general_names = _sans(sans)
+    try:
+        general_names = subject_alt_names(sans)
+    except ValueError as exc:
+        raise CertsError(f"--name {exc}") from None
     out.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)  # tolerate clock skew
 
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("scheduler-extender-ca")
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=CA_DAYS))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    ca, ca_key = new_ca("scheduler-extender-ca", now, CA_DAYS)
+    server, server_key = new_leaf(
+        ca, ca_key, "scheduler-extender", ExtendedKeyUsageOID.SERVER_AUTH, general_names, now, days
     )
-
-    def leaf(
-        common_name: str, usage: x509.ObjectIdentifier, san: list[x509.GeneralName] | None
-    ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(_name(common_name))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(days=days))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        )
-        if san:
-            builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
-        return builder.sign(ca_key, hashes.SHA256()), key
-
-    server, server_key = leaf("scheduler-extender", ExtendedKeyUsageOID.SERVER_AUTH, general_names)
-    client, client_key = leaf(SCHEDULER_CLIENT_CN, ExtendedKeyUsageOID.CLIENT_AUTH, None)
-    pem = serialization.Encoding.PEM
-    (out / "ca.crt").write_bytes(ca.public_bytes(pem))
+    client, client_key = new_leaf(ca, ca_key, SCHEDULER_CLIENT_CN, ExtendedKeyUsageOID.CLIENT_AUTH, None, now, days)
+    (out / "ca.crt").write_bytes(pem(ca))
     _write_key(out / "ca.key", ca_key)
-    (out / "server.crt").write_bytes(server.public_bytes(pem))
+    (out / "server.crt").write_bytes(pem(server))
     _write_key(out / "server.key", server_key)
-    (out / "scheduler.crt").write_bytes(client.public_bytes(pem))
+    (out / "scheduler.crt").write_bytes(pem(client))
     _write_key(out / "scheduler.key", client_key)
     return Issued([out / f for f in FILES], sans)
 
