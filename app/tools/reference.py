@@ -293,9 +293,14 @@ def _first_sentence(model: type[BaseModel]) -> str:
 
 
 def _table(rows: Sequence[_Row]) -> str:
+    """The rows as a Markdown table; a description the row above already shows (one docstring
+    sentence naming several fields) is written once, then "as above"."""
     lines = ["| field | type | default | description |", "| --- | --- | --- | --- |"]
+    previous = None
     for row in rows:
-        lines.append(f"| `{row.name}` | {_cell(row.type)} | {_cell(row.default)} | {_cell(row.description)} |")
+        description = "as above" if row.description and row.description == previous else row.description
+        previous = row.description
+        lines.append(f"| `{row.name}` | {_cell(row.type)} | {_cell(row.default)} | {_cell(description)} |")
     return "\n".join(lines)
 
 
