@@ -3,8 +3,10 @@ concurrent clients send them (kube-scheduler's binding goroutines), through the 
 (examples/cluster.yaml, DefaultBinder) and the test API server of ``tests/support`` (200 nodes, its
 own process, loopback). The check-and-reserve is serialised under the cache's lock; the Binding
 calls are sent from the event loop (``app/kube/aio.py``) over at most ``cluster.apiWorkers`` (16)
-keep-alive connections. Also prints the server's own mean bind time, the service's CPU per bind
-(the watch's confirmation of each bound pod included), and the official client binding the next
+keep-alive connections. Twice: over plain HTTP (the tests' ``insecureBind``), then over mutual TLS
+with kube-scheduler's client certificate as ``examples/cluster.yaml`` deploys (certificates of
+``python -m app certs``), each with the server's own mean bind time and the service's CPU per bind
+(the watch's confirmation of each bound pod included); then the official client binding the next
 1,000 pods directly against the same API server on 16 threads, as a Python scheduler without this
 service would. Run: ``make bench`` (or ``python bench/bench_bind.py``).
 """
@@ -13,12 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -26,6 +31,7 @@ import orjson
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from app.deploy.certs import issue  # noqa: E402
 from bench.bench_http import pct  # noqa: E402
 from bench.official import official_binder  # noqa: E402
 from tests.conftest import Server, cluster_config  # noqa: E402
@@ -41,23 +47,23 @@ PODS = 1000
 CLIENTS = 64
 
 
-def bind_all(port: int, bodies: list[bytes]) -> tuple[list[float], list[str], float]:
+def bind_all(port: int, bodies: list[bytes], tls: ssl.SSLContext | None = None) -> tuple[list[float], list[str], float]:
     """Every body POSTed to ``/bind`` over :data:`CLIENTS` keep-alive connections, one request in
     flight on each (kube-scheduler's binding goroutines); latencies, ``Error`` s, wall time.
 
     The client is a few lines of asyncio on one thread: kube-scheduler's Go client costs next to
     nothing per request, and 64 Python threads would take CPU from the service and the API server
     on a small machine."""
-    return asyncio.run(_bind_all(port, bodies))
+    return asyncio.run(_bind_all(port, bodies, tls))
 
 
-async def _bind_all(port: int, bodies: list[bytes]) -> tuple[list[float], list[str], float]:
+async def _bind_all(port: int, bodies: list[bytes], tls: ssl.SSLContext | None) -> tuple[list[float], list[str], float]:
     todo = list(enumerate(bodies))
     latencies = [0.0] * len(bodies)
     errors = [""] * len(bodies)
 
     async def connection() -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
         try:
             while todo:
                 i, body = todo.pop()
@@ -111,12 +117,12 @@ def server_side(metrics: str) -> float:
     return values.get("sum", 0.0) / max(values.get("count", 0.0), 1.0)
 
 
-def confirmed(url: str, count: int, timeout: float = 30.0) -> None:
+def confirmed(url: str, count: int, verify: ssl.SSLContext | None = None, timeout: float = 30.0) -> None:
     """Wait until the watch has confirmed ``count`` assumed pods, so the CPU figure includes the
     cache's share of each bind (the pod's MODIFIED event)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for line in httpx.get(f"{url}/metrics").text.splitlines():
+        for line in httpx.get(f"{url}/metrics", verify=verify or True).text.splitlines():
             if line.startswith('scheduler_extender_assumed_pods_total{outcome="confirmed"}') and (
                 float(line.rsplit(" ", 1)[1]) >= count
             ):
@@ -124,9 +130,9 @@ def confirmed(url: str, count: int, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def direct(kubeconfig: Path) -> float:
-    """Binds per second of the official client alone against the same API server (the ceiling):
-    pods ``p-1000`` onwards, on 16 threads, as the extender's binder calls it."""
+def direct(kubeconfig: Path, first: int) -> float:
+    """Binds per second of the official client alone against the same API server: pods
+    ``p-<first>`` onwards, on 16 threads, as a Python scheduler without this service would."""
     official = official_binder(kubeconfig)
 
     def bind(i: int) -> None:
@@ -134,8 +140,71 @@ def direct(kubeconfig: Path) -> float:
 
     started = time.perf_counter()
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(bind, range(PODS, 2 * PODS)))
+        list(pool.map(bind, range(first, first + PODS)))
     return PODS / (time.perf_counter() - started)
+
+
+def tls_edit(pki: Path) -> Callable[[Any], None]:
+    """The configuration edit that serves the verbs over mutual TLS, as ``examples/cluster.yaml``
+    deploys (the certificates of ``python -m app certs``; bind only for kube-scheduler's)."""
+
+    def secure(doc: Any) -> None:
+        doc["server"]["insecureBind"] = False
+        doc["server"]["tls"] = {
+            "certFile": str(pki / "server.crt"),
+            "keyFile": str(pki / "server.key"),
+            "clientCAFile": str(pki / "ca.crt"),
+            "scheduler": {
+                "caFile": str(pki / "ca.crt"),
+                "certFile": str(pki / "scheduler.crt"),
+                "keyFile": str(pki / "scheduler.key"),
+            },
+        }
+
+    return secure
+
+
+def through_service(tmp: Path, kubeconfig: Path, first: int, pki: Path | None) -> None:
+    """Bind pods ``p-<first>`` onwards through the real server (over mutual TLS with ``pki``) and
+    print the figures."""
+    client_tls = None
+    if pki is not None:
+        client_tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        client_tls.load_cert_chain(str(pki / "scheduler.crt"), str(pki / "scheduler.key"))
+    config = cluster_config(tmp, kubeconfig.read_text(), edit=tls_edit(pki) if pki is not None else None)
+    server = Server(config, verify=client_tls)
+    try:
+        bodies = [
+            go_marshal(
+                {
+                    "PodName": f"p-{i}",
+                    "PodNamespace": "bench",
+                    "PodUID": f"uid-bench-p-{i}",
+                    "Node": f"node-{i % 200:03d}",
+                }
+            )
+            for i in range(first, first + PODS)
+        ]
+        cpu_before = cpu_seconds(server.proc.pid)
+        latencies, errors, wall = bind_all(server.port, bodies, client_tls)
+        confirmed(server.url, PODS - sum(1 for e in errors if e), client_tls)
+        cpu = cpu_seconds(server.proc.pid) - cpu_before
+        served = server_side(httpx.get(f"{server.url}/metrics", verify=client_tls or True).text)
+    finally:
+        server.stop()
+    failed = [e for e in errors if e]
+    how = "mutual TLS (kube-scheduler's client certificate)" if pki is not None else "plain HTTP (insecureBind)"
+    print(f"through the service, {how}: {PODS} binds, {CLIENTS} in flight at a time ({len(failed)} failed)")
+    print(
+        f"  binds/s {PODS / wall:8.1f}   latency p50 {pct(latencies, 0.5):8.1f} ms   "
+        f"p99 {pct(latencies, 0.99):8.1f} ms   wall {wall:6.2f} s"
+    )
+    print(
+        f"  server side (request_duration, body read to answer): mean {served * 1000:8.1f} ms; "
+        f"the service's CPU per bind {cpu / PODS * 1000:5.2f} ms"
+    )
+    if failed:
+        print("  first failure:", failed[0])
 
 
 def main() -> None:
@@ -143,46 +212,18 @@ def main() -> None:
     kubeconfig = tmp / "api-kubeconfig"
     # the test API server in a process of its own: it must not share this client's interpreter lock
     proc = subprocess.Popen(
-        [sys.executable, "-c", API_SERVER, str(REPO), str(2 * PODS), str(kubeconfig)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", API_SERVER, str(REPO), str(3 * PODS), str(kubeconfig)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        server = Server(cluster_config(tmp, kubeconfig.read_text()))
-        try:
-            bodies = [
-                go_marshal(
-                    {
-                        "PodName": f"p-{i}",
-                        "PodNamespace": "bench",
-                        "PodUID": f"uid-bench-p-{i}",
-                        "Node": f"node-{i % 200:03d}",
-                    }
-                )
-                for i in range(PODS)
-            ]
-            cpu_before = cpu_seconds(server.proc.pid)
-            latencies, errors, wall = bind_all(server.port, bodies)
-            confirmed(server.url, PODS - sum(1 for e in errors if e))
-            cpu = cpu_seconds(server.proc.pid) - cpu_before
-            served = server_side(httpx.get(f"{server.url}/metrics").text)
-        finally:
-            server.stop()
-        failed = [e for e in errors if e]
+        pki = tmp / "pki"
+        issue(pki)
+        print("200 nodes, the test API server in its own process on loopback")
+        through_service(tmp, kubeconfig, 0, None)
+        through_service(tmp, kubeconfig, PODS, pki)
         print(
-            f"{PODS} binds, {CLIENTS} in flight at a time, 200 nodes, test API server in its own process "
-            f"on loopback ({len(failed)} failed)"
+            f"the official client alone, 16 threads, the next {PODS} pods: {direct(kubeconfig, 2 * PODS):8.1f} binds/s"
         )
-        print(
-            f"binds/s {PODS / wall:8.1f}   latency p50 {pct(latencies, 0.5):8.1f} ms   "
-            f"p99 {pct(latencies, 0.99):8.1f} ms   wall {wall:6.2f} s"
-        )
-        print(
-            f"server side (request_duration, body read to answer): mean {served * 1000:8.1f} ms; "
-            f"the service's CPU per bind {cpu / PODS * 1000:5.2f} ms"
-        )
-        print(f"the official client alone, 16 threads, the next {PODS} pods: {direct(kubeconfig):8.1f} binds/s")
-        if failed:
-            print("first failure:", failed[0])
     finally:
         proc.kill()
 
