@@ -20,10 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import httpx
 import orjson
@@ -34,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from app.deploy.certs import issue  # noqa: E402
 from bench.bench_http import pct  # noqa: E402
 from bench.official import official_binder  # noqa: E402
-from tests.conftest import Server, cluster_config  # noqa: E402
+from tests.conftest import Server, cluster_config, mutual_tls  # noqa: E402
 from tests.support.bodies import go_marshal  # noqa: E402
 
 PODS = 1000
@@ -144,26 +142,6 @@ def direct(kubeconfig: Path, first: int) -> float:
     return PODS / (time.perf_counter() - started)
 
 
-def tls_edit(pki: Path) -> Callable[[Any], None]:
-    """The configuration edit that serves the verbs over mutual TLS, as ``examples/cluster.yaml``
-    deploys (the certificates of ``python -m app certs``; bind only for kube-scheduler's)."""
-
-    def secure(doc: Any) -> None:
-        doc["server"]["insecureBind"] = False
-        doc["server"]["tls"] = {
-            "certFile": str(pki / "server.crt"),
-            "keyFile": str(pki / "server.key"),
-            "clientCAFile": str(pki / "ca.crt"),
-            "scheduler": {
-                "caFile": str(pki / "ca.crt"),
-                "certFile": str(pki / "scheduler.crt"),
-                "keyFile": str(pki / "scheduler.key"),
-            },
-        }
-
-    return secure
-
-
 def through_service(tmp: Path, kubeconfig: Path, first: int, pki: Path | None) -> None:
     """Bind pods ``p-<first>`` onwards through the real server (over mutual TLS with ``pki``) and
     print the figures."""
@@ -171,7 +149,7 @@ def through_service(tmp: Path, kubeconfig: Path, first: int, pki: Path | None) -
     if pki is not None:
         client_tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         client_tls.load_cert_chain(str(pki / "scheduler.crt"), str(pki / "scheduler.key"))
-    config = cluster_config(tmp, kubeconfig.read_text(), edit=tls_edit(pki) if pki is not None else None)
+    config = cluster_config(tmp, kubeconfig.read_text(), edit=mutual_tls(pki) if pki is not None else None)
     server = Server(config, verify=client_tls)
     try:
         bodies = [

@@ -12,12 +12,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import REPO, Server, cluster_config
+from tests.conftest import REPO, Server, cluster_config, mutual_tls
 from tests.e2e.test_cluster_server import populate
 from tests.support.apiserver import FakeAPIServer, running
 from tests.support.bodies import fixture, fixture_bytes
@@ -35,21 +34,7 @@ def client_context(pki: Path, with_certificate: bool) -> ssl.SSLContext:
 
 
 def tls_config(tmp: Path, api: FakeAPIServer, pki: Path) -> Path:
-    def secure(doc: Any) -> None:
-        doc["server"]["insecureBind"] = False
-        doc["server"]["tls"] = {
-            "certFile": str(pki / "server.crt"),
-            "keyFile": str(pki / "server.key"),
-            "clientCAFile": str(pki / "ca.crt"),
-            "reloadInterval": "500ms",
-            "scheduler": {
-                "caFile": str(pki / "ca.crt"),
-                "certFile": str(pki / "scheduler.crt"),
-                "keyFile": str(pki / "scheduler.key"),
-            },
-        }
-
-    return cluster_config(tmp, api.kubeconfig(), edit=secure)
+    return cluster_config(tmp, api.kubeconfig(), edit=mutual_tls(pki, reloadInterval="500ms"))
 
 
 @pytest.fixture(scope="module")
