@@ -188,27 +188,18 @@ TARGETS = ("kubeadm", "static-pod", "second-scheduler", "standalone")
 #: The files each target writes (a name ending in ``/``: that directory); ``podgroup-crd.yaml``
 #: only when a profile enables Coscheduling, ``scheduler-extender-rbac.yaml`` only with ``cluster:``,
 #: ``scheduler-extender-metrics.yaml`` and ``-podmonitor.yaml`` only with the metrics listener.
+_STATIC_POD_FILES = (
+    "kube-scheduler-config.yaml",
+    "scheduler-extender.yaml",
+    "scheduler-extender-config.yaml",
+    "scheduler-extender-rbac.yaml",
+    "scheduler-extender-metrics.yaml",
+    "scheduler-extender-podmonitor.yaml",
+    "podgroup-crd.yaml",
+)
 TARGET_FILES = {
-    "kubeadm": (
-        "kube-scheduler-config.yaml",
-        "kubeadm/",
-        "scheduler-extender.yaml",
-        "scheduler-extender-config.yaml",
-        "scheduler-extender-rbac.yaml",
-        "scheduler-extender-metrics.yaml",
-        "scheduler-extender-podmonitor.yaml",
-        "podgroup-crd.yaml",
-    ),
-    "static-pod": (
-        "kube-scheduler-config.yaml",
-        "kube-scheduler.yaml",
-        "scheduler-extender.yaml",
-        "scheduler-extender-config.yaml",
-        "scheduler-extender-rbac.yaml",
-        "scheduler-extender-metrics.yaml",
-        "scheduler-extender-podmonitor.yaml",
-        "podgroup-crd.yaml",
-    ),
+    "kubeadm": ("kubeadm/", *_STATIC_POD_FILES),
+    "static-pod": ("kube-scheduler.yaml", *_STATIC_POD_FILES),
     "second-scheduler": ("second-scheduler/",),
     "standalone": ("scheduler/",),
 }

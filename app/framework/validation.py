@@ -43,14 +43,20 @@ _LABEL_VALUE_ERROR = regex_error(_LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "
 _DNS1123_SUBDOMAIN_ERROR = regex_error(_DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com")
 
 
+def _bounded_match(value: str, most: int, pattern: re.Pattern[str], error: str) -> list[str]:
+    """The two checks apimachinery's validators make in this order: a length of at most ``most``
+    characters (``MaxLenError``), then ``pattern`` over the whole value (``error``)."""
+    errs = []
+    if len(value) > most:
+        errs.append(f"must be no more than {most} characters")
+    if not pattern.fullmatch(value):
+        errs.append(error)
+    return errs
+
+
 def is_dns1123_subdomain(value: str) -> list[str]:
     """``IsDNS1123Subdomain``: at most 253 characters of lowercase RFC 1123 labels joined by ``.``."""
-    errs = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        errs.append(_DNS1123_SUBDOMAIN_ERROR)
-    return errs
+    return _bounded_match(value, 253, _DNS1123_SUBDOMAIN, _DNS1123_SUBDOMAIN_ERROR)
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -84,12 +90,7 @@ def is_qualified_name(value: str) -> list[str]:
 def is_valid_label_value(value: str) -> list[str]:
     """``IsValidLabelValue``: empty, or at most 63 alphanumerics, ``-``, ``_`` or ``.``, starting and
     ending alphanumeric."""
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.fullmatch(value):
-        errs.append(_LABEL_VALUE_ERROR)
-    return errs
+    return _bounded_match(value, 63, _LABEL_VALUE, _LABEL_VALUE_ERROR)
 
 
 __all__ = ["is_dns1123_subdomain", "is_qualified_name", "is_valid_label_value", "regex_error"]
