@@ -227,26 +227,22 @@ class AsyncBindingClient:
         if self._open < self.pool_size and not self._waiters:
             self._open += 1
             return await self._connect(loop)
-        while True:
-            waiter: asyncio.Future[_Connection | None] = loop.create_future()
-            self._waiters.append(waiter)
-            try:
-                handed = await waiter
-            except BaseException:
-                if waiter.done() and not waiter.cancelled():  # handed over, then cancelled: pass it on
-                    self._pass_on(waiter.result())
-                elif waiter in self._waiters:
-                    self._waiters.remove(waiter)
-                raise
-            if handed is None:  # a place freed for a new connection, reserved for this caller
-                return await self._connect(loop)
-            if not handed.closed:
-                handed.reused = True
-                return handed
-            self._open -= 1  # closed on its way here: wait again, or take the place it freed
-            if self._open < self.pool_size and not self._waiters:
-                self._open += 1
-                return await self._connect(loop)
+        waiter: asyncio.Future[_Connection | None] = loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            handed = await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():  # handed over, then cancelled: pass it on
+                self._pass_on(waiter.result())
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+        if handed is None or handed.closed:
+            # a place reserved for this caller: freed by a closed connection, or held by one that
+            # closed on its way here (its place is this caller's, first in line)
+            return await self._connect(loop)
+        handed.reused = True
+        return handed
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
         """A new connection, its place in ``_open`` already counted; a failure gives the place up."""

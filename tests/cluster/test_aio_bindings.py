@@ -141,6 +141,29 @@ def test_callers_waiting_for_a_connection_are_served_in_arrival_order(https: Fak
     assert [b["metadata"]["name"] for b in https.bindings] == ["p0", "p1", "p2", "p3", "p4", "p5"]
 
 
+def test_a_connection_that_closes_after_it_was_handed_over_still_serves_the_waiting_caller(
+    https: FakeAPIServer, tmp_path: Path
+) -> None:
+    """The API server closes the one connection between its release to a waiting caller and that
+    caller's turn: the caller opens a new one in its place, rather than waiting with a free place
+    nobody takes (every Binding would then wait out its deadline)."""
+    client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        held = await client._acquire(loop)  # the pool's one connection
+        waiting = [asyncio.create_task(bind(client, https, f"p{i}", seconds=2)) for i in (1, 2)]
+        await asyncio.sleep(0.05)  # p1, then p2, wait for it
+        client._release(held)  # handed to p1 ...
+        held.close()  # ... and closed before p1 runs
+        await asyncio.gather(*waiting)
+        await bind(client, https, "p3", seconds=2)  # and the pool still serves
+        client.close()
+
+    asyncio.run(main())
+    assert [b["metadata"]["name"] for b in https.bindings] == ["p1", "p2", "p3"]
+
+
 def test_past_the_deadline_a_timeout_and_the_connection_is_not_reused(https: FakeAPIServer, tmp_path: Path) -> None:
     client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
 
