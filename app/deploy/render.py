@@ -330,14 +330,15 @@ PODGROUP_CRD: dict[str, Any] = {
 
 
 def uses_podgroups(config: Configuration, registry: Registry) -> bool:
-    """Does a profile enable a plugin that reads PodGroups (Coscheduling)? Then the manifests
-    carry :data:`PODGROUP_CRD`."""
+    """Does a profile enable a plugin that declares it reads PodGroups (``ClusterNeeds.pod_groups``:
+    Coscheduling unless ``usePodGroupCRD: false``)? Then the manifests carry :data:`PODGROUP_CRD`."""
     for profile in config.profiles:
+        timeout = profile.extender.http_timeout_seconds
         for name in enabled_plugins(profile, registry):
             entry = registry.get(name)
-            if entry is not None and any(
-                podgroups.GROUP in rule.api_groups and podgroups.PLURAL in rule.resources for rule in entry.rbac
-            ):
+            if entry is None or entry.needs is None:
+                continue
+            if entry.needs(plugin_args(profile, entry), timeout).pod_groups:
                 return True
     return False
 

@@ -360,3 +360,17 @@ def test_the_static_pod_mounts_the_listener_files_and_the_deployments_make_do_wi
     assert "tls" not in listener and "clientCAFile" not in listener and "kubeconfig" not in listener
     for version in (PINNED, OLDEST):
         assert_valid(files, version)
+
+
+def test_no_podgroup_crd_when_coscheduling_reads_no_podgroups(tmp_path: Path) -> None:
+    """Coscheduling with ``usePodGroupCRD: false`` takes ``minMember`` from a pod annotation and
+    watches no PodGroup: render writes no CRD for it (the plugin's declared needs, not its RBAC)."""
+    doc = yaml.safe_load((EXAMPLES / "stateful.yaml").read_text())
+    for profile in doc["profiles"]:
+        for pc in profile.get("pluginConfig", []):
+            if pc["name"] == "Coscheduling":
+                pc["args"] = {**(pc.get("args") or {}), "usePodGroupCRD": False}
+    config = tmp_path / "stateful.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    files, _ = render_ok(tmp_path / "out", "--config", str(config), "--target", "kubeadm")
+    assert _crds(files) == {}
