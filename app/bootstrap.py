@@ -179,17 +179,10 @@ def preflight(
     elif exposure is not None:
         out.notes.append(f"server.insecureBind: {exposure}")
     if server.tls is not None:
-        import ssl
-
         from app.api.server import ssl_context
 
-        try:
-            ssl_context(server.tls)
-        except (OSError, ssl.SSLError) as exc:
-            what = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
-            out.errors.append(
-                f"server.tls: the certificate, key or client CA does not load: {what}{exc.strerror or exc}"
-            )
+        tls = server.tls
+        _tls_files_load("server.tls", lambda: ssl_context(tls), out)
     if server.metrics_listener is not None:
         _metrics_preflight(config, port if port is not None else server.port, out)
     return out
@@ -214,18 +207,27 @@ def _metrics_preflight(config: Configuration, port: int, out: Preflight) -> None
             "server.metrics.kubeconfig, or add a cluster: section (its credentials are used); or set "
             "server.metrics.insecure: true to serve the metrics to anyone without authentication"
         )
-    if metrics.tls is not None or metrics.client_ca_file:
+    # the files only: the self-signed certificate is made at start, not to check a configuration
+    from app.api.server import metrics_tls_files, ssl_context
+
+    files, ca = metrics_tls_files(metrics), metrics.client_ca_file
+    if files is not None:
+        _tls_files_load("server.metrics", lambda: ssl_context(files), out)
+    elif ca:
         import ssl
 
-        from app.api.server import metrics_ssl_context
+        _tls_files_load("server.metrics", lambda: ssl.create_default_context(cafile=ca), out)
 
-        try:
-            metrics_ssl_context(metrics)
-        except (OSError, ssl.SSLError) as exc:
-            what = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
-            out.errors.append(
-                f"server.metrics: the certificate, key or client CA does not load: {what}{exc.strerror or exc}"
-            )
+
+def _tls_files_load(section: str, load: Callable[[], object], out: Preflight) -> None:
+    """``load()`` (a TLS context from ``section``'s files), its failure an error naming the file."""
+    import ssl
+
+    try:
+        load()
+    except (OSError, ssl.SSLError) as exc:
+        what = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+        out.errors.append(f"{section}: the certificate, key or client CA does not load: {what}{exc.strerror or exc}")
 
 
 def metrics_client(config: Configuration) -> KubeClient | None:
@@ -233,16 +235,19 @@ def metrics_client(config: Configuration) -> KubeClient | None:
     ``server.metrics.kubeconfig``, else the ``cluster:`` section's credentials (``kubeconfig`` and
     ``context``, else in-cluster, else the default kubeconfig: :func:`app.kube.client.load_client`).
     Raises :class:`~app.kube.errors.KubeConfigError`."""
+    from app.api.delegated import REVIEW_WORKERS
     from app.kube.client import KubeClient, load_client
 
     metrics = config.server.metrics_listener
     if metrics is None or metrics.insecure:
         return None
     if metrics.kubeconfig is not None:
-        loaded = load_client(metrics.kubeconfig, pool_size=4)
+        loaded = load_client(metrics.kubeconfig, pool_size=REVIEW_WORKERS, option="server.metrics.kubeconfig")
     else:
         cluster = config.cluster
-        loaded = load_client(cluster.kubeconfig if cluster else None, cluster.context if cluster else None, 4)
+        loaded = load_client(
+            cluster.kubeconfig if cluster else None, cluster.context if cluster else None, REVIEW_WORKERS
+        )
     log.info("metrics listener: reviewing callers with the credentials of %s", loaded.source)
     return KubeClient(loaded.api_client)
 

@@ -136,12 +136,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-def peer_common_name(transport: asyncio.BaseTransport) -> str | None:
-    """The CN of the client certificate the TLS handshake verified, or ``None`` (plain HTTP, or a
-    client that presented none)."""
-    return peer_identity(transport)[0]
-
-
 def peer_identity(transport: asyncio.BaseTransport) -> tuple[str | None, tuple[str, ...]]:
     """``(CN, O values)`` of the client certificate the TLS handshake verified: the user and the
     groups kube-apiserver's x509 authenticator reads (``CommonNameUserConversion``,
@@ -255,6 +249,24 @@ class _BindErrorFilter(logging.Filter):
         return not isinstance(record.msg, OSError)
 
 
+async def _listen(server: uvicorn.Server, startup: Callable[[], Awaitable[None]], section: str) -> None:
+    """``await startup()`` (uvicorn's, which binds the socket), with uvicorn's own record of a
+    listen failure dropped and its ``SystemExit`` turned into one :class:`ListenError` naming
+    ``section``'s address options."""
+    quiet = _BindErrorFilter()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(quiet)
+    try:
+        await startup()
+    except SystemExit as exc:  # uvicorn exits (status 3) when it cannot listen, having logged the OSError
+        cause = exc.__context__
+        if isinstance(cause, OSError):
+            raise ListenError(server.config.host, server.config.port, cause, section) from None
+        raise
+    finally:
+        uvicorn_log.removeFilter(quiet)
+
+
 class ExtenderServer(uvicorn.Server):
     """uvicorn's server, plus the certificate reloader while it serves, and the composition
     root's hooks: ``on_startup()`` once the socket is bound (on the loop: it starts the
@@ -277,18 +289,7 @@ class ExtenderServer(uvicorn.Server):
         self._reloading: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: Any = None) -> None:
-        quiet = _BindErrorFilter()
-        uvicorn_log = logging.getLogger("uvicorn.error")
-        uvicorn_log.addFilter(quiet)
-        try:
-            await super().startup(sockets)
-        except SystemExit as exc:  # uvicorn exits (status 3) when it cannot listen, having logged the OSError
-            cause = exc.__context__
-            if isinstance(cause, OSError):
-                raise ListenError(self.config.host, self.config.port, cause) from None
-            raise
-        finally:
-            uvicorn_log.removeFilter(quiet)
+        await _listen(self, lambda: super(ExtenderServer, self).startup(sockets), "server")
         if not self.started:
             return
         if self.metrics is not None:
@@ -344,18 +345,7 @@ class MetricsServer(uvicorn.Server):
     async def start(self) -> None:
         """Listen; raises :class:`ListenError` naming ``server.metrics`` when it cannot."""
         self.lifespan = self.config.lifespan_class(self.config)
-        quiet = _BindErrorFilter()
-        uvicorn_log = logging.getLogger("uvicorn.error")
-        uvicorn_log.addFilter(quiet)
-        try:
-            await self.startup()
-        except SystemExit as exc:
-            cause = exc.__context__
-            if isinstance(cause, OSError):
-                raise ListenError(self.config.host, self.config.port, cause, "server.metrics") from None
-            raise
-        finally:
-            uvicorn_log.removeFilter(quiet)
+        await _listen(self, self.startup, "server.metrics")
         await self.on_tick(0)  # the Date header before the first answer
         app = self.config.app
         auth = "delegated authentication and authorization" if getattr(app, "auth", None) else "no authentication"
@@ -364,15 +354,12 @@ class MetricsServer(uvicorn.Server):
             self._reloading = asyncio.create_task(self.reloader.run())
 
     async def stop(self) -> None:
-        """Stop listening, let answers in flight finish (``server.timeouts.shutdown``), close."""
+        """Stop listening and let answers in flight finish (``server.timeouts.shutdown``); the
+        listener itself is closed by :func:`run`, after a failed start as well."""
         if self._reloading is not None:
             self._reloading.cancel()
         if self.started:
             await self.shutdown()
-        app = self.config.app
-        close = getattr(app, "close", None)
-        if close is not None:
-            close()
 
 
 def protocol_class(server: ServerConfig, on_timeout: Callable[[str], None]) -> type[GuardedHttpToolsProtocol]:
@@ -479,19 +466,36 @@ def metrics_ssl_context(metrics: MetricsServerConfig) -> ssl.SSLContext:
     ``host`` (when it is one address), and with ``clientCAFile`` client certificates verified when
     presented (``CERT_OPTIONAL``: Prometheus with a token presents none). Raises ``OSError`` or
     ``ssl.SSLError`` when the files do not load."""
+    files = metrics_tls_files(metrics)
+    if files is not None:
+        return ssl_context(files)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if metrics.tls is not None:
-        context.load_cert_chain(metrics.tls.cert_file, metrics.tls.key_file)
-    else:
-        names = ["localhost", "127.0.0.1", socket.gethostname()]
-        if metrics.host not in ("", "0.0.0.0", "::"):  # an address of every interface names none
-            names.append(metrics.host)
-        _load_chain_from_memory(context, self_signed_certificate(names))
+    names = ["localhost", "127.0.0.1", socket.gethostname()]
+    if metrics.host not in ("", "0.0.0.0", "::"):  # an address of every interface names none
+        names.append(metrics.host)
+    _load_chain_from_memory(context, self_signed_certificate(names))
     if metrics.client_ca_file:
         context.load_verify_locations(metrics.client_ca_file)
         context.verify_mode = ssl.CERT_OPTIONAL
     return context
+
+
+def metrics_tls_files(metrics: MetricsServerConfig) -> TLSConfig | None:
+    """``server.metrics.tls`` and ``clientCAFile`` as the verb listener's :class:`TLSConfig`, so
+    :func:`ssl_context` and :class:`CertificateReloader` serve both listeners; ``None`` without
+    ``tls`` (the self-signed certificate)."""
+    tls = metrics.tls
+    if tls is None:
+        return None
+    return TLSConfig.model_validate(
+        {
+            "certFile": tls.cert_file,
+            "keyFile": tls.key_file,
+            "clientCAFile": metrics.client_ca_file,
+            "reloadInterval": tls.reload_interval,
+        }
+    )
 
 
 def metrics_server(listener: MetricsListener, server: ServerConfig, options: dict[str, Any]) -> MetricsServer:
@@ -518,12 +522,9 @@ def metrics_server(listener: MetricsListener, server: ServerConfig, options: dic
     reloader = None
     if not metrics.insecure:
         config.ssl = metrics_ssl_context(metrics)
-        if metrics.tls is not None:
-            tls = metrics.tls
-            files = TLSConfig.model_validate(
-                {"certFile": tls.cert_file, "keyFile": tls.key_file, "clientCAFile": metrics.client_ca_file}
-            )
-            reloader = CertificateReloader(config.ssl, files, parse_duration(metrics.tls.reload_interval))
+        files = metrics_tls_files(metrics)
+        if files is not None:
+            reloader = CertificateReloader(config.ssl, files, parse_duration(files.reload_interval))
     return MetricsServer(config, reloader)
 
 

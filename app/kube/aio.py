@@ -160,7 +160,7 @@ class AsyncBindingClient:
         self.server_hostname = (configuration.tls_server_name or self.host) if self.ssl is not None else None
         netloc = url.netloc.rsplit("@", 1)[-1]
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items() if k.lower() not in _OWN)
-        self._head = f"Host: {netloc}\r\nAccept: {JSON}\r\nContent-Type: {JSON}\r\n{extra}"
+        self._head = f"Host: {netloc}\r\nAccept: {JSON}\r\nContent-Type: {JSON}\r\n{extra}".encode()
         self.auth = auth
         self.pool_size = pool_size
         self._idle: collections.deque[_Connection] = collections.deque()
@@ -176,7 +176,7 @@ class AsyncBindingClient:
         path = f"{self.prefix}/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/binding"
         return b"%s%s%sContent-Length: %d\r\n\r\n%s" % (
             f"POST {path} HTTP/1.1\r\n".encode(),
-            self._head.encode(),
+            self._head,
             auth.encode("latin-1"),
             len(body),
             body,

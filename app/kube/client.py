@@ -77,8 +77,11 @@ class LoadedClient:
     source: str
 
 
-def load_client(kubeconfig: str | None = None, context: str | None = None, pool_size: int = 16) -> LoadedClient:
-    """Load cluster credentials in the order of the module doc.
+def load_client(
+    kubeconfig: str | None = None, context: str | None = None, pool_size: int = 16, option: str = "cluster.kubeconfig"
+) -> LoadedClient:
+    """Load cluster credentials in the order of the module doc; ``option``: the configuration
+    field an explicit ``kubeconfig`` came from (named when it fails).
 
     Raises :class:`KubeConfigError` naming each source tried and why it failed.
     """
@@ -87,7 +90,7 @@ def load_client(kubeconfig: str | None = None, context: str | None = None, pool_
         try:
             k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
         except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
-            raise KubeConfigError(f"cluster.kubeconfig {kubeconfig}: {exc}") from exc
+            raise KubeConfigError(f"{option} {kubeconfig}: {exc}") from exc
         cfg.connection_pool_maxsize = pool_size
         return LoadedClient(k8s.ApiClient(cfg), f"kubeconfig {kubeconfig}")
     tried: list[str] = []
@@ -133,13 +136,10 @@ def status_error(status: int, body: bytes | str | None, reason: str = "") -> API
 
 
 def api_error(exc: BaseException) -> APIError:
-    """Translate urllib3's (and the official client's) exceptions into :class:`APIError`; a read
-    timeout is ``timed_out`` (the request was sent, its effect is unknown)."""
+    """Translate urllib3's exceptions into :class:`APIError`; a read timeout is ``timed_out`` (the
+    request was sent, its effect is unknown)."""
     if isinstance(exc, APIError):
         return exc
-    status = getattr(exc, "status", None)
-    if isinstance(status, int) and status and hasattr(exc, "body"):  # the official client's ApiException
-        return status_error(status, getattr(exc, "body", None), str(getattr(exc, "reason", "") or ""))
     timed_out = isinstance(exc, urllib3.exceptions.ReadTimeoutError) or (
         isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.ConnectTimeoutError)
     )

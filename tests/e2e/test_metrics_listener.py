@@ -309,6 +309,18 @@ def test_without_credentials_for_the_reviews_validate_and_serve_refuse_naming_th
         assert "Traceback" not in result.stderr
 
 
+def test_an_unreadable_reviewer_kubeconfig_is_named_by_its_own_setting(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
+    missing = tmp_path / "reviewer.conf"
+    doc["server"]["metrics"] = {"port": free_port(), "kubeconfig": str(missing)}
+    path = tmp_path / "reviewer.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = _cli("serve", "--config", str(path), "--port", str(free_port()))
+    assert result.returncode == 1, result.stderr
+    assert f"server.metrics.kubeconfig {missing}" in result.stderr
+    assert "cluster.kubeconfig" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_the_metrics_port_must_differ_from_the_verbs_port(tmp_path: Path) -> None:
     doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
     doc["server"]["metrics"] = {"insecure": True, "port": 8888}
