@@ -61,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, RETRY_AFTER, ASGIApp, Receive, Scope, Send
+from app.api.edge import PEER_CN, PEER_GROUPS, ASGIApp, Receive, Scope, Send, refused_over_capacity, send_plain
 from app.config import MetricsServerConfig
 from app.kube.errors import APIError
 
@@ -356,14 +356,6 @@ def forbidden_message(user: UserInfo, verb: str, path: str, reason: str) -> str:
     return f"{message}: {reason}" if reason else message
 
 
-async def _send(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes], retry_after: bool = False) -> None:
-    out = [*headers, (b"content-length", str(len(body)).encode())]
-    if retry_after:
-        out.append((b"retry-after", str(RETRY_AFTER).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body})
-
-
 class MetricsListener:
     """The metrics listener's ASGI app (see the module doc): ``app`` answers the three paths once
     admitted (the verb listener's FastAPI app); ``auth`` is ``None`` with ``insecure: true``."""
@@ -380,10 +372,9 @@ class MetricsListener:
             return
         path = scope["path"]
         if scope["method"] != "GET" or path not in SERVED_PATHS:
-            await _send(send, 404, b"404 page not found\n", _TEXT, _NOSNIFF)
+            await send_plain(send, 404, b"404 page not found\n", _TEXT, _NOSNIFF)
             return
-        if scope.get(OVER_CAPACITY) and path not in ("/healthz", "/readyz"):
-            await _send(send, 503, b'{"Error":"too many connections: retry later"}', _JSON, retry_after=True)
+        if await refused_over_capacity(scope, send):
             return
         auth = self.auth
         if auth is not None and not self.always_allowed(path):
@@ -393,18 +384,18 @@ class MetricsListener:
                 client = scope.get("client")
                 level = logging.WARNING if exc.failed else logging.INFO
                 log.log(level, "metrics listener: GET %s from %s: 401: %s", path, client and client[0], exc)
-                await _send(send, 401, status_body(401, "Unauthorized", "Unauthorized"), _JSON, _NO_CACHE)
+                await send_plain(send, 401, status_body(401, "Unauthorized", "Unauthorized"), _JSON, _NO_CACHE)
                 return
             try:
                 decision, reason = await auth.authorize(user, "get", path)
             except ReviewFailedError as exc:
                 log.warning("metrics listener: GET %s by %s: 500: %s", path, user.name, exc)
                 text = f"Internal Server Error: {json.dumps(path)}: {exc}\n".encode()
-                await _send(send, 500, text, _TEXT, _NOSNIFF, _NO_CACHE)
+                await send_plain(send, 500, text, _TEXT, _NOSNIFF, _NO_CACHE)
                 return
             if decision != "allow":
                 message = forbidden_message(user, "get", path, reason)
-                await _send(send, 403, status_body(403, "Forbidden", message), _JSON, _NOSNIFF, _NO_CACHE)
+                await send_plain(send, 403, status_body(403, "Forbidden", message), _JSON, _NOSNIFF, _NO_CACHE)
                 return
         await self.app(scope, receive, send)
 

@@ -126,8 +126,7 @@ class VerbRouter:
                 return
             token = PROBING.set(True) if _is_probe(scope) else None
             try:
-                if scope.get(OVER_CAPACITY) and scope["path"] not in ("/healthz", "/readyz"):
-                    await _send_plain(send, 503, b'{"Error":"too many connections: retry later"}', retry_after=True)
+                if await refused_over_capacity(scope, send, _CLOSE):
                     return
                 await self.fastapi(scope, receive, send)
             finally:
@@ -389,9 +388,27 @@ async def _send_answer(send: Send, answer: Answer, close: bool) -> None:
     await send({"type": "http.response.body", "body": b"".join(group)})
 
 
-async def _send_plain(send: Send, status: int, body: bytes, retry_after: bool = False) -> None:
-    headers = [_JSON, (b"content-length", str(len(body)).encode()), _CLOSE]
+async def send_plain(
+    send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes], retry_after: bool = False
+) -> None:
+    """One whole answer outside FastAPI: ``headers`` (the content type first), the length and,
+    with ``retry_after``, ``Retry-After: RETRY_AFTER`` seconds."""
+    out = [*headers, (b"content-length", str(len(body)).encode())]
     if retry_after:
-        headers.append((b"retry-after", str(RETRY_AFTER).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+        out.append((b"retry-after", str(RETRY_AFTER).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body})
+
+
+#: The answer to a request over ``maxConnections`` (503 with ``Retry-After``).
+OVER_CAPACITY_BODY = b'{"Error":"too many connections: retry later"}'
+
+
+async def refused_over_capacity(scope: Scope, send: Send, *headers: tuple[bytes, bytes]) -> bool:
+    """Answer 503 (:data:`OVER_CAPACITY_BODY`) when the connection is past ``maxConnections``,
+    ``/healthz`` and ``/readyz`` excepted (the kubelet's probes still see a live process);
+    ``True`` when it did."""
+    if not scope.get(OVER_CAPACITY) or scope["path"] in ("/healthz", "/readyz"):
+        return False
+    await send_plain(send, 503, OVER_CAPACITY_BODY, _JSON, *headers, retry_after=True)
+    return True
