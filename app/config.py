@@ -785,13 +785,13 @@ def _validate_profile(
         protocol = POINTS[point]
         for j, ref in enumerate(refs):
             entry = registry.get(ref.name)
-            if entry is not None and not _implements(entry, protocol):
+            if entry is not None and not implements(entry, protocol):
                 where = f"{at}.plugins.{to_camel(point)}[{j}].name"
                 problems.append(f"{where}: plugin {ref.name} does not implement {point}")
     return problems
 
 
-def _implements(entry: PluginEntry, protocol: Any) -> bool:
+def implements(entry: PluginEntry, protocol: Any) -> bool:
     """Whether ``entry``'s plugin class has the methods of ``protocol`` (a factory that is not a
     class cannot be told from here: building the framework checks its instance)."""
     factory = entry.factory

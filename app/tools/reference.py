@@ -43,10 +43,11 @@ from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from app.config import API_VERSION, KIND, Configuration
+from app.config import API_VERSION, KIND, Configuration, implements
 from app.framework.defaults import POINTS
 from app.framework.profile import Duration
 from app.framework.registry import PluginEntry, Registry
@@ -475,16 +476,7 @@ def plugin_facts(entry: PluginEntry) -> str:
     factory = entry.factory
     methods = {name for name in dir(factory) if not name.startswith("_")} if isinstance(factory, type) else set()
     points = [label for method, label in _METHODS if method in methods]
-    keys = [
-        f"`{_camel(point)}`"
-        for point, protocol in POINTS.items()
-        if methods
-        and all(
-            hasattr(factory, name)
-            for name, value in vars(protocol).items()
-            if not name.startswith("_") and callable(value)
-        )
-    ]
+    keys = [f"`{to_camel(point)}`" for point, protocol in POINTS.items() if methods and implements(entry, protocol)]
     rbac = "; ".join(
         f"{', '.join(rule.verbs)} on {', '.join(rule.resources)} ({', '.join(g or 'core' for g in rule.api_groups)})"
         for rule in entry.rbac
@@ -501,11 +493,6 @@ def plugin_facts(entry: PluginEntry) -> str:
         f"| RBAC beyond nodes and pods | {_cell(rbac) or 'none'} |",
     ]
     return "\n".join(rows) + "\n\nArgs (`pluginConfig`):\n\n" + plugin_args_table(entry)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 # -- the command-line reference ------------------------------------------------------------------------
