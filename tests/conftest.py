@@ -68,6 +68,20 @@ def mutual_tls(pki: Path, **tls: Any) -> Callable[[Any], None]:
     return secure
 
 
+def cli(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m app ARGS`` as a user runs it, from ``cwd`` (the checkout's ``app`` whatever the
+    working directory): exit status, stdout and stderr as text."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def no_traceback(out: subprocess.CompletedProcess[str]) -> None:
+    """A command's output shows no Python traceback."""
+    assert "Traceback" not in out.stderr + out.stdout, out.stderr
+
+
 def free_port() -> int:
     """A TCP port that was free on 127.0.0.1 a moment ago."""
     with socket.socket() as s:

@@ -17,18 +17,10 @@ import httpx
 import pytest
 import yaml
 
-from tests.conftest import REPO, Server
+from tests.conftest import REPO, Server, cli, no_traceback
 
 FIXTURES = REPO / "tests" / "fixtures"
 BODIES = sorted(p.name for p in FIXTURES.glob("*.json") if p.name != "manifest.json")
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
-
-
-def no_traceback(out: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in out.stderr + out.stdout, out.stderr
 
 
 def test_validate_runs_the_checks_serve_makes_with_the_effective_port() -> None:

@@ -4,14 +4,12 @@ mistake, messages that say what to write, render that never leaves stale files, 
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, cli, no_traceback
 
 GOOD = """apiVersion: config.scheduler-extender.dev/v1alpha1
 kind: ExtenderConfiguration
@@ -21,14 +19,6 @@ profiles:
   plugins:
     filter: [{name: AnnotationNodeAffinity}]
 """
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
-
-
-def no_traceback(out: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in out.stderr + out.stdout, out.stderr
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 import socket
 import ssl
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 import trustme
 import yaml
 
-from tests.conftest import REPO, Server, cluster_config, free_port
+from tests.conftest import REPO, Server, cli, cluster_config, free_port
 from tests.support.apiserver import FakeAPIServer, node
 from tests.support.bodies import fixture_bytes
 
@@ -269,17 +267,11 @@ def test_the_listener_serves_a_self_signed_certificate_made_at_start(listener: L
         httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).raise_for_status()
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 def test_insecure_serves_plain_http_without_credentials_and_says_what_it_exposes(tmp_path: Path) -> None:
     api = FakeAPIServer().start()
     try:
         path, port = _metrics_config(tmp_path, api, insecure=True)
-        validate = _cli("validate", str(path))
+        validate = cli("validate", str(path))
         assert validate.returncode == 0, validate.stderr
         assert "server.metrics.insecure" in validate.stderr and "without authentication" in validate.stderr
         assert "every metric" in validate.stderr and f"127.0.0.1:{port}" in validate.stderr
@@ -302,7 +294,7 @@ def test_without_credentials_for_the_reviews_validate_and_serve_refuse_naming_th
     path = tmp_path / "no-credentials.yaml"
     path.write_text(yaml.safe_dump(doc))
     for command in (["validate", str(path)], ["serve", "--config", str(path)]):
-        result = _cli(*command, "--port", str(free_port()))
+        result = cli(*command, "--port", str(free_port()))
         assert result.returncode == 1, result.stderr
         for way in ("server.metrics.kubeconfig", "cluster:", "server.metrics.insecure: true"):
             assert way in result.stderr, (command, result.stderr)
@@ -315,7 +307,7 @@ def test_an_unreadable_reviewer_kubeconfig_is_named_by_its_own_setting(tmp_path:
     doc["server"]["metrics"] = {"port": free_port(), "kubeconfig": str(missing)}
     path = tmp_path / "reviewer.yaml"
     path.write_text(yaml.safe_dump(doc))
-    result = _cli("serve", "--config", str(path), "--port", str(free_port()))
+    result = cli("serve", "--config", str(path), "--port", str(free_port()))
     assert result.returncode == 1, result.stderr
     assert f"server.metrics.kubeconfig {missing}" in result.stderr
     assert "cluster.kubeconfig" not in result.stderr and "Traceback" not in result.stderr
@@ -326,11 +318,11 @@ def test_the_metrics_port_must_differ_from_the_verbs_port(tmp_path: Path) -> Non
     doc["server"]["metrics"] = {"insecure": True, "port": 8888}
     path = tmp_path / "same-port.yaml"
     path.write_text(yaml.safe_dump(doc))
-    result = _cli("validate", str(path))
+    result = cli("validate", str(path))
     assert result.returncode == 1 and "metrics.port (8888) must differ from port" in result.stderr
     doc["server"]["metrics"]["port"] = 9999
     path.write_text(yaml.safe_dump(doc))
-    result = _cli("validate", str(path), "--port", "9999")  # the effective port
+    result = cli("validate", str(path), "--port", "9999")  # the effective port
     assert result.returncode == 1 and "server.metrics.port (9999) is the verbs' port too" in result.stderr
 
 
@@ -343,7 +335,7 @@ def test_a_metrics_port_in_use_is_one_line_naming_the_setting(tmp_path: Path) ->
         doc["server"]["metrics"] = {"insecure": True, "host": "127.0.0.1", "port": port}
         path = tmp_path / "taken.yaml"
         path.write_text(yaml.safe_dump(doc))
-        result = _cli("serve", "--config", str(path), "--port", str(free_port()))
+        result = cli("serve", "--config", str(path), "--port", str(free_port()))
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [

@@ -4,9 +4,7 @@ path, the PodGroup CRD comes with Coscheduling, and what is written still passes
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 import yaml
 
 from app.cluster import podgroups
-from tests.conftest import REPO
+from tests.conftest import REPO, cli
 from tests.unit.test_render import OLDEST, PINNED, assert_valid
 
 EXAMPLES = REPO / "examples"
@@ -60,12 +58,8 @@ STANDALONE = {
 CRD = "podgroup-crd.yaml"
 
 
-def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    # PYTHONPATH: the checkout's app, whatever the working directory
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "app", "render", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+def render(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return cli("render", *args, cwd=cwd)
 
 
 def written(out: Path) -> dict[str, str]:
@@ -76,7 +70,7 @@ def written(out: Path) -> dict[str, str]:
 
 
 def render_ok(out: Path, *args: str, cwd: Path = REPO) -> tuple[dict[str, str], str]:
-    result = cli(*args, "--out", str(out), cwd=cwd)
+    result = render(*args, "--out", str(out), cwd=cwd)
     assert result.returncode == 0, result.stderr
     return written(out), result.stderr
 
@@ -145,9 +139,9 @@ def test_the_default_is_what_the_configuration_implies_and_a_note_says_so(
 
 
 def test_wrong_targets_are_refused(tmp_path: Path) -> None:
-    unknown = cli("--target", "eks", "--out", str(tmp_path / "a"))
+    unknown = render("--target", "eks", "--out", str(tmp_path / "a"))
     assert unknown.returncode == 2 and "invalid choice: 'eks'" in unknown.stderr
-    standalone = cli("--target", "standalone", "--out", str(tmp_path / "b"))  # the default has no schedulerName
+    standalone = render("--target", "standalone", "--out", str(tmp_path / "b"))  # the default has no schedulerName
     assert (
         standalone.returncode == 1 and "error: --target standalone: no profile sets schedulerName" in standalone.stderr
     )
