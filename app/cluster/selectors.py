@@ -50,7 +50,7 @@ import msgspec
 from app.cluster.reflector import StoreHealth
 from app.framework import objects
 from app.framework.types import PodInfo
-from app.framework.validation import is_qualified_name, is_valid_label_value
+from app.framework.validation import selector_error
 
 SERVICES = "services"
 REPLICATION_CONTROLLERS = "replicationcontrollers"
@@ -70,8 +70,6 @@ _CONTROLLERS = {
 #: a label map (``v1.ServiceSpec.Selector``, ``v1.ReplicationControllerSpec.Selector``, a
 #: ``matchLabels``) as one flat tuple ``(key1, value1, key2, value2, ...)`` (the smallest record)
 Labels = tuple[str, ...]
-
-_OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,25 +140,12 @@ def pairs(labels: Labels) -> Iterator[tuple[str, str]]:
 def controller_selector(selector: objects.LabelSelector | None) -> Requirements | None:
     """What a ReplicaSet's or StatefulSet's ``spec.selector`` adds to the default selector:
     ``None`` when it is ``nil`` (``LabelSelectorAsSelector`` gives ``Nothing``, whose
-    ``Requirements()`` is not ok), empty (``Everything``: no requirement) or invalid (an error:
-    skipped): an unknown operator, ``In``/``NotIn`` without values, ``Exists``/``DoesNotExist``
-    with values, a key that is not a qualified name or a value that is not a label value
-    (``labels.NewRequirement``)."""
-    if selector is None:
+    ``Requirements()`` is not ok), empty (``Everything``: no requirement) or invalid (an error,
+    :func:`app.framework.validation.selector_error`: skipped)."""
+    if selector is None or selector_error(selector) is not None:
         return None
     labels = selector.match_labels or {}
     expressions = selector.match_expressions or []
-    for key, value in labels.items():
-        if is_qualified_name(key) or is_valid_label_value(value):
-            return None
-    for expr in expressions:
-        op, values = expr.operator or "", expr.values or []
-        if op not in _OPERATORS or is_qualified_name(expr.key or ""):
-            return None
-        if (op in ("In", "NotIn")) != bool(values):
-            return None
-        if any(is_valid_label_value(v) for v in values):
-            return None
     if not labels and not expressions:
         return None
     flat = flat_labels(labels) or ()

@@ -221,19 +221,13 @@ def pod_requests(
     return total
 
 
-def is_qualified_name(value: str) -> bool:
-    """Whether ``value`` passes ``validation.IsQualifiedName``
-    (:func:`app.framework.validation.is_qualified_name`)."""
-    return not validation.is_qualified_name(value)
-
-
 @lru_cache(maxsize=4096)
 def is_extended_resource_name(value: str) -> bool:
     """``IsExtendedResourceName``: not native (it has a ``/`` and is outside ``kubernetes.io/``),
     not prefixed ``requests.``, and ``requests.<name>`` is a qualified name."""
     if "/" not in value or "kubernetes.io/" in value or value.startswith("requests."):
         return False
-    return is_qualified_name("requests." + value)
+    return not validation.is_qualified_name("requests." + value)
 
 
 def is_scalar_resource_name(name: str) -> bool:

@@ -1,14 +1,21 @@
 """The name and label checks of k8s.io/apimachinery/pkg/util/validation/validation.go, with
 upstream's messages (``RegexError``, ``IsDNS1123Subdomain``, ``IsQualifiedName``,
 ``IsValidLabelValue``): one place for every plugin that validates a label key or value the way
-kube-scheduler's API validation and ``labels.NewRequirement`` do.
+kube-scheduler's API validation and ``labels.NewRequirement`` do. Each check returns the list of
+problems, empty when the value is valid.
 
-Each check returns the list of problems, empty when the value is valid.
+Also the two error texts built on them: :func:`selector_error` (``metav1.LabelSelectorAsSelector``,
+k8s.io/apimachinery/pkg/apis/meta/v1/helpers.go, with ``labels.NewRequirement`` of
+pkg/labels/selector.go) and :func:`aggregate` (``utilerrors.NewAggregate(...).Error()``).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+
+from app.framework import objects
 
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
@@ -93,4 +100,92 @@ def is_valid_label_value(value: str) -> list[str]:
     return _bounded_match(value, 63, _LABEL_VALUE, _LABEL_VALUE_ERROR)
 
 
-__all__ = ["is_dns1123_subdomain", "is_qualified_name", "is_valid_label_value", "regex_error"]
+# -- errors ---------------------------------------------------------------------------------------
+
+
+def aggregate(errors: Sequence[str]) -> str:
+    """``utilerrors.NewAggregate(errs).Error()`` (k8s.io/apimachinery/pkg/util/errors/errors.go):
+    one error's message as is; several as ``[a, b, ...]``, a message seen before dropped (a set of
+    seen messages), and no brackets when only one distinct message is left; ``""`` for none."""
+    if len(errors) == 1:
+        return errors[0]
+    distinct = list(dict.fromkeys(errors))
+    return "[" + ", ".join(distinct) + "]" if len(distinct) > 1 else "".join(distinct)
+
+
+def _go_quote(value: str) -> str:
+    """Go's ``%q`` of a string (close enough: JSON escaping of a printable string is the same)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _go_string_slice(values: Sequence[str] | None) -> str:
+    """Go's ``%#v`` of a ``[]string``."""
+    if not values:
+        return "[]string(nil)" if values is None else "[]string{}"
+    return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
+
+
+#: the ``metav1.LabelSelectorOperator`` values ``LabelSelectorAsSelector`` accepts
+LABEL_SELECTOR_OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist"))
+
+
+def _requirement_errors(key: str, op: str, values: list[str] | None) -> list[str]:
+    """``labels.NewRequirement``'s field errors (``validateLabelKey``, the operator's values
+    check, ``validateLabelValue`` per value), rendered as ``field.Error.Error()``. ``op`` is
+    ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist`` (a ``matchLabels`` pair is ``In`` with its
+    one value: the same checks as ``selection.Equals`` then)."""
+    out: list[str] = []
+    key_errs = is_qualified_name(key)
+    if key_errs:
+        out.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
+    if op in ("In", "NotIn"):
+        if not values:
+            out.append(
+                f"values: Invalid value: {_go_string_slice(values)}: "
+                "for 'in', 'notin' operators, values set can't be empty"
+            )
+    elif values:
+        out.append(
+            f"values: Invalid value: {_go_string_slice(values)}: values set must be empty for exists and does not exist"
+        )
+    for i, value in enumerate(values or ()):
+        errs = is_valid_label_value(value)
+        if errs:
+            out.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(errs)}")
+    return out
+
+
+def selector_error(selector: objects.LabelSelector | None) -> str | None:
+    """The error ``metav1.LabelSelectorAsSelector`` returns for ``selector``, else ``None``
+    (``None``, ``{}`` and every valid selector).
+
+    ``matchLabels`` first, then ``matchExpressions`` in order; the first requirement
+    ``labels.NewRequirement`` refuses gives the message (its errors aggregated, as
+    ``ErrorList.ToAggregate``), an unknown operator ``"<op>" is not a valid label selector
+    operator``. An expression's values are passed as ``append([]string(nil), values...)``, so
+    empty values print as ``[]string(nil)``."""
+    if selector is None:
+        return None
+    for key, value in (selector.match_labels or {}).items():
+        errs = _requirement_errors(key, "In", [value])
+        if errs:
+            return aggregate(errs)
+    for expr in selector.match_expressions or ():
+        op = expr.operator or ""
+        if op not in LABEL_SELECTOR_OPERATORS:
+            return f"{_go_quote(op)} is not a valid label selector operator"
+        errs = _requirement_errors(expr.key or "", op, list(expr.values) if expr.values else None)
+        if errs:
+            return aggregate(errs)
+    return None
+
+
+__all__ = [
+    "LABEL_SELECTOR_OPERATORS",
+    "aggregate",
+    "is_dns1123_subdomain",
+    "is_qualified_name",
+    "is_valid_label_value",
+    "regex_error",
+    "selector_error",
+]

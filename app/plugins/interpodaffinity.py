@@ -52,7 +52,6 @@ in v1.30 (``MatchLabelKeysInPodAffinity``, off by default) and ignored. Needs cl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -67,7 +66,7 @@ from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
-from app.framework.validation import is_qualified_name, is_valid_label_value
+from app.framework.validation import aggregate, selector_error
 
 NAME = "InterPodAffinity"
 _PRE_FILTER = f"{NAME}/pre-filter"
@@ -114,78 +113,7 @@ class InterPodAffinityArgs(PluginArgs):
         return weight
 
 
-# -- label selector validation (metav1.LabelSelectorAsSelector -> labels.NewRequirement) -----------
-
-_OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist"))
-
-
-def _go_quote(value: str) -> str:
-    """Go's ``%q`` of a string (close enough: JSON escaping of a printable string is the same)."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _go_string_slice(values: Sequence[str] | None) -> str:
-    """Go's ``%#v`` of a ``[]string``."""
-    if not values:
-        return "[]string(nil)" if values is None else "[]string{}"
-    return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
-
-
-def _requirement_errors(key: str, op: str, values: list[str] | None) -> list[str]:
-    """``labels.NewRequirement``'s field errors, rendered as ``field.Error.Error()``."""
-    out: list[str] = []
-    key_errs = is_qualified_name(key)
-    if key_errs:
-        out.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
-    if op in ("In", "NotIn") and not values:
-        out.append(
-            f"values: Invalid value: {_go_string_slice(values)}: for 'in', 'notin' operators, values set can't be empty"
-        )
-    elif op == "=" and len(values or ()) != 1:
-        out.append(
-            f"values: Invalid value: {_go_string_slice(values)}: exact-match compatibility requires one single value"
-        )
-    elif op in ("Exists", "DoesNotExist") and values:
-        out.append(
-            f"values: Invalid value: {_go_string_slice(values)}: values set must be empty for exists and does not exist"
-        )
-    for i, value in enumerate(values or ()):
-        errs = is_valid_label_value(value)
-        if errs:
-            out.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(errs)}")
-    return out
-
-
-def _aggregate(errors: list[str]) -> str:
-    """``utilerrors.NewAggregate(...).Error()``: one message, or ``[a, b]`` (repeats dropped)."""
-    if len(errors) == 1:
-        return errors[0]
-    seen: list[str] = []
-    for e in errors:
-        if e not in seen:
-            seen.append(e)
-    return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
-
-
-def selector_error(selector: objects.LabelSelector | None) -> str | None:
-    """The error ``metav1.LabelSelectorAsSelector`` returns for ``selector``, else ``None``.
-
-    ``matchLabels`` first (each an ``=`` requirement), then ``matchExpressions`` in order; the
-    first failing requirement's errors (aggregated) are the message."""
-    if selector is None:
-        return None
-    for key, value in (selector.match_labels or {}).items():
-        errs = _requirement_errors(key, "=", [value])
-        if errs:
-            return _aggregate(errs)
-    for expr in selector.match_expressions or ():
-        op = expr.operator or ""
-        if op not in _OPERATORS:
-            return f"{_go_quote(op)} is not a valid label selector operator"
-        errs = _requirement_errors(expr.key or "", op, list(expr.values) if expr.values is not None else None)
-        if errs:
-            return _aggregate(errs)
-    return None
+# -- parse errors (framework.NewPodInfo: metav1.LabelSelectorAsSelector of each term) -------------
 
 
 def _terms_error(terms: Sequence[objects.PodAffinityTerm | None]) -> str | None:
@@ -215,7 +143,7 @@ def pod_parse_error(pod: PodInfo) -> str | None:
         err = _terms_error(terms)
         if err is not None:
             errors.append(f"{label}: {err}")
-    return _aggregate(errors) if errors else None
+    return aggregate(errors) if errors else None
 
 
 # -- terms ---------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
-from app.framework.validation import is_qualified_name, is_valid_label_value
+from app.framework.validation import aggregate, is_qualified_name, is_valid_label_value
 
 NAME = "NodeAffinity"
 #: CycleState keys of PreFilter's and PreScore's results
@@ -272,13 +272,8 @@ def parse_preferred(terms: Sequence[objects.PreferredSchedulingTerm], path: str 
         else:
             parsed.append((term, t.weight))
     if errors:
-        raise ValueError(_aggregate(errors))
+        raise ValueError(aggregate(errors))
     return PreferredTerms(tuple(parsed))
-
-
-def _aggregate(errors: Sequence[str]) -> str:
-    """``errors.NewAggregate(errs).Error()``."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +442,7 @@ def parse_added_affinity(doc: Mapping[str, Any]) -> objects.NodeAffinity:
         except ValueError as exc:
             errors.append(str(exc))
     if errors:
-        raise ValueError(_aggregate(errors))
+        raise ValueError(aggregate(errors))
     return affinity
 
 

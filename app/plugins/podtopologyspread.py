@@ -60,7 +60,7 @@ from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.taints import find_matching_untolerated_taint
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
-from app.framework.validation import is_qualified_name, is_valid_label_value
+from app.framework.validation import is_qualified_name, selector_error
 
 NAME = "PodTopologySpread"
 _PRE_FILTER = f"{NAME}/pre-filter"
@@ -92,12 +92,6 @@ _NO_NODE = Status.error(NO_NODE)
 
 
 # -- args -----------------------------------------------------------------------------------------
-
-
-def label_name_errors(key: str) -> list[str]:
-    """Why ``key`` is not a valid label key (``metav1validation.ValidateLabelName``, that is
-    ``IsQualifiedName``, :func:`app.framework.validation.is_qualified_name`); empty when valid."""
-    return is_qualified_name(key)
 
 
 class DefaultConstraint(PluginArgs):
@@ -156,7 +150,7 @@ class PodTopologySpreadArgs(PluginArgs):
             else:
                 errors.extend(
                     f'{p}.topologyKey: Invalid value: "{c.topology_key}": {m}'
-                    for m in label_name_errors(c.topology_key)
+                    for m in is_qualified_name(c.topology_key)  # metav1validation.ValidateLabelName
                 )
             if not c.when_unsatisfiable:
                 errors.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")
@@ -282,41 +276,19 @@ def _match_everything(labels: Mapping[str, str]) -> bool:
 def compile_selector(selector: objects.LabelSelector | None) -> Selector:
     """``metav1.LabelSelectorAsSelector``: ``None`` -> :data:`NOTHING`; no requirement ->
     everything; ``matchLabels`` as equalities, then ``matchExpressions``. Raises
-    :class:`SelectorError` for an unknown operator, ``In``/``NotIn`` without values,
-    ``Exists``/``DoesNotExist`` with values, an invalid key or value."""
+    :class:`SelectorError` with upstream's message
+    (:func:`app.framework.validation.selector_error`) for a selector it refuses."""
     if selector is None:
         return NOTHING
-    reqs: list[Requirement] = []
-    for key, value in (selector.match_labels or {}).items():
-        _check_key(key)
-        _check_value(value)
-        reqs.append((key, _IN, frozenset((value,))))
-    for expr in selector.match_expressions or ():
-        key, values = expr.key or "", expr.values or []
-        op = _OPERATORS.get(expr.operator or "")
-        if op is None:
-            raise SelectorError(f'"{expr.operator or ""}" is not a valid label selector operator')
-        _check_key(key)
-        if op in (_IN, _NOT_IN) and not values:
-            raise SelectorError("for 'in', 'notin' operators, values set can't be empty")
-        if op in (_EXISTS, _DOES_NOT_EXIST) and values:
-            raise SelectorError("values set must be empty for exists and does not exist")
-        for value in values:
-            _check_value(value)
-        reqs.append((key, op, frozenset(values)))
+    error = selector_error(selector)
+    if error is not None:
+        raise SelectorError(error)
+    reqs: list[Requirement] = [(key, _IN, frozenset((value,))) for key, value in (selector.match_labels or {}).items()]
+    reqs.extend(
+        (expr.key or "", _OPERATORS[expr.operator or ""], frozenset(expr.values or ()))
+        for expr in selector.match_expressions or ()
+    )
     return Selector(tuple(reqs))
-
-
-def _check_key(key: str) -> None:
-    problems = label_name_errors(key)
-    if problems:
-        raise SelectorError(f"key: Invalid value: {key!r}: {problems[0]}")
-
-
-def _check_value(value: str) -> None:
-    problems = is_valid_label_value(value)
-    if problems:
-        raise SelectorError(f"values[0]: Invalid value: {value!r}: {'; '.join(problems)}")
 
 
 # -- constraints ----------------------------------------------------------------------------------

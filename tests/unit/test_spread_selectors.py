@@ -311,6 +311,8 @@ def test_default_selector_branches(case: dict[str, Any]) -> None:
         {"matchLabels": {"bad key!": "x"}},
         {"matchLabels": {"app": "not a value"}},
         {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["-x"]}]},
+        {"matchExpressions": [{"key": "app", "operator": "Like", "values": ["x"]}]},  # unknown operator
+        {"matchExpressions": [{"key": "a/b/c", "operator": "Exists"}]},  # key not a qualified name
     ],
 )
 def test_invalid_controller_selectors_are_skipped(selector: dict[str, Any]) -> None:
@@ -318,6 +320,13 @@ def test_invalid_controller_selectors_are_skipped(selector: dict[str, Any]) -> N
     store = selectors(rss=[workload("ReplicaSet", "rs", "ns", selector)])
     assert store.stores[REPLICA_SETS].get("ns", "rs") is None
     assert store.default_selector(pod({"app": "x"}, "ns", (*RS_KIND, "rs"))) == objects.LabelSelector()
+
+
+def test_exists_with_empty_values_is_valid() -> None:
+    """``values: []`` is no value (``len(vals) == 0``): an ``Exists`` requirement is kept."""
+    exists = {"matchExpressions": [{"key": "app", "operator": "Exists", "values": []}]}
+    store = selectors(rss=[workload("ReplicaSet", "rs", "ns", exists)])
+    assert store.stores[REPLICA_SETS].get("ns", "rs") is not None
 
 
 def test_parse_group_version() -> None:

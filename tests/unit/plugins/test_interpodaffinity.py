@@ -32,6 +32,7 @@ from app.framework import (
     objects,
 )
 from app.framework.types import NodeUsage
+from app.framework.validation import selector_error
 from app.plugins.interpodaffinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -1270,3 +1271,36 @@ def test_preferred_terms_of_the_incoming_pod_and_ignore_flag() -> None:
     ignoring = plugin(ignorePreferredTermsOfExistingPods=True)
     assert ignoring.pre_score(CycleState(snap), plain, snap.nodes).code is Code.SKIP
     assert ignoring.pre_score(CycleState(snap), incoming, snap.nodes).is_success()
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        (None, None),
+        ({}, None),
+        ({"matchExpressions": [{"key": "app", "operator": "Like"}]}, '"Like" is not a valid label selector operator'),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": []}]},
+            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "DoesNotExist", "values": ["a", "b"]}]},
+            'values: Invalid value: []string{"a", "b"}: values set must be empty for exists and does not exist',
+        ),
+    ],
+)
+def test_selector_error(selector: dict[str, Any] | None, message: str | None) -> None:
+    """``metav1.LabelSelectorAsSelector``'s error (values passed as ``append([]string(nil), ...)``,
+    so no values print as ``[]string(nil)``)."""
+    given = None if selector is None else msgspec.convert(selector, objects.LabelSelector)
+    assert selector_error(given) == message
+
+
+def test_parse_errors_of_several_term_lists_are_aggregated() -> None:
+    """``NewPodInfo``: one ``<list>: <error>`` per term list with an invalid selector, aggregated."""
+    bad = t_in("service", "region", "{{.bad-value.}}")
+    incoming = pod_info(mk_pod(aff=[bad], anti=[bad]))
+    status = plugin().pre_filter(CycleState(snapshot([], [])), incoming, [])
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    detail = BAD_VALUE.removeprefix("parsing pod: requiredAffinityTerms: ")
+    assert status.message == f"parsing pod: [requiredAffinityTerms: {detail}, requiredAntiAffinityTerms: {detail}]"

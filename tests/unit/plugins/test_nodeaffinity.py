@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.labels import node_selector_matches
 from app.framework.status import Code
+from app.framework.validation import aggregate
 from app.plugins import nodeaffinity
 from app.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
@@ -656,6 +657,16 @@ def test_args_invalid(added: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError) as info:
         NodeAffinityArgs.model_validate({"addedAffinity": added})
     assert message.replace("[]string{}", "[]string(nil)") in str(info.value) or message in str(info.value)
+
+
+def test_aggregate_is_new_aggregate_error() -> None:
+    """``utilerrors.NewAggregate(errs).Error()``: one message as is, several bracketed, a repeated
+    message once (no brackets when one distinct message is left)."""
+    assert aggregate([]) == ""
+    assert aggregate(["a"]) == "a"
+    assert aggregate(["a", "b"]) == "[a, b]"
+    assert aggregate(["a", "a"]) == "a"
+    assert aggregate(["a", "b", "a", "c"]) == "[a, b, c]"
 
 
 def test_args_unknown_key_refused() -> None:

@@ -33,6 +33,7 @@ from app.plugins.podtopologyspread import (
     PodTopologySpread,
     PodTopologySpreadArgs,
     PreScoreState,
+    SelectorError,
     compile_selector,
     go_round,
     topology_normalizing_weight,
@@ -1067,6 +1068,52 @@ def test_invalid_selector_is_an_error() -> None:
         in_pod(FOO_POD, tsc(1, "zone", DNS, bad)), nodes, CycleState(Snapshot(nodes))
     )
     assert outcome.error
+
+
+_KEY_ERROR = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_VALUE_ERROR = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ({"matchLabels": {"bad key": "x"}}, f'key: Invalid value: "bad key": {_KEY_ERROR}'),
+        ({"matchLabels": {"app": "not a value"}}, f'values[0][app]: Invalid value: "not a value": {_VALUE_ERROR}'),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]},
+            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]},
+            'values: Invalid value: []string{"x"}: values set must be empty for exists and does not exist',
+        ),
+        ({"matchExpressions": [{"key": "app", "operator": "Like"}]}, '"Like" is not a valid label selector operator'),
+        (
+            {"matchExpressions": [{"key": "bad key", "operator": "NotIn", "values": ["ok", "-x"]}]},
+            f'[key: Invalid value: "bad key": {_KEY_ERROR}, values[1][bad key]: Invalid value: "-x": {_VALUE_ERROR}]',
+        ),
+    ],
+)
+def test_selector_errors_are_upstreams(selector: dict[str, Any], message: str) -> None:
+    """``LabelSelectorAsSelector``'s error text (``labels.NewRequirement``'s field errors,
+    aggregated), in the PreFilter error too."""
+    with pytest.raises(SelectorError) as info:
+        compile_selector(msgspec.convert(selector, objects.LabelSelector))
+    assert str(info.value) == message
+    nodes = node_infos(FOUR, [])
+    outcome = framework(PodTopologySpread(LIST, None)).run_filter(
+        in_pod(FOO_POD, tsc(1, "zone", DNS, selector)), nodes, CycleState(Snapshot(nodes))
+    )
+    assert outcome.error is not None
+    assert outcome.error.endswith(f"obtaining pod's hard topology spread constraints: {message}")
 
 
 @pytest.mark.parametrize(
