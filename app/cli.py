@@ -91,10 +91,10 @@ def _schemas(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace) -> int:
     from app.deploy.render import (
-        TARGETS,
         RenderError,
         RenderOptions,
         default_targets,
+        every_target,
         header_source,
         kubernetes_release,
         render,
@@ -127,7 +127,7 @@ def _render(args: argparse.Namespace) -> int:
         targets, reason = default_targets(config)
         note = target_note(targets, reason)
     elif "all" in args.target:
-        targets = TARGETS
+        targets = every_target(config)
     else:
         targets = tuple(dict.fromkeys(args.target))
     try:

@@ -205,6 +205,14 @@ TARGET_FILES = {
 }
 
 
+def every_target(config: Configuration) -> tuple[str, ...]:
+    """``--target all``: every install mode ``config`` can deploy (:data:`TARGETS`; ``standalone``
+    only when a profile sets ``schedulerName``)."""
+    if any(p.scheduler_name for p in config.profiles):
+        return TARGETS
+    return tuple(t for t in TARGETS if t != "standalone")
+
+
 def default_targets(config: Configuration) -> tuple[tuple[str, ...], str]:
     """The targets ``config`` implies and why: ``standalone`` when a profile sets
     ``schedulerName`` (this service schedules those pods itself: a Deployment, no control-plane
@@ -1117,12 +1125,14 @@ def render(
     registry: Registry,
     options: RenderOptions,
     source: str,
-    targets: Collection[str] = TARGETS,
+    targets: Collection[str] | None = None,
 ) -> dict[str, str]:
-    """The artefacts of ``targets`` (default: every one) as ``{relative path: text}`` (see the
-    module doc and :data:`TARGET_FILES`); ``source`` names the configuration in the headers.
-    Raises :class:`RenderError`, also for an unknown target and for ``standalone`` when no
-    profile sets ``schedulerName``."""
+    """The artefacts of ``targets`` (default: :func:`every_target`) as ``{relative path: text}``
+    (see the module doc and :data:`TARGET_FILES`); ``source`` names the configuration in the
+    headers. Raises :class:`RenderError`, also for an unknown target and for ``standalone`` when
+    no profile sets ``schedulerName``."""
+    if targets is None:
+        targets = every_target(config)
     unknown = sorted(set(targets) - set(TARGETS))
     if unknown or not targets:
         raise RenderError(f"--target {', '.join(unknown) or '(none)'}: choose among {', '.join(TARGETS)} or all")
@@ -1190,7 +1200,7 @@ def render(
             out[f"kubeadm/{name}"] = text
     if "standalone" in targets:
         standalone = standalone_scheduler(plain, registry, options, source)
-        if not standalone and set(targets) != set(TARGETS):  # asked for, not part of "all"
+        if not standalone:
             raise RenderError(
                 "--target standalone: no profile sets schedulerName, so there is no standalone scheduler to "
                 "deploy; render --target kubeadm, static-pod or second-scheduler to extend kube-scheduler instead"

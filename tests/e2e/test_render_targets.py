@@ -146,6 +146,16 @@ def test_wrong_targets_are_refused(tmp_path: Path) -> None:
         standalone.returncode == 1 and "error: --target standalone: no profile sets schedulerName" in standalone.stderr
     )
     assert "Traceback" not in standalone.stderr and not (tmp_path / "b").exists()
+    # named one by one, the four targets ask for standalone as much as --target standalone does
+    named = [arg for t in ("kubeadm", "static-pod", "second-scheduler", "standalone") for arg in ("--target", t)]
+    every = render(*named, "--out", str(tmp_path / "c"))
+    assert every.returncode == 1 and "error: --target standalone: no profile sets schedulerName" in every.stderr
+    # --target all is every mode the configuration can deploy: without schedulerName, not standalone
+    files, _ = render_ok(tmp_path / "d", "--target", "all")
+    assert (
+        not any(name.startswith("scheduler/") for name in files)
+        and "kubeadm/patches/kube-scheduler0+json.yaml" in files
+    )
 
 
 def test_headers_name_the_configuration_without_its_absolute_path(tmp_path: Path) -> None:
