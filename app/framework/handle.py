@@ -139,6 +139,11 @@ class NodeLister(Protocol):
         """The pending pods nominated to ``node`` (``NominatedPodsForNode``)."""
         ...
 
+    def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
+        """``info`` with the pods nominated to its node of at least ``pod``'s priority (``pod``
+        itself excepted) counted there (``addNominatedPods``); ``info`` itself when none apply."""
+        ...
+
 
 class PodGroupLister(Protocol):
     """The watched PodGroups (``scheduling.x-k8s.io/v1alpha1``): ``synced`` once listed,
@@ -248,10 +253,13 @@ class ClusterHandle(Protocol):
 
 
 class FilterRunner:
-    """Runs the profile's Filter plugins for a pod on one node as a preemption dry run would
+    """Runs the profile's Filter plugins for a pod on one node as a preemption dry run does
     (``RunFilterPluginsWithNominatedPods`` after ``RemovePod``): ``runner(state, pod, node)``
-    recomputes every PreFilter with ``node`` standing in for the node of that name in
-    ``state.snapshot`` and returns the node's verdict. Set by the framework once it is built."""
+    judges ``node`` first with the pods nominated to it of at least the pod's priority counted
+    there (``state.snapshot``'s :meth:`NodeLister.with_nominated`), then as it is, each time
+    recomputing every PreFilter with the node standing in for the node of that name in
+    ``state.snapshot``, and returns the first verdict that is no success, else ``SUCCESS``
+    (``Framework.run_filter_with_nominated``). Set by the framework once it is built."""
 
     def __init__(self) -> None:
         self.run: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, NamedTuple
 
 from app.framework.errors import SchedulerExtenderError
 from app.framework.events import ANY_EVENT, ClusterEvent
@@ -150,20 +150,26 @@ def _describe(exc: BaseException) -> str:
     return PLUGIN_FAILED
 
 
-_IMPLEMENTS: dict[tuple[type, type], bool] = {}
-_P = TypeVar("_P")
+class _Points(NamedTuple):
+    """The optional points one enabled Filter or Score plugin implements, found once when the
+    framework is built (``isinstance`` against a runtime-checkable protocol inspects every member:
+    several microseconds, too much per plugin per request): each is the plugin, or ``None``."""
+
+    pre_filter: PreFilterPlugin | None
+    batch_filter: BatchFilterPlugin | None
+    pre_score: PreScorePlugin | None
+    batch_score: BatchScorePlugin | None
+    normalize_score: NormalizeScorePlugin | None
 
 
-def implements(plugin: object, protocol: type[_P]) -> TypeGuard[_P]:
-    """``isinstance(plugin, protocol)`` for a runtime-checkable plugin protocol, memoised by the
-    plugin's class: a protocol check inspects every member (several microseconds), and the verbs
-    make one per plugin per extension point per request. (mypy's ``type-abstract`` objects to a
-    protocol passed as ``type[P]``; the callers silence it.)"""
-    key = (type(plugin), protocol)
-    known = _IMPLEMENTS.get(key)
-    if known is None:
-        known = _IMPLEMENTS[key] = isinstance(plugin, protocol)
-    return known
+def _points(plugin: Plugin) -> _Points:
+    return _Points(
+        plugin if isinstance(plugin, PreFilterPlugin) else None,
+        plugin if isinstance(plugin, BatchFilterPlugin) else None,
+        plugin if isinstance(plugin, PreScorePlugin) else None,
+        plugin if isinstance(plugin, BatchScorePlugin) else None,
+        plugin if isinstance(plugin, NormalizeScorePlugin) else None,
+    )
 
 
 def _guarded(call: Callable[[], Status]) -> Status:
@@ -253,6 +259,9 @@ class Framework:
             raise ValueError("only one QueueSort plugin can be enabled")
         for ep in self.filter_plugins:
             _require(ep, FilterPlugin, "filter")
+        #: the optional points of each filter and score plugin, in their order
+        self._filter_points = tuple(_points(ep.plugin) for ep in self.filter_plugins)
+        self._score_points = tuple(_points(ep.plugin) for ep in self.score_plugins)
         for ep in self.score_plugins:
             _require(ep, ScorePlugin, "score")
             if ep.weight <= 0:
@@ -279,7 +288,7 @@ class Framework:
         self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
         self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
         self.pre_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PreBindPlugin))
-        self.handle.run_filter.run = self.run_filter_on
+        self.handle.run_filter.run = self.run_filter_with_nominated
         self.post_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PostBindPlugin))
 
     # -- filter ---------------------------------------------------------------------------------
@@ -291,23 +300,33 @@ class Framework:
         state: CycleState | None = None,
         feasible_wanted: int | None = None,
         start: int = 0,
+        nominated: Mapping[str, Sequence[PodInfo]] | None = None,
     ) -> FilterOutcome:
         """Run PreFilter and Filter for ``pod`` over ``nodes``; see :class:`FilterOutcome`.
         ``state``: the cycle's state when the cycle goes on past Filter (the standalone scheduler).
         ``feasible_wanted``: stop once that many nodes passed, judging ``nodes`` from index
         ``start`` on, wrapping around (kube-scheduler's ``numFeasibleNodesToFind`` and
-        ``nextStartNodeIndex``); the nodes not reached keep :data:`UNEVALUATED`."""
+        ``nextStartNodeIndex``); the nodes not reached keep :data:`UNEVALUATED`.
+
+        ``nominated``: node name -> the pods nominated to it, by default ``state.snapshot``'s
+        (``Snapshot.nominated``; ``{}``: judge every node by the batch pass alone). A node with
+        nominations is judged as ``findNodesThatPassFilters`` (pkg/scheduler/schedule_one.go)
+        judges it, with ``RunFilterPluginsWithNominatedPods`` (:meth:`run_filter_with_nominated`,
+        its pass as it is being the batch pass with the cycle's PreFilter), before it counts as
+        feasible."""
         state = state if state is not None else CycleState()
+        if nominated is None:
+            nominated = getattr(state.snapshot, "nominated", None) or {}
         ignored: Counter[str] = Counter()
-        active: list[EnabledPlugin] = []
+        active: list[tuple[EnabledPlugin, BatchFilterPlugin | None]] = []
         # RunPreFilterPlugins: an Unschedulable PreFilter lets the others run (preemption may need
         # their state) and rejects every node at the end; UnschedulableAndUnresolvable at once
         unschedulable: Status | None = None
-        for ep in self.filter_plugins:
-            plugin = ep.plugin
-            if implements(plugin, PreFilterPlugin):  # type: ignore[type-abstract]
+        for ep, points in zip(self.filter_plugins, self._filter_points, strict=True):
+            pre_filter = points.pre_filter
+            if pre_filter is not None:
                 try:
-                    status = plugin.pre_filter(state, pod, nodes)
+                    status = pre_filter.pre_filter(state, pod, nodes)
                 except ObjectDecodeError:
                     raise
                 except Exception as exc:
@@ -328,7 +347,7 @@ class Framework:
                         return FilterOutcome([rejected] * len(nodes), "", ignored, pre_filter=rejected)
                     unschedulable = unschedulable or rejected
                     continue
-            active.append(ep)
+            active.append((ep, points.batch_filter))
         if unschedulable is not None:
             return FilterOutcome([unschedulable] * len(nodes), "", ignored, pre_filter=unschedulable)
 
@@ -349,11 +368,11 @@ class Framework:
         while position < count:
             chunk = order[position : position + chunk_size]
             pending = list(chunk)
-            for ep in active:
+            for ep, batch in active:
                 if not pending:
                     break
                 subset = nodes if len(pending) == count else [nodes[i] for i in pending]
-                verdicts = _filter_nodes(ep, state, pod, subset)
+                verdicts = _filter_nodes(ep, batch, state, pod, subset)
                 still: list[int] = []
                 attributed: dict[int, Status] = {}
                 for i, node, status in zip(pending, subset, verdicts, strict=True):
@@ -376,6 +395,15 @@ class Framework:
                 pending = still
             for i in pending:
                 statuses[i] = SUCCESS
+            if nominated:  # RunFilterPluginsWithNominatedPods on each node of the chunk
+                for i in chunk:
+                    if nodes[i].name not in nominated:
+                        continue
+                    status = self.run_filter_with_nominated(state, pod, nodes[i], statuses[i])
+                    if status.code is Code.ERROR:
+                        return FilterOutcome([], status.message, ignored, status.plugin, status.reason_code)
+                    statuses[i] = status
+                pending = [i for i in pending if statuses[i].code is Code.SUCCESS]
             position += len(chunk)
             found += len(pending)
             if feasible_wanted is not None and found >= feasible_wanted:
@@ -384,12 +412,37 @@ class Framework:
 
     def run_filter_on(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """The profile's PreFilter and Filter for ``pod`` on ``node`` alone, ``node`` standing in
-        for the node of its name in ``state.snapshot`` (preemption's dry run: :class:`FilterRunner`)."""
+        for the node of its name in ``state.snapshot`` (PreFilter recomputed over the cluster so
+        changed, as upstream's ``AddPod``/``RemovePod`` extensions update the cycle state): the
+        node's verdict, or an ``ERROR`` naming the fail-closed plugin that erred."""
         snapshot = state.snapshot
-        outcome = self.run_filter(pod, [node], CycleState(_Replaced(snapshot, node) if snapshot is not None else None))
+        lister = _Replaced(snapshot, node) if snapshot is not None else None
+        outcome = self.run_filter(pod, [node], CycleState(lister), nominated={})
         if outcome.error:
-            return Status.error(outcome.error)
+            return Status(Code.ERROR, (outcome.error,), outcome.error_plugin, outcome.error_code)
         return outcome.statuses[0] if outcome.statuses else SUCCESS
+
+    def run_filter_with_nominated(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, as_is: Status | None = None
+    ) -> Status:
+        """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go) for
+        ``node``: the profile's Filter first with the pods nominated to it of at least ``pod``'s
+        priority (``pod`` itself excepted) counted there (``addNominatedPods``:
+        ``state.snapshot.with_nominated``), then, when there were any and that passed, on ``node``
+        as it is, each through :meth:`run_filter_on`; the first status that is no success, else
+        ``SUCCESS``. So a nominated preemptor's room is not given away, and a pod affinity only a
+        nominated pod satisfies does not count (it may never run there). ``as_is``: the verdict of
+        ``node`` as it is when the caller has it (the search's batch pass), else computed here.
+        The Filter of preemption's dry run (:class:`~app.framework.handle.FilterRunner`) and of
+        the standalone scheduler's search (:meth:`run_filter`)."""
+        snapshot = state.snapshot
+        if snapshot is not None:
+            added = snapshot.with_nominated(node, pod)
+            if added is not node:  # podsAdded
+                status = self.run_filter_on(state, pod, added)
+                if not status.is_success():
+                    return status
+        return as_is if as_is is not None else self.run_filter_on(state, pod, node)
 
     def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
         """PostFilter (``RunPostFilterPlugins``), for a pod no node passed: the first plugin that
@@ -422,9 +475,9 @@ class Framework:
         totals = [0] * len(nodes)
         weight_sum = 0
         outcome = ScoreOutcome([])
-        for ep in self.score_plugins:
+        for ep, points in zip(self.score_plugins, self._score_points, strict=True):
             try:
-                scores = self._score_one(ep, state, pod, nodes)
+                scores = self._score_one(ep, points, state, pod, nodes)
             except FrameworkError as exc:
                 if not ep.ignores_errors:
                     raise
@@ -446,18 +499,18 @@ class Framework:
         return outcome
 
     def _score_one(
-        self, ep: EnabledPlugin, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+        self, ep: EnabledPlugin, points: _Points, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[int] | None:
         plugin = ep.plugin
-        if implements(plugin, PreScorePlugin):  # type: ignore[type-abstract]
-            status = _guarded(partial(plugin.pre_score, state, pod, nodes))
+        if points.pre_score is not None:
+            status = _guarded(partial(points.pre_score.pre_score, state, pod, nodes))
             if status.code is Code.SKIP:
                 return None
             if not status.is_success():
                 raise FrameworkError(ep.name, f"PreScore: {_error_text(status)}")
         values: list[Any] | None = None
-        if implements(plugin, BatchScorePlugin):  # type: ignore[type-abstract]
-            values = _batch(ep.name, "score_nodes", partial(plugin.score_nodes, state, pod, nodes))
+        if points.batch_score is not None:
+            values = _batch(ep.name, "score_nodes", partial(points.batch_score.score_nodes, state, pod, nodes))
             if values is not None and len(values) != len(nodes):
                 raise FrameworkError(ep.name, f"score_nodes returned {len(values)} scores for {len(nodes)} nodes")
         if values is None:
@@ -474,9 +527,9 @@ class Framework:
         if values and not set(map(type, values)) <= {int}:
             i = next(i for i, v in enumerate(values) if type(v) is not int)
             raise FrameworkError(ep.name, f"node {nodes[i].name}: score {values[i]!r} is not an integer")
-        if implements(plugin, NormalizeScorePlugin):  # type: ignore[type-abstract]
+        if points.normalize_score is not None:
             node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
-            status = _guarded(partial(plugin.normalize_score, state, pod, node_scores))
+            status = _guarded(partial(points.normalize_score.normalize_score, state, pod, node_scores))
             if not status.is_success():
                 raise FrameworkError(ep.name, f"NormalizeScore: {_error_text(status)}")
             values = [ns.score for ns in node_scores]
@@ -773,6 +826,9 @@ class _Replaced:
     def nominated_pods(self, node: str) -> Any:
         return self.base.nominated_pods(node)
 
+    def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
+        return self.base.with_nominated(info, pod)  # type: ignore[no-any-return]
+
     def namespace_labels(self, namespace: str) -> Any:
         return self.base.namespace_labels(namespace)
 
@@ -796,14 +852,16 @@ def _batch(plugin: str, method: str, call: Callable[[], Any]) -> Any:
         return None
 
 
-def _filter_nodes(ep: EnabledPlugin, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Sequence[Status]:
+def _filter_nodes(
+    ep: EnabledPlugin, batch: BatchFilterPlugin | None, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+) -> Sequence[Status]:
     """``ep``'s Filter verdict on each of ``nodes``: one :meth:`BatchFilterPlugin.filter_nodes`
-    call when the plugin has it, else ``filter`` per node; an exception becomes an ``ERROR``
-    status of the node that raised it (a batch that raises is re-run per node to find it)."""
+    call when the plugin has it (``batch``), else ``filter`` per node; an exception becomes an
+    ``ERROR`` status of the node that raised it (a batch that raises is re-run per node to find it)."""
     plugin = ep.plugin
-    if implements(plugin, BatchFilterPlugin):  # type: ignore[type-abstract]
+    if batch is not None:
         verdicts: Sequence[Status] | None = _batch(
-            ep.name, "filter_nodes", partial(plugin.filter_nodes, state, pod, nodes)
+            ep.name, "filter_nodes", partial(batch.filter_nodes, state, pod, nodes)
         )
         if verdicts is not None:
             if len(verdicts) != len(nodes):

@@ -80,6 +80,7 @@ from app.framework import (
 )
 from app.framework.labels import label_selector_matches
 from app.framework.status import fit_error_message
+from app.framework.validation import aggregate
 
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -134,18 +135,17 @@ def earliest_pod_start_time(victims: Sequence[PodInfo], now: float) -> float:
     return min(start_time(v, now) for v in victims if v.priority == top)
 
 
-def pick_one_node(candidates: Sequence[tuple[str, list[PodInfo], int]], now: float) -> str:
-    """``pickOneNodeForPreemption`` over ``(node, victims most important first, PDB violations)``:
-    each score function in turn keeps the candidates of the highest score, until one is left;
-    then the first."""
+def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate | None:
+    """``pickOneNodeForPreemption``: each score function in turn keeps the candidates of the
+    highest score, until one is left; then the first (``None`` for no candidates)."""
     if not candidates:
-        return ""
+        return None
     scores = (
-        lambda c: -c[2],  # minNumPDBViolatingScoreFunc
-        lambda c: -c[1][0].priority,  # minHighestPriorityScoreFunc (victims[0]: the highest)
-        lambda c: -sum(v.priority + _PRIORITY_OFFSET for v in c[1]),  # minSumPrioritiesScoreFunc
-        lambda c: -len(c[1]),  # minNumPodsScoreFunc
-        lambda c: earliest_pod_start_time(c[1], now),  # latestStartTimeScoreFunc
+        lambda c: -c.num_pdb_violations,  # minNumPDBViolatingScoreFunc
+        lambda c: -c.victims[0].priority,  # minHighestPriorityScoreFunc (victims[0]: the highest)
+        lambda c: -sum(v.priority + _PRIORITY_OFFSET for v in c.victims),  # minSumPrioritiesScoreFunc
+        lambda c: -len(c.victims),  # minNumPodsScoreFunc
+        lambda c: earliest_pod_start_time(c.victims, now),  # latestStartTimeScoreFunc
     )
     remaining = list(candidates)
     for score in scores:
@@ -153,7 +153,7 @@ def pick_one_node(candidates: Sequence[tuple[str, list[PodInfo], int]], now: flo
         remaining = [c for c in remaining if score(c) == best]
         if len(remaining) == 1:
             break
-    return remaining[0][0]
+    return remaining[0]
 
 
 def filter_pods_with_pdb_violation(
@@ -201,13 +201,6 @@ def nodes_where_preemption_might_help(
     return potential, unhelpful
 
 
-def aggregate(errors: Sequence[str]) -> str:
-    """apimachinery's ``utilerrors.NewAggregate(errs).Error()``: one message as it is, several
-    (duplicates dropped) joined with ``", "`` in brackets."""
-    unique = list(dict.fromkeys(errors))
-    return unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
-
-
 class DefaultPreemption:
     """PostFilter (see the module doc). ``rng``: the dry run's random offset (tests pass their own)."""
 
@@ -246,21 +239,6 @@ class DefaultPreemption:
                 return TERMINATING
         return ""
 
-    def filter_with_nominated_pods(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]
-    ) -> Status:
-        """``RunFilterPluginsWithNominatedPods``: the profile's Filter on ``node`` with the
-        ``nominated`` pods (those of equal or higher priority nominated to it) counted as running
-        there, then, when there were any and it passed, on ``node`` as it is: the first status
-        that is no success, else ``SUCCESS``."""
-        if nominated:
-            with_nominated = state.snapshot.with_pods(node, nominated)
-            if with_nominated is not node:  # addNominatedPods added some (podsAdded)
-                status = self.run_filter(state, pod, with_nominated)
-                if not status.is_success():
-                    return status
-        return self.run_filter(state, pod, node)
-
     def select_victims(
         self,
         state: CycleState,
@@ -270,15 +248,15 @@ class DefaultPreemption:
         budgets: Sequence[PodDisruptionBudget] = (),
     ) -> tuple[list[PodInfo], int, Status]:
         """``SelectVictimsOnNode``: the victims (most important first), how many violate one of
-        ``budgets``, and the status (``SUCCESS``, or why the node is no candidate)."""
+        ``budgets``, and the status (``SUCCESS``, or why the node is no candidate). Each Filter is
+        the profile's ``RunFilterPluginsWithNominatedPods`` through the handle
+        (:class:`~app.framework.handle.FilterRunner`)."""
         snapshot = state.snapshot
         potential = [p for p in node.pods if p.priority < pod.priority]
         if not potential:
             return [], 0, _NO_VICTIMS
-        # addNominatedPods: those of equal or higher priority keep their room on the node
-        nominated = [p for p in snapshot.nominated_pods(node.name) if p.priority >= pod.priority and p.uid != pod.uid]
         without = snapshot.without_pods(node, potential)
-        status = self.filter_with_nominated_pods(state, pod, without, nominated)
+        status = self.run_filter(state, pod, without)
         if not status.is_success():
             return [], 0, status
         ordered = sorted(potential, key=lambda p: (-p.priority, start_time(p, now)))
@@ -288,7 +266,7 @@ class DefaultPreemption:
         current = without
         for candidate in (*violating, *non_violating):  # the PDB-violating ones reprieved first
             trial = snapshot.with_pods(current, [candidate])
-            if self.filter_with_nominated_pods(state, pod, trial, nominated).is_success():
+            if self.run_filter(state, pod, trial).is_success():
                 current = trial  # reprieved
             else:
                 victims.append(candidate)
@@ -351,12 +329,9 @@ class DefaultPreemption:
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         """``SelectCandidate``: none, the only one, or :func:`pick_one_node`'s."""
-        if not candidates:
-            return None
         if len(candidates) == 1:
             return candidates[0]
-        chosen = pick_one_node(candidates, datetime.now(UTC).timestamp())
-        return next((c for c in candidates if c.name == chosen), candidates[0])
+        return pick_one_node(candidates, datetime.now(UTC).timestamp())
 
     def prepare_candidate(self, candidate: Candidate, pod: PodInfo, nodes: NodeLister) -> None:
         """``prepareCandidate``: reject the victims waiting at Permit, evict the others, clear the

@@ -70,8 +70,8 @@ from app.framework import (
     ScoreOutcome,
     Status,
 )
-from app.framework.runtime import UNEVALUATED, num_feasible_nodes_to_find
-from app.framework.status import NO_NODE_AVAILABLE, fit_error_message
+from app.framework.runtime import num_feasible_nodes_to_find
+from app.framework.status import fit_error_message
 from app.kube.timefmt import rfc3339_time
 from app.lifecycle import TaskWorker
 from app.observe.decisions import Decision
@@ -223,7 +223,11 @@ class Scheduler(TaskWorker):
     # -- one pod ---------------------------------------------------------------------------------
 
     def _find(self, state: CycleState, pod: PodInfo) -> _Found:
-        """Filter (the node constraints, then the profile's plugins) and Score, over every node."""
+        """``findNodesThatFitPod`` and ``prioritizeNodes`` (pkg/scheduler/schedule_one.go): Filter
+        (the node constraints, then the profile's plugins; each node with the pods nominated to it
+        too, ``RunFilterPluginsWithNominatedPods``, before it counts as feasible:
+        :meth:`Framework.run_filter`) from where the last search stopped until
+        ``numFeasibleNodesToFind`` nodes passed, then Score over those."""
         snapshot = self.state.snapshot()
         state.snapshot = snapshot
         nodes = list(snapshot.known.values())
@@ -231,8 +235,6 @@ class Scheduler(TaskWorker):
         start = self._next_start % len(nodes) if nodes else 0
         outcome = self.framework.run_filter(pod, nodes, state, wanted, start)
         statuses = outcome.statuses or [SUCCESS] * len(nodes)
-        if snapshot.nominated and not outcome.error:
-            self._with_nominated(state, pod, nodes, statuses)
         found = _Found(nodes, statuses, outcome.error, outcome.pre_filter)
         if outcome.error:
             return found
@@ -246,24 +248,6 @@ class Scheduler(TaskWorker):
             except FrameworkError as exc:
                 found.score_error = str(exc)
         return found
-
-    def _with_nominated(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], statuses: list[Status]) -> None:
-        """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go) for
-        the nodes some pod of at least ``pod``'s priority is nominated to: Filter first with those
-        pods counted on the node (PreFilter again over the cluster with that node replaced, as
-        upstream's ``AddPod`` extensions update the cycle state), then as it is; the first status
-        that is no success is the node's. So a nominated preemptor's room is not given away, and a
-        pod affinity that only a nominated pod satisfies does not count (it may never run there).
-        Nodes the batch pass skipped (``percentageOfNodesToScore``) stay as they are."""
-        for i, node in enumerate(nodes):
-            if statuses[i] is UNEVALUATED:
-                continue
-            with_nominated = state.snapshot.with_nominated(node, pod)
-            if with_nominated is node:
-                continue
-            first = self.framework.run_filter_on(state, pod, with_nominated)
-            if not first.is_success():
-                statuses[i] = first
 
     async def schedule_one(self, pod: PodInfo) -> None:
         """The scheduling cycle of one pod, through Reserve and Permit; the binding cycle goes on
@@ -421,4 +405,4 @@ class Scheduler(TaskWorker):
         self._record(Decision.since(started, self.framework.profile, verb, pod, **fields))
 
 
-__all__ = ["INLINE_NODES", "NO_NODE_AVAILABLE", "Scheduler", "SchedulerMetrics", "fit_error_message", "select_host"]
+__all__ = ["INLINE_NODES", "Scheduler", "SchedulerMetrics", "select_host"]

@@ -21,7 +21,7 @@ from app.framework import (
     Status,
     Victims,
 )
-from app.framework.runtime import PLUGIN_FAILED
+from app.framework.runtime import PLUGIN_FAILED, UNEVALUATED
 from tests.unit.helpers import node, pod
 
 
@@ -114,6 +114,56 @@ def test_prefilter_rejection_applies_to_every_node_and_skip_skips_filter() -> No
     assert all(s.is_success() for s in out.statuses)
     out = Framework("p", [ep(Pre(SUCCESS))]).run_filter(pod(), NODES)
     assert out.statuses[0].message == "filter ran"
+
+
+class Nominations:
+    """A snapshot with a pod nominated to node ``a``: ``with_nominated`` gives a copy of the node
+    labelled ``nominated`` (the pod counted there); counts its calls."""
+
+    def __init__(self) -> None:
+        self.nominated = {"a": (pod("vip", uid="vip", priority=10),)}
+        self.calls = 0
+
+    def with_nominated(self, info: NodeInfo, incoming: PodInfo) -> NodeInfo:
+        self.calls += 1
+        return node(info.name, labels={"nominated": "yes"}) if info.name in self.nominated else info
+
+
+class Crowded:
+    """Filter: rejects a node counting a nominated pod; raises on one when told to."""
+
+    name = "Crowded"
+
+    def __init__(self, crash: bool = False) -> None:
+        self.crash = crash
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if node.labels.get("nominated"):
+            if self.crash:
+                raise RuntimeError("boom")
+            return Status.unschedulable("room kept for a nominated pod")
+        return SUCCESS
+
+
+def test_the_search_counts_a_node_feasible_only_with_its_nominated_pods_too() -> None:
+    """``findNodesThatPassFilters`` calls ``RunFilterPluginsWithNominatedPods`` per node: node a
+    passes as it is but not with the pod nominated to it, so a search wanting one feasible node
+    from a goes on to b (c stays unevaluated); a PreFilter rejection skips the nominated pass; an
+    error in it is the search's."""
+    lister = Nominations()
+    out = Framework("p", [ep(Crowded())]).run_filter(pod(), NODES, CycleState(lister), feasible_wanted=1)
+    assert [s.message for s in out.statuses] == ["room kept for a nominated pod", "", UNEVALUATED.message]
+    assert (out.statuses[0].plugin, out.evaluated, lister.calls) == ("Crowded", 2, 1)
+
+    class Rejecting(Crowded):
+        def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+            return Status.unschedulable("no")
+
+    lister = Nominations()
+    out = Framework("p", [ep(Rejecting())]).run_filter(pod(), NODES, CycleState(lister))
+    assert {s.message for s in out.statuses} == {"no"} and lister.calls == 0
+    out = Framework("p", [ep(Crowded(crash=True))]).run_filter(pod(), NODES, CycleState(Nominations()))
+    assert (out.error, out.error_plugin, out.statuses) == (f"Crowded: node a: {PLUGIN_FAILED}", "Crowded", [])
 
 
 def test_score_weighted_mean_scaled_to_extender_range() -> None:

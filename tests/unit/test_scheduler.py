@@ -13,9 +13,10 @@ import pytest
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
 from app.framework import NodeInfo, PodInfo, Status
 from app.framework.events import ANY_EVENT, NODE, POD, ActionType, ClusterEvent
+from app.framework.status import fit_error_message
 from app.kube.errors import APIError
 from app.scheduler.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
-from app.scheduler.scheduler import fit_error_message, select_host
+from app.scheduler.scheduler import select_host
 from tests.unit.helpers import pod
 
 
@@ -354,3 +355,71 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
     # an affinity only the nominated pod satisfies: not on n1 (it may never run there)
     follower = pod("follower", affinity={"podAffinity": {required: [term]}})
     assert set(verdicts(follower).values()) == {("node(s) didn't match pod affinity rules",)}
+
+
+def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None:
+    """``findNodesThatPassFilters`` (pkg/scheduler/schedule_one.go) counts a node as feasible only
+    after ``RunFilterPluginsWithNominatedPods``: with 120 nodes and ``percentageOfNodesToScore``
+    50 the search wants 100 feasible nodes; the first 100 it judges each hold a higher-priority
+    pod nominated there (3.5 of 4 cpu), so they fail and the search goes on to the other 20,
+    where the pod is placed; when those are too small, every node was judged and the FitError
+    counts no node as not evaluated."""
+    from app.bootstrap import assemble
+    from app.config import parse_config
+    from app.framework import CycleState, objects
+    from app.framework.runtime import UNEVALUATED
+    from app.plugins import default_registry
+    from app.scheduler.scheduler import Scheduler
+
+    def found(untried_cpu: str) -> tuple[list[str], Any]:
+        registry = default_registry(False)
+        doc = {
+            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+            "kind": "ExtenderConfiguration",
+            "cluster": {},
+            "profiles": [{"name": "s", "schedulerName": "s"}],
+        }
+        service = assemble(parse_config(doc, registry), registry)
+        runtime = service.cluster
+        assert runtime is not None
+        names = [f"n{i:03d}" for i in range(120)]
+
+        def node_doc(name: str, cpu: str) -> dict[str, Any]:
+            room = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+            return {
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "status": {"allocatable": room},
+            }
+
+        def nominated(node: str) -> dict[str, Any]:
+            return {
+                "metadata": {"name": f"vip-{node}", "namespace": "ns", "uid": f"uid-vip-{node}"},
+                "spec": {"priority": 100, "containers": [{"name": "c", "resources": {"requests": {"cpu": "3500m"}}}]},
+                "status": {"phase": "Pending", "nominatedNodeName": node},
+            }
+
+        runtime.state.seed([msgspec.convert(node_doc(n, "4"), objects.Node) for n in names], [])
+        order = [n.name for n in runtime.state.snapshot().known.values()]  # the search's, from index 0
+        nodes = [node_doc(n, "4" if i < 100 else untried_cpu) for i, n in enumerate(order)]
+        runtime.state.seed(
+            [msgspec.convert(n, objects.Node) for n in nodes],
+            [msgspec.convert(nominated(n), objects.Pod) for n in order[:100]],
+        )
+        assert [n.name for n in runtime.state.snapshot().known.values()] == order
+        framework = service.frameworks["s"]
+        scheduler = Scheduler("s", framework, runtime, SchedulingQueue(), percentage_of_nodes_to_score=50)  # type: ignore[arg-type]
+        return order, scheduler._find(
+            CycleState(), pod("big", containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
+        )
+
+    order, placed = found("4")
+    assert not placed.error
+    assert [n.name for n in placed.feasible] == order[100:]  # the nodes the first 100 judged did not reach
+    assert all(s is not UNEVALUATED for s in placed.statuses)
+    by_name = {n.name: s for n, s in zip(placed.nodes, placed.statuses, strict=True)}
+    assert {by_name[n].reasons for n in order[:100]} == {("Insufficient cpu",)}
+    _, unplaced = found("500m")
+    assert unplaced.feasible == [] and all(s is not UNEVALUATED for s in unplaced.statuses)
+    assert fit_error_message(len(unplaced.nodes), unplaced.statuses, unplaced.pre_filter) == (
+        "0/120 nodes are available: 120 Insufficient cpu."
+    )

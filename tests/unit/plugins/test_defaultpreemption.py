@@ -97,14 +97,20 @@ def test_pick_one_node_criteria_in_order() -> None:
         docs = [low(f"v{i}", "x", "1", p, started) for i, p in enumerate(priorities)]
         return [PodInfo(msgspec.convert(doc, objects.Pod)) for doc in docs]
 
+    def pick(*candidates: tuple[str, list[PodInfo], int]) -> str:
+        chosen = pick_one_node([Candidate(*c) for c in candidates], now)
+        assert chosen is not None
+        return chosen.name
+
     now = 1.9e9
-    assert pick_one_node([("a", pods(5), 1), ("b", pods(9), 0)], now) == "b"  # fewest PDB violations
-    assert pick_one_node([("a", pods(9), 0), ("b", pods(5, 5), 0)], now) == "b"  # lowest highest priority
-    assert pick_one_node([("a", pods(5, 4), 0), ("b", pods(5, 1), 0)], now) == "b"  # lowest sum
-    assert pick_one_node([("a", pods(5, 5), 0), ("b", pods(5), 0)], now) == "b"  # fewest victims
+    assert pick(("a", pods(5), 1), ("b", pods(9), 0)) == "b"  # fewest PDB violations
+    assert pick(("a", pods(9), 0), ("b", pods(5, 5), 0)) == "b"  # lowest highest priority
+    assert pick(("a", pods(5, 4), 0), ("b", pods(5, 1), 0)) == "b"  # lowest sum
+    assert pick(("a", pods(5, 5), 0), ("b", pods(5), 0)) == "b"  # fewest victims
     late = pods(5, started="2026-06-01T00:00:00Z")
-    assert pick_one_node([("a", pods(5), 0), ("b", late, 0)], now) == "b"  # latest start
-    assert pick_one_node([("a", pods(5), 0), ("b", pods(5), 0)], now) == "a"  # then the first
+    assert pick(("a", pods(5), 0), ("b", late, 0)) == "b"  # latest start
+    assert pick(("a", pods(5), 0), ("b", pods(5), 0)) == "a"  # then the first
+    assert pick_one_node([], now) is None
 
 
 def test_upstreams_messages_when_preemption_cannot_help() -> None:
