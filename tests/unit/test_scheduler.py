@@ -7,7 +7,6 @@ import random
 from collections import Counter
 from typing import Any
 
-import msgspec
 import pytest
 
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
@@ -17,7 +16,7 @@ from app.framework.status import fit_error_message
 from app.kube.errors import APIError
 from app.scheduler.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
 from app.scheduler.scheduler import select_host
-from tests.unit.helpers import pod
+from tests.unit.helpers import pod, seed
 
 
 class Clock:
@@ -308,7 +307,7 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
     must also pass without them: a pod affinity only a nominated pod satisfies does not count."""
     from app.bootstrap import assemble
     from app.config import parse_config
-    from app.framework import CycleState, objects
+    from app.framework import CycleState
     from app.plugins import default_registry
     from app.scheduler.scheduler import Scheduler
 
@@ -333,9 +332,7 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
         "spec": {"priority": 100, "containers": [{"name": "c", "resources": {"requests": {"cpu": "3500m"}}}]},
         "status": {"phase": "Pending", "nominatedNodeName": "n1"},
     }
-    runtime.state.seed(
-        [msgspec.convert(node_doc(n), objects.Node) for n in ("n1", "n2")], [msgspec.convert(nominated, objects.Pod)]
-    )
+    seed(runtime.state, [node_doc(n) for n in ("n1", "n2")], [nominated])
     scheduler = Scheduler("s", service.frameworks["s"], runtime, SchedulingQueue())  # type: ignore[arg-type]
 
     def verdicts(p: PodInfo) -> dict[str, tuple[str, ...]]:
@@ -366,7 +363,7 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
     counts no node as not evaluated."""
     from app.bootstrap import assemble
     from app.config import parse_config
-    from app.framework import CycleState, objects
+    from app.framework import CycleState
     from app.framework.runtime import UNEVALUATED
     from app.plugins import default_registry
     from app.scheduler.scheduler import Scheduler
@@ -398,13 +395,10 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
                 "status": {"phase": "Pending", "nominatedNodeName": node},
             }
 
-        runtime.state.seed([msgspec.convert(node_doc(n, "4"), objects.Node) for n in names], [])
+        seed(runtime.state, [node_doc(n, "4") for n in names], [])
         order = [n.name for n in runtime.state.snapshot().known.values()]  # the search's, from index 0
         nodes = [node_doc(n, "4" if i < 100 else untried_cpu) for i, n in enumerate(order)]
-        runtime.state.seed(
-            [msgspec.convert(n, objects.Node) for n in nodes],
-            [msgspec.convert(nominated(n), objects.Pod) for n in order[:100]],
-        )
+        seed(runtime.state, nodes, [nominated(n) for n in order[:100]])
         assert [n.name for n in runtime.state.snapshot().known.values()] == order
         framework = service.frameworks["s"]
         scheduler = Scheduler("s", framework, runtime, SchedulingQueue(), percentage_of_nodes_to_score=50)  # type: ignore[arg-type]
