@@ -117,15 +117,18 @@ def server_side(metrics: str) -> float:
 
 def confirmed(url: str, count: int, verify: ssl.SSLContext | None = None, timeout: float = 30.0) -> None:
     """Wait until the watch has confirmed ``count`` assumed pods, so the CPU figure includes the
-    cache's share of each bind (the pod's MODIFIED event)."""
+    cache's share of each bind (the pod's MODIFIED event). Raises ``TimeoutError`` after
+    ``timeout`` seconds: a figure without that share would be reported as if it had it."""
     deadline = time.monotonic() + timeout
+    seen = 0.0
     while time.monotonic() < deadline:
         for line in httpx.get(f"{url}/metrics", verify=verify or True).text.splitlines():
-            if line.startswith('scheduler_extender_assumed_pods_total{outcome="confirmed"}') and (
-                float(line.rsplit(" ", 1)[1]) >= count
-            ):
-                return
+            if line.startswith('scheduler_extender_assumed_pods_total{outcome="confirmed"}'):
+                seen = float(line.rsplit(" ", 1)[1])
+        if seen >= count:
+            return
         time.sleep(0.05)
+    raise TimeoutError(f"the watch confirmed {seen:.0f} of {count} bound pods within {timeout:g}s")
 
 
 def direct(kubeconfig: Path, first: int) -> float:

@@ -256,7 +256,7 @@ class VerbRouter:
         :class:`ClientDisconnectedError`."""
         length = _content_length(scope)
         limit = self.max_request_bytes
-        too_large = _RefusedError(413, f"request body exceeds server.maxRequestBytes ({limit} bytes)")
+        too_large = _RefusedError(413, body_too_large(limit))
         if length is not None and length > limit:
             raise too_large
         try:
@@ -398,6 +398,11 @@ async def send_plain(
         out.append((b"retry-after", str(RETRY_AFTER).encode()))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body})
+
+
+def body_too_large(limit: int) -> str:
+    """The ``Error`` of a body over ``server.maxRequestBytes`` (``limit`` bytes), answered 413."""
+    return f"request body exceeds server.maxRequestBytes ({limit} bytes)"
 
 
 #: The answer to a request over ``maxConnections`` (503 with ``Retry-After``).

@@ -21,7 +21,7 @@ import msgspec
 import orjson
 import yaml
 
-from app.api.edge import INTERNAL_ERROR
+from app.api.edge import INTERNAL_ERROR, body_too_large
 from app.api.service import VERBS, Answer, ExtenderService
 from app.bootstrap import build_service
 from app.cluster.podgroups import PodGroup
@@ -167,7 +167,7 @@ def answer(service: ExtenderService, verb_name: str, profile: str | None, body: 
     verb = VERBS[verb_name]
     limit = service.config.server.max_request_bytes
     if len(body) > limit:
-        return verb.error(413, f"request body exceeds server.maxRequestBytes ({limit} bytes)")
+        return verb.error(413, body_too_large(limit))
     target = service.resolve(profile, verb.name)
     if isinstance(target, Answer):
         return target
