@@ -92,8 +92,13 @@ class Report:
         return "\n".join(lines)
 
 
+def _scope(i: int, ext: Extender) -> str:
+    """How the report names the ``i``-th extender entry."""
+    return f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}"
+
+
 def _static_checks(report: Report, i: int, ext: Extender) -> None:
-    scope = f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}"
+    scope = _scope(i, ext)
     if not ext.url_prefix:
         report.add(
             "error", scope, "urlPrefix is empty: kube-scheduler would POST to a relative URL and fail every call"
@@ -531,14 +536,14 @@ def check(
         report.add("warning", scope, "no extenders: kube-scheduler will not call any extender")
     for i, ext in enumerate(extenders):
         _static_checks(report, i, ext)
-        files = _tls_files(report, f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}", ext)
+        files = _tls_files(report, _scope(i, ext), ext)
         if not offline and ext.url_prefix:
             if files:
                 _live_checks(report, i, ext, url, timeout)
             else:
                 report.add(
                     "skipped",
-                    f"extenders[{i}] {ext.url_prefix or '(no urlPrefix)'}",
+                    _scope(i, ext),
                     "the checks against the running extender: they need the tlsConfig files above",
                 )
     return report
