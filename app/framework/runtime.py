@@ -28,8 +28,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from app.framework.errors import SchedulerExtenderError
 from app.framework.events import ANY_EVENT, ClusterEvent
@@ -110,6 +111,54 @@ def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes:
     if percentage == 0:
         percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class NominatingMode(Enum):
+    """``framework.NominatingMode`` (pkg/scheduler/framework/types.go): how a scheduling failure
+    treats the pod's ``status.nominatedNodeName``."""
+
+    #: ``ModeNoop``: leave it as it is
+    NOOP = "Noop"
+    #: ``ModeOverride``: set it to the result's node (``""`` clears it)
+    OVERRIDE = "Override"
+
+
+class NominatingInfo(str):
+    """``framework.NominatingInfo`` of a PostFilter result (``PostFilterResult``,
+    pkg/scheduler/framework/types.go): the nominated node name (the string itself, ``""`` for none)
+    and its :class:`NominatingMode` (:attr:`mode`). ``NominatingInfo(node)`` is
+    ``NewPostFilterResultWithNominatedNode(node)`` (``OVERRIDE``; with ``""`` it clears the pod's
+    nomination); :data:`NOMINATING_NOOP` stands for upstream's nil result. A plugin may return a
+    plain ``str``, read by :meth:`of`."""
+
+    mode: NominatingMode
+
+    def __new__(cls, node: str = "", mode: NominatingMode = NominatingMode.OVERRIDE) -> Self:
+        info = super().__new__(cls, node)
+        info.mode = mode
+        return info
+
+    @classmethod
+    def of(cls, value: str) -> NominatingInfo:
+        """``value`` as a result: itself when it is one, else ``OVERRIDE`` when it names a node
+        and ``NOOP`` (nil) when it is ``""``."""
+        if isinstance(value, NominatingInfo):
+            return value
+        return cls(value, NominatingMode.OVERRIDE if value else NominatingMode.NOOP)
+
+    def clears(self) -> bool:
+        """Whether it clears the pod's nomination (``ModeOverride`` with ``""``)."""
+        return self.mode is NominatingMode.OVERRIDE and not self
+
+    def __repr__(self) -> str:
+        return f"NominatingInfo({str(self)!r}, {self.mode.name})"
+
+
+#: upstream's nil ``PostFilterResult`` (``ModeNoop``): the nomination stays as it is
+NOMINATING_NOOP = NominatingInfo("", NominatingMode.NOOP)
+#: ``clearNominatedNode`` (pkg/scheduler/schedule_one.go), also
+#: ``NewPostFilterResultWithNominatedNode("")``: ``ModeOverride`` with no node
+CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
 
 
 class FrameworkError(SchedulerExtenderError):
@@ -444,26 +493,36 @@ class Framework:
                     return status
         return as_is if as_is is not None else self.run_filter_on(state, pod, node)
 
-    def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
-        """PostFilter (``RunPostFilterPlugins``), for a pod no node passed: the first plugin that
-        succeeds decides (its nominated node); an ``UnschedulableAndUnresolvable`` or an error stops;
-        else ``Unschedulable`` with every plugin's reasons."""
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[NominatingInfo, Status]:
+        """PostFilter (``RunPostFilterPlugins``, pkg/scheduler/framework/runtime/framework.go), for
+        a pod no node passed: the first plugin that succeeds decides (its result, as a
+        :class:`NominatingInfo`: its nominated node); an ``UnschedulableAndUnresolvable`` stops with
+        that plugin's result; an error stops with :data:`NOMINATING_NOOP` (nil); else
+        ``Unschedulable`` with every plugin's reasons and the last result of them that is not
+        ``NOOP`` (DefaultPreemption's :data:`CLEAR_NOMINATED_NODE` when it found no candidate),
+        :data:`NOMINATING_NOOP` when none."""
         reasons: list[str] = []
         rejector = ""
+        result = NOMINATING_NOOP
         for ep in self.post_filter_plugins:
             try:
                 nominated, status = ep.plugin.post_filter(state, pod, statuses)  # type: ignore[attr-defined]
             except Exception as exc:
-                nominated, status = "", Status.error(_describe(exc))
+                nominated, status = NOMINATING_NOOP, Status.error(_describe(exc))
+            info = NominatingInfo.of(nominated)
             if status.is_success():
-                return nominated, status.with_plugin(ep.name)
+                return info, status.with_plugin(ep.name)
             if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return "", status.with_plugin(ep.name)
+                return info, status.with_plugin(ep.name)
             if not status.is_rejected():
-                return "", Status(Code.ERROR, (_error_text(status),), ep.name)
+                return NOMINATING_NOOP, Status(Code.ERROR, (_error_text(status),), ep.name)
+            if info.mode is not NominatingMode.NOOP:
+                result = info
             reasons += status.reasons
             rejector = rejector or ep.name
-        return "", Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- score ----------------------------------------------------------------------------------
 

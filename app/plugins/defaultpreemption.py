@@ -43,8 +43,10 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   pods of lower or equal priority, so the room is kept for it. Not written: the ``Preempted``
   Event on each victim.
 
-Every message gets upstream's ``preemption: `` prefix (``PostFilter``). With no candidate the
-answer is ``Unschedulable`` with a FitError of the candidates' statuses ("preemption: 0/3 nodes
+Every message gets upstream's ``preemption: `` prefix (``PostFilter``). The result carries
+upstream's ``NominatingInfo`` (:class:`~app.framework.runtime.NominatingInfo`): the chosen node, or
+with no candidate ``""`` in ``ModeOverride``, which clears a stale nomination of the pod. With no
+candidate the answer is ``Unschedulable`` with a FitError of the candidates' statuses ("preemption: 0/3 nodes
 are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for
 scheduling.", N the nodes with a status), which the scheduler appends to its own FitError; when
 the dry run erred on a node and found no candidate, ``Error`` with the errors.
@@ -79,6 +81,7 @@ from app.framework import (
     Status,
 )
 from app.framework.labels import label_selector_matches
+from app.framework.runtime import CLEAR_NOMINATED_NODE, NOMINATING_NOOP, NominatingInfo
 from app.framework.status import fit_error_message
 from app.framework.validation import aggregate
 
@@ -348,27 +351,37 @@ class DefaultPreemption:
         lower = [p for p in nominated if p.priority < pod.priority and p.uid != pod.uid]
         self.cluster.preempt(pod, candidate.name, deleted, lower)
 
-    def preempt(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
-        """``Evaluator.Preempt``: the nominated node, or why there is none (messages without the
-        ``preemption: `` prefix)."""
+    def preempt(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[NominatingInfo, Status]:
+        """``Evaluator.Preempt``: the result and why there is no nominated node (messages without
+        the ``preemption: `` prefix). The result is ``NewPostFilterResultWithNominatedNode`` of the
+        chosen node on success and of ``""`` when no node is a candidate (the pod's stale
+        nomination is cleared by the scheduler, :data:`CLEAR_NOMINATED_NODE`); upstream's nil
+        (:data:`NOMINATING_NOOP`: the nomination stays) when the pod is not eligible, on an error,
+        or with no best candidate. Upstream v1.30's ``findCandidates`` also clears the nomination
+        itself (``ClearNominatedNodeName``) when no node might help; that case returns
+        :data:`CLEAR_NOMINATED_NODE` too, so the scheduler's one write covers it (later upstream
+        releases dropped that second write)."""
         snapshot = state.snapshot
         if snapshot is None:
-            return "", Status(Code.ERROR, ("preemption needs the cluster state",))
+            return NOMINATING_NOOP, Status(Code.ERROR, ("preemption needs the cluster state",))
         reason = self.eligible(pod, statuses.get(pod.nominated_node_name), snapshot)
         if reason:
-            return "", Status(Code.UNSCHEDULABLE, (reason,))
+            return NOMINATING_NOOP, Status(Code.UNSCHEDULABLE, (reason,))
         candidates, node_statuses, errors = self.find_candidates(state, pod, statuses, snapshot.list())
         if errors and not candidates:
-            return "", Status.error(aggregate(errors))
+            return NOMINATING_NOOP, Status.error(aggregate(errors))
         if not candidates:
-            return "", Status(Code.UNSCHEDULABLE, (fit_error_message(len(node_statuses), node_statuses.values()),))
+            message = fit_error_message(len(node_statuses), node_statuses.values())
+            return CLEAR_NOMINATED_NODE, Status(Code.UNSCHEDULABLE, (message,))
         best = self.select_candidate(candidates)
         if best is None or not best.name:
-            return "", Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
+            return NOMINATING_NOOP, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
         self.prepare_candidate(best, pod, snapshot)
-        return best.name, SUCCESS
+        return NominatingInfo(best.name), SUCCESS
 
-    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]:
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[NominatingInfo, Status]:
         """``PostFilter``: :meth:`preempt`, its message prefixed with ``preemption: ``."""
         nominated, status = self.preempt(state, pod, statuses)
         if status.message:

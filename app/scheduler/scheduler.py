@@ -38,7 +38,11 @@ kube-scheduler's adaptive default when 0: every node below 100 nodes, 10 % of 5,
 where the previous cycle stopped, and only those are scored.
 
 A pod no node fits runs PostFilter (DefaultPreemption: victims deleted, the pod nominated to the
-node; it is scheduled there once they are gone). Not done here: queueing hints (every
+node; it is scheduled there once they are gone). As ``handleSchedulingFailure`` applies the
+result's ``NominatingInfo``, a pod whose preemption finds no candidate loses a nomination it held
+(``status.nominatedNodeName`` and its room in the cluster state); so does one whose attempt failed
+otherwise (an error, Reserve, Permit or binding: ``clearNominatedNode``), not one without a
+PostFilter plugin or whose PostFilter erred (nil: ``ModeNoop``). Not done here: queueing hints (every
 freed-capacity event moves every parked pod).
 """
 
@@ -70,7 +74,7 @@ from app.framework import (
     ScoreOutcome,
     Status,
 )
-from app.framework.runtime import num_feasible_nodes_to_find
+from app.framework.runtime import CLEAR_NOMINATED_NODE, NOMINATING_NOOP, NominatingInfo, num_feasible_nodes_to_find
 from app.framework.status import fit_error_message
 from app.kube.timefmt import rfc3339_time
 from app.lifecycle import TaskWorker
@@ -266,9 +270,13 @@ class Scheduler(TaskWorker):
             return
         if not found.feasible:
             message = fit_error_message(len(found.nodes), found.statuses, found.pre_filter)
+            nominating = NOMINATING_NOOP  # no PostFilter plugin: upstream's ScheduleResult{}
             if self.framework.post_filter_plugins:  # preemption: room for it in a later cycle
-                message = await self._post_filter(state, pod, found, message)
-            self._failed(pod, started, message, unschedulable=True, plugins=found.rejectors(), since=since)
+                message, nominating = await self._post_filter(state, pod, found, message)
+            if not found.nodes:  # ErrNoNodesAvailable
+                nominating = CLEAR_NOMINATED_NODE
+            plugins = found.rejectors()
+            self._failed(pod, started, message, unschedulable=True, plugins=plugins, since=since, nominating=nominating)
             return
         node = found.feasible[0]
         if found.score_error:
@@ -302,9 +310,13 @@ class Scheduler(TaskWorker):
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
 
-    async def _post_filter(self, state: CycleState, pod: PodInfo, found: _Found, message: str) -> str:
-        """PostFilter (DefaultPreemption) for a pod no node passed; returns the FitError message
-        with the PostFilter's (``PostFilterMsg``: ``preemption: 0/N nodes are available: ...``)."""
+    async def _post_filter(
+        self, state: CycleState, pod: PodInfo, found: _Found, message: str
+    ) -> tuple[str, NominatingInfo]:
+        """PostFilter (DefaultPreemption) for a pod no node passed, as ``schedulingCycle``
+        (pkg/scheduler/schedule_one.go) runs ``RunPostFilterPlugins``: returns the FitError message
+        with the PostFilter's (``PostFilterMsg``: ``preemption: 0/N nodes are available: ...``) and
+        the result's ``NominatingInfo`` for :meth:`_failed` (``NOOP`` for a nil result)."""
         statuses = {n.name: s for n, s in zip(found.nodes, found.statuses, strict=True)}
         run = partial(self.framework.run_post_filter, state, pod, statuses)
         if self.worker is not None and len(found.nodes) > INLINE_NODES:
@@ -313,8 +325,8 @@ class Scheduler(TaskWorker):
             nominated, status = run()
         if status.is_success() and nominated:
             log.info("pod %s/%s: nominated to %s (preemption)", pod.namespace, pod.name, nominated)
-            return message
-        return f"{message} {status.message}" if status.message else message
+            return message, nominated
+        return (f"{message} {status.message}" if status.message else message), nominated
 
     def _activate(self, state: CycleState) -> None:
         pods: dict[str, PodInfo] | None = state.get(PODS_TO_ACTIVATE)
@@ -357,12 +369,19 @@ class Scheduler(TaskWorker):
         unschedulable: bool,
         plugins: Sequence[str] = (),
         since: int | None = None,
+        nominating: NominatingInfo = CLEAR_NOMINATED_NODE,
     ) -> None:
-        """The attempt failed: the queue parks or backs off the pod (rejected by ``plugins``; the
-        cluster events after number ``since`` happened while it was in flight), and the
+        """The attempt failed (``handleSchedulingFailure``, pkg/scheduler/schedule_one.go): the
+        queue parks or backs off the pod (rejected by ``plugins``; the cluster events after number
+        ``since`` happened while it was in flight), a ``nominating`` that clears (``ModeOverride``
+        with ``""``: upstream's ``clearNominatedNode`` of every failure but a FitError, and
+        PostFilter's result with no candidate) drops the pod's nomination
+        (:meth:`ClusterRuntime.clear_nomination`: ``AddNominatedPod`` and ``updatePod``), and the
         ``FailedScheduling`` event and ``PodScheduled=False`` condition are written."""
         events = self.state.events_since(since)[1] if since is not None else ()
         self.queue.failed(pod.uid, unschedulable, plugins, events)
+        if nominating.clears() and self.runtime.clear_nomination(pod):
+            log.info("pod %s/%s: nomination cleared", pod.namespace, pod.name, extra={"pod": pod.key()})
         self._observe("unschedulable" if unschedulable else "error", started)
         reason = "Unschedulable" if unschedulable else "SchedulerError"
         self._events(

@@ -209,3 +209,30 @@ def test_a_parked_pod_comes_back_on_the_events_its_rejecting_plugins_registered(
         wait_for(lambda: bound(api).get("picky") == "n1", seconds=5, what="picky bound on the ssd node")
     finally:
         scheduler.stop()
+
+
+def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nomination(
+    api: FakeAPIServer, tmp_path: Path
+) -> None:
+    """``Preempt`` answers ``NewPostFilterResultWithNominatedNode("")`` when no node is a candidate
+    (only higher-priority pods run), and ``handleSchedulingFailure``'s ``updatePod`` clears the
+    pod's stale ``status.nominatedNodeName``; nothing is deleted."""
+    full_nodes(api, ("vip-a", "n0", 5000, {}), ("vip-b", "n1", 5000, {}))
+    urgent = api.pod("default", "urgent")
+    assert urgent is not None
+    urgent["status"]["nominatedNodeName"] = "n0"  # nominated by an earlier preemption
+    api.put("pods", urgent)
+    scheduler = Scheduler(write_config(tmp_path, api, [PROFILE]))
+    try:
+
+        def cleared() -> bool:
+            with api.lock:
+                status = api.objects["pods"]["default/urgent"]["status"]
+            return not status.get("nominatedNodeName")
+
+        wait_for(cleared, seconds=30, what="the stale nomination cleared")
+        writes = [p["status"] for key, p in api.status_patches if key == "default/urgent"]
+        assert {"nominatedNodeName": None} in writes
+        assert api.deletions == [] and "urgent" not in bound(api)
+    finally:
+        scheduler.stop()

@@ -417,3 +417,81 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
     assert fit_error_message(len(unplaced.nodes), unplaced.statuses, unplaced.pre_filter) == (
         "0/120 nodes are available: 120 Insufficient cpu."
     )
+
+
+def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nomination() -> None:
+    """``handleSchedulingFailure`` (pkg/scheduler/schedule_one.go) applies PostFilter's result:
+    ``Preempt`` answers ``NewPostFilterResultWithNominatedNode("")`` (``ModeOverride``) when no
+    node is a candidate, so a pod nominated earlier loses its ``status.nominatedNodeName`` (the
+    ``updatePod`` write, on the API executor) and its room among the nominated pods at once (the
+    nominator's ``AddNominatedPod``); a pod not eligible to preempt gets nil (``ModeNoop``) and keeps
+    both."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.bootstrap import assemble
+    from app.config import parse_config
+    from app.plugins import default_registry
+    from app.scheduler.scheduler import Scheduler
+
+    registry = default_registry(False)
+    doc = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [{"name": "s", "schedulerName": "s"}],
+    }
+    service = assemble(parse_config(doc, registry), registry)
+    runtime = service.cluster
+    assert runtime is not None
+
+    def node_doc(name: str) -> dict[str, Any]:
+        room = {"cpu": "2", "memory": "8Gi", "pods": "110"}
+        return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}, "status": {"allocatable": room}}
+
+    def pod_doc(name: str, priority: int, node: str = "", nominated: str = "", **spec: Any) -> dict[str, Any]:
+        requests = {"cpu": "2"}
+        return {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+            "spec": {
+                "schedulerName": "s",
+                "priority": priority,
+                "nodeName": node,
+                "containers": [{"name": "c", "resources": {"requests": requests}}],
+                **spec,
+            },
+            "status": {"phase": "Running" if node else "Pending", "nominatedNodeName": nominated},
+        }
+
+    running = [pod_doc("vip-1", 5000, node="n1"), pod_doc("vip-2", 5000, node="n2")]  # nothing to preempt
+    urgent = pod_doc("urgent", 1000, nominated="n1")
+    never = pod_doc("never", 900, nominated="n2", preemptionPolicy="Never")
+    seed(runtime.state, [node_doc("n1"), node_doc("n2")], [*running, urgent, never])
+    assert {n: [p.name for p in ps] for n, ps in runtime.state.snapshot().nominated.items()} == {
+        "n1": ["urgent"],
+        "n2": ["never"],
+    }
+
+    class Client:
+        def __init__(self) -> None:
+            self.nominations: list[tuple[str, str, str]] = []
+
+        def set_nominated_node(self, namespace: str, name: str, node: str, timeout: float = 5.0) -> None:
+            self.nominations.append((namespace, name, node))
+
+    client = Client()
+    runtime.client = client  # type: ignore[assignment]
+    runtime.executor = ThreadPoolExecutor(max_workers=1)
+    scheduler = Scheduler("s", service.frameworks["s"], runtime, SchedulingQueue())  # type: ignore[arg-type]
+
+    async def attempt_both() -> None:
+        assert await scheduler.step() and await scheduler.step()
+
+    import asyncio
+
+    asyncio.run(attempt_both())
+    runtime.executor.shutdown(wait=True)
+    assert client.nominations == [("ns", "urgent", "")]  # never's nomination is not written
+    assert {n: [p.name for p in ps] for n, ps in runtime.state.snapshot().nominated.items()} == {"n2": ["never"]}
+    record = runtime.state.pod("uid-urgent")
+    assert record is not None and record.nominated_node_name == ""
+    assert scheduler.queue.get("uid-urgent").where == UNSCHEDULABLE  # type: ignore[union-attr]

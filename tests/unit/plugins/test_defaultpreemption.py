@@ -27,6 +27,7 @@ from app.framework import (
     Status,
     objects,
 )
+from app.framework.runtime import NominatingInfo, NominatingMode
 from app.framework.waiting import WaitingPod
 from app.plugins.defaultpreemption import (
     Candidate,
@@ -524,6 +525,57 @@ def test_post_filter(
     rt, fw, _ = build(nodes, pods, [FIT, ErringOnLabel()])
     nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), info(pod), statuses)
     assert (nominated, status.code, status.message) == want
+
+
+@pytest.mark.parametrize(("pod", "pods", "nodes", "statuses", "want"), POST_FILTER)
+def test_post_filter_result_nominating_mode(
+    pod: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    statuses: dict[str, Status],
+    want: tuple[str, Code, str],
+) -> None:
+    """``TestPostFilter``'s ``wantResult``: ``NewPostFilterResultWithNominatedNode`` of the node on
+    success and of ``""`` (``ModeOverride``: the pod's nomination is cleared) when no node is a
+    candidate; nil (``ModeNoop``: it stays) on an error."""
+    rt, fw, _ = build(nodes, pods, [FIT, ErringOnLabel()])
+    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), info(pod), statuses)
+    assert isinstance(nominated, NominatingInfo)
+    mode = NominatingMode.NOOP if want[1] is Code.ERROR else NominatingMode.OVERRIDE
+    assert (str(nominated), nominated.mode, status.code) == (want[0], mode, want[1])
+
+
+def test_an_ineligible_pod_keeps_its_nomination_and_a_plain_string_result_is_read_as_upstreams() -> None:
+    """``Preempt`` returns nil (``ModeNoop``) for a pod not eligible to preempt; a plugin returning a
+    plain ``str`` gives ``ModeOverride`` with its node and nil with ``""``; ``RunPostFilterPlugins``
+    keeps the last result of the rejecting plugins that is not ``ModeNoop``."""
+    rt = MemoryCluster()
+    rt.seed([node_doc("n1", cpu="2")], [low("busy", "n1", "2", 1)])
+    fw, preemption = profile(rt)
+    never = pod_doc("never", "default", cpu="2", priority=1000)
+    never["spec"]["preemptionPolicy"] = "Never"
+    never["status"]["nominatedNodeName"] = "n1"
+    nominated, status = preempt(rt, fw, never)
+    assert (nominated, status.code) == ("", Code.UNSCHEDULABLE)
+    assert isinstance(nominated, NominatingInfo) and nominated.mode is NominatingMode.NOOP
+    assert NominatingInfo.of("n1").mode is NominatingMode.OVERRIDE and NominatingInfo.of("").mode is NominatingMode.NOOP
+
+    class Rejecting:
+        name = "Rejecting"
+
+        def post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[str, Status]:
+            return "", Status(Code.UNSCHEDULABLE, ("no",))
+
+    high = pod_doc("high", "default", cpu="2", priority=1)  # no lower-priority pod: no candidate
+    for order in ([preemption, Rejecting()], [Rejecting(), preemption]):
+        chain = Framework(
+            "p",
+            fw.filter_plugins,
+            post_filter_plugins=[EnabledPlugin(p.name, p) for p in order],
+            handle=Handle("p", 5.0, rt),
+        )
+        nominated, status = preempt(rt, chain, high)
+        assert isinstance(nominated, NominatingInfo) and nominated.clears() and status.code is Code.UNSCHEDULABLE
 
 
 # -- TestDryRunPreemption ----------------------------------------------------------------------------
