@@ -300,16 +300,12 @@ def test_a_parked_pod_moves_only_on_an_event_a_plugin_that_rejected_it_registere
     assert q.move_on([]) == 0 and q.move_on(None) == 1  # None: the events are unknown
 
 
-def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> None:
-    """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go): the
-    pods of at least the pod's priority nominated to a node count there for every Filter plugin
-    (resources, and the cluster-wide counts of InterPodAffinity through ``AddPod``), and a node
-    must also pass without them: a pod affinity only a nominated pod satisfies does not count."""
+def _scheduler_profile() -> tuple[Any, Any]:
+    """An assembled service with one standalone scheduler profile ``s`` (kube-scheduler's default
+    plugins) and its cluster state, not connected: ``(service, runtime)``."""
     from app.bootstrap import assemble
     from app.config import parse_config
-    from app.framework import CycleState
     from app.plugins import default_registry
-    from app.scheduler.scheduler import Scheduler
 
     registry = default_registry(False)
     doc = {
@@ -319,8 +315,19 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
         "profiles": [{"name": "s", "schedulerName": "s"}],
     }
     service = assemble(parse_config(doc, registry), registry)
-    runtime = service.cluster
-    assert runtime is not None
+    assert service.cluster is not None
+    return service, service.cluster
+
+
+def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> None:
+    """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go): the
+    pods of at least the pod's priority nominated to a node count there for every Filter plugin
+    (resources, and the cluster-wide counts of InterPodAffinity through ``AddPod``), and a node
+    must also pass without them: a pod affinity only a nominated pod satisfies does not count."""
+    from app.framework import CycleState
+    from app.scheduler.scheduler import Scheduler
+
+    service, runtime = _scheduler_profile()
 
     def node_doc(name: str) -> dict[str, Any]:
         labels = {"kubernetes.io/hostname": name}
@@ -361,24 +368,12 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
     pod nominated there (3.5 of 4 cpu), so they fail and the search goes on to the other 20,
     where the pod is placed; when those are too small, every node was judged and the FitError
     counts no node as not evaluated."""
-    from app.bootstrap import assemble
-    from app.config import parse_config
     from app.framework import CycleState
     from app.framework.runtime import UNEVALUATED
-    from app.plugins import default_registry
     from app.scheduler.scheduler import Scheduler
 
     def found(untried_cpu: str) -> tuple[list[str], Any]:
-        registry = default_registry(False)
-        doc = {
-            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
-            "kind": "ExtenderConfiguration",
-            "cluster": {},
-            "profiles": [{"name": "s", "schedulerName": "s"}],
-        }
-        service = assemble(parse_config(doc, registry), registry)
-        runtime = service.cluster
-        assert runtime is not None
+        service, runtime = _scheduler_profile()
         names = [f"n{i:03d}" for i in range(120)]
 
         def node_doc(name: str, cpu: str) -> dict[str, Any]:
@@ -428,21 +423,9 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     both."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from app.bootstrap import assemble
-    from app.config import parse_config
-    from app.plugins import default_registry
     from app.scheduler.scheduler import Scheduler
 
-    registry = default_registry(False)
-    doc = {
-        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
-        "kind": "ExtenderConfiguration",
-        "cluster": {},
-        "profiles": [{"name": "s", "schedulerName": "s"}],
-    }
-    service = assemble(parse_config(doc, registry), registry)
-    runtime = service.cluster
-    assert runtime is not None
+    service, runtime = _scheduler_profile()
 
     def node_doc(name: str) -> dict[str, Any]:
         room = {"cpu": "2", "memory": "8Gi", "pods": "110"}
