@@ -122,8 +122,9 @@ class TimeoutsConfig(_Model):
       sending a byte; then it is closed. Shorter than Go's 90 s ``IdleConnTimeout``: kube-scheduler
       sees the close and dials again (a request on a connection closed under it is retried by
       Go's transport, as nothing was written).
-    - ``shutdown`` (10s): on SIGTERM, how long requests in flight may take to finish before the
-      process exits anyway.
+    - ``shutdown`` (10s): on SIGTERM, how long the process may take to exit: requests in flight
+      get this long to finish, the background work (watches, Lease, schedulers) what is left of it
+      (at least 1 s); then the process exits anyway.
     """
 
     header: Duration = "5s"

@@ -15,10 +15,11 @@ Lease follower or elector, the standalone scheduler) with the same semantics wha
   is restarted: a worker that ended by itself shows in :meth:`Supervisor.failed`.
 
 The :class:`Supervisor` starts its workers in the order added and stops them in reverse (what was
-started last, and may depend on the others, ends first). Each is asked to stop and then joined for
-at most ``timeout`` seconds; one that does not end in time is named in a warning and left behind
-(threads are daemons: they do not hold the process), so stopping is bounded by ``timeout`` per
-worker. :meth:`Supervisor.health` is what ``/readyz`` shows.
+started last, and may depend on the others, ends first). Each is asked to stop and then joined
+within what is left of one ``timeout`` for them all (at least :data:`MIN_JOIN` seconds each); one
+that does not end in time is named in a warning and left behind (threads are daemons: they do not
+hold the process), so stopping is bounded by ``timeout`` plus :data:`MIN_JOIN` per late worker.
+:meth:`Supervisor.health` is what ``/readyz`` shows.
 
 This module imports only the standard library.
 """
@@ -29,9 +30,13 @@ import abc
 import asyncio
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
+
+#: Seconds each worker is joined for at least, even when a stop's ``timeout`` is spent.
+MIN_JOIN = 0.1
 
 
 class Worker(abc.ABC):
@@ -250,15 +255,18 @@ class Supervisor:
             worker.start()
 
     async def stop(self, timeout: float = 5.0) -> list[str]:
-        """Stop the workers in reverse order: each is asked to stop, then joined for at most
-        ``timeout`` seconds. A worker that does not end in time is named in a warning and left
-        behind. Returns the names of those workers."""
+        """Stop the workers in reverse order: each is asked to stop, then joined within what is
+        left of ``timeout`` seconds for them all (at least :data:`MIN_JOIN` each). A worker that
+        does not end in time is named in a warning and left behind. Returns the names of those
+        workers."""
         self._started = False
+        deadline = time.monotonic() + timeout
         late: list[str] = []
         for worker in reversed(self.workers):
             worker.stop()
-            if not await worker.join(timeout):
-                log.warning("%s did not end within %.1fs of being stopped: left behind", worker.name, timeout)
+            wait = max(deadline - time.monotonic(), MIN_JOIN)
+            if not await worker.join(wait):
+                log.warning("%s did not end within %.1fs of being stopped: left behind", worker.name, wait)
                 late.append(worker.name)
         return late
 
@@ -271,4 +279,4 @@ class Supervisor:
         return [h for h in self.health() if h.error]
 
 
-__all__ = ["PeriodicWorker", "Supervisor", "TaskWorker", "ThreadWorker", "Worker", "WorkerHealth"]
+__all__ = ["MIN_JOIN", "PeriodicWorker", "Supervisor", "TaskWorker", "ThreadWorker", "Worker", "WorkerHealth"]

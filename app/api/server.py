@@ -17,9 +17,11 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
   excepted so the kubelet's probes still see a live process.
 
 :func:`run` serves until SIGTERM/SIGINT and lets requests in flight finish within
-``server.timeouts.shutdown``; uvicorn then cancels what is left and re-raises the signal with
-its default action, which ends the process even while a verb is busy in the worker thread
-(exit status 143 for SIGTERM, as for any process SIGTERM ends).
+``server.timeouts.shutdown``; uvicorn then cancels what is left, the background workers are
+stopped within what is left of that budget (a reflector's idle watch is interrupted, not waited
+for: :meth:`~app.cluster.reflector.Reflector.stop`), and uvicorn re-raises the signal with its
+default action, which ends the process even while a verb is busy in the worker thread (exit
+status 143 for SIGTERM, as for any process SIGTERM ends).
 
 With ``server.metrics``, :func:`run` also serves the metrics listener
 (:class:`~app.api.delegated.MetricsListener`) as a second ``uvicorn.Server``
@@ -51,6 +53,10 @@ from app.config import MetricsServerConfig, ServerConfig, TLSConfig
 from app.framework.profile import parse_duration
 
 log = logging.getLogger(__name__)
+
+#: Seconds the background workers get to stop after SIGTERM even when draining the connections
+#: spent all of ``server.timeouts.shutdown``.
+MIN_STOP = 1.0
 
 _TIMEOUT_BODY = b'{"Error":"the request headers did not arrive within server.timeouts.header"}'
 _TIMEOUT_RESPONSE = (
@@ -270,14 +276,16 @@ async def _listen(server: uvicorn.Server, startup: Callable[[], Awaitable[None]]
 class ExtenderServer(uvicorn.Server):
     """uvicorn's server, plus the certificate reloader while it serves, and the composition
     root's hooks: ``on_startup()`` once the socket is bound (on the loop: it starts the
-    background workers), ``await on_shutdown()`` once the connections are drained (it stops them)."""
+    background workers), ``await on_shutdown(seconds)`` once the connections are drained (it stops
+    them within ``seconds``: what is left of ``server.timeouts.shutdown``, at least
+    :data:`MIN_STOP`)."""
 
     def __init__(
         self,
         config: uvicorn.Config,
         reloader: CertificateReloader | None = None,
         on_startup: Callable[[], None] | None = None,
-        on_shutdown: Callable[[], Awaitable[Any]] | None = None,
+        on_shutdown: Callable[[float], Awaitable[Any]] | None = None,
         metrics: MetricsServer | None = None,
     ) -> None:
         super().__init__(config)
@@ -320,6 +328,7 @@ class ExtenderServer(uvicorn.Server):
         return await super().on_tick(counter)
 
     async def shutdown(self, sockets: Any = None) -> None:
+        began = time.monotonic()
         if self._reloading is not None:
             self._reloading.cancel()
         if self.metrics is not None:
@@ -327,7 +336,8 @@ class ExtenderServer(uvicorn.Server):
         else:
             await super().shutdown(sockets)
         if self.on_shutdown is not None:
-            await self.on_shutdown()
+            budget = float(self.config.timeout_graceful_shutdown or 0)
+            await self.on_shutdown(max(budget - (time.monotonic() - began), MIN_STOP))
 
 
 class MetricsServer(uvicorn.Server):
@@ -534,7 +544,7 @@ def run(
     port: int,
     options: dict[str, Any],
     on_startup: Callable[[], None] | None = None,
-    on_shutdown: Callable[[], Awaitable[Any]] | None = None,
+    on_shutdown: Callable[[float], Awaitable[Any]] | None = None,
     metrics: MetricsListener | None = None,
 ) -> bool:
     """Serve ``app`` until SIGTERM or SIGINT (see the module doc), with the hooks of

@@ -34,6 +34,7 @@ import msgspec
 
 from app.cluster.state import ClusterState
 from app.framework import objects
+from app.kube.client import interrupt
 from app.kube.errors import APIError
 from app.lifecycle import ThreadWorker
 
@@ -285,13 +286,14 @@ class Reflector(ThreadWorker):
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the loop to end and close the open watch (so a blocked read returns); does not wait
-        (see :meth:`join`)."""
+        """Ask the loop to end and interrupt the open watch: its socket is shut down
+        (:func:`~app.kube.client.interrupt`), so a read blocked on an idle stream returns at once
+        and the loop's thread closes the stream itself. Does not wait (see :meth:`join`)."""
         super().stop()
         with self._lock:
             stream = self._stream
-        if stream is not None:
-            with contextlib.suppress(Exception):  # closing a broken stream may fail; we are leaving anyway
+        if stream is not None and not interrupt(stream):
+            with contextlib.suppress(Exception):  # no socket to shut down (a test double): close it
                 stream.close()
 
     def run(self) -> None:
@@ -395,6 +397,9 @@ class Reflector(ThreadWorker):
                 raise _RelistError from exc
             raise
         with self._lock:
+            if self.stopping.is_set():  # stop() ran while the watch was being opened
+                stream.close()
+                return True
             self._stream = stream
         self.store.mark_ok(self.kind)
         self.recovered()

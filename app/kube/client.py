@@ -26,8 +26,10 @@ run on the API executor (``cluster.apiWorkers`` threads).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +69,28 @@ class WatchStream(Protocol):
     def stream(self, amt: int | None = ..., decode_content: bool | None = ...) -> Any: ...
 
     def close(self) -> None: ...
+
+
+def interrupt(stream: Any) -> bool:
+    """Shut down the socket under an open streamed response (a watch), so that a read blocked on
+    it in another thread returns at once (end of stream or an error); returns whether a socket was
+    found. Does not close the response: its reader does, once the read returned.
+
+    Closing the response from another thread instead waits for the blocked read (the buffered
+    reader's lock), which on an idle watch lasts until the next event or bookmark: minutes with
+    kube-apiserver. ``shutdown(2)`` of the descriptor wakes the reader at once, over TLS too (the
+    plain socket's ``shutdown`` is called: ``SSLSocket.shutdown`` would also drop the TLS object
+    the reader is using). Safe to call on a response that is already closed."""
+    connection = getattr(stream, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is None:  # urllib3 may have handed the connection back: the socket is under the body
+        raw = getattr(getattr(getattr(stream, "_fp", None), "fp", None), "raw", None)
+        sock = getattr(raw, "_sock", None)
+    if not isinstance(sock, socket.socket):
+        return False
+    with contextlib.suppress(OSError):  # already closed or not connected: nothing to wake
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    return True
 
 
 @dataclass
@@ -433,6 +457,7 @@ __all__ = [
     "WatchStream",
     "api_error",
     "binding_body",
+    "interrupt",
     "load_client",
     "status_error",
 ]

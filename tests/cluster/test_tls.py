@@ -6,12 +6,16 @@ generated API classes)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.cluster.reflector import Reflector, state_store
+from app.cluster.state import ClusterState
 from app.kube.client import KubeClient, binding_body, load_client
 from app.kube.errors import APIError
 from tests.support.apiserver import TLS, FakeAPIServer, node, pod
@@ -76,3 +80,29 @@ def test_the_binding_body_is_kube_schedulers_with_escaped_strings() -> None:
         b'{"kind":"Binding","apiVersion":"v1","metadata":{"name":"we\\"ird","namespace":"ns","uid":"u-1"},'
         b'"target":{"kind":"Node","name":"node-\xc3\xa9"}}'
     )
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_stopping_a_reflector_interrupts_an_idle_watch(tmp_path: Path, tls: bool) -> None:
+    """kube-apiserver may send nothing on a watch for minutes: ``Reflector.stop`` shuts the socket
+    down so the blocked read returns at once (closing the stream would wait for that read)."""
+    server = FakeAPIServer(bookmark_interval=3600.0).start(tls=TLS.issue() if tls else None)
+    server.put("nodes", node("n1"))
+    client = client_for(tmp_path, server.kubeconfig())
+    state = ClusterState()
+    reflector = Reflector("nodes", client, state_store("nodes", state), watch_timeout=300)
+    reflector.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.watchers and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.watchers, "the watch never opened"
+        time.sleep(0.3)  # the reflector's thread is now blocked reading the idle stream
+        started = time.monotonic()
+        reflector.stop()
+        assert time.monotonic() - started < 0.5, "stop() blocked"
+        assert asyncio.run(reflector.join(2.0)), "the reflector's thread did not end"
+    finally:
+        reflector.stop()
+        client.close()
+        server.stop()
