@@ -50,7 +50,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_cluster.py
 	$(BIN)/python bench/bench_scheduler.py
 
-## fuzz: the hypothesis fuzz tests of the verbs with many more examples (minutes; FUZZ_EXAMPLES=N)
+## fuzz: the hypothesis fuzz tests of the verbs with many more examples (minutes; FUZZ_EXAMPLES=N):
+## arbitrary JSON, one value replaced, corrupted bytes, non-objects at every depth of a node or pod,
+## and quantities checked against resource.ParseQuantity's grammar
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-20000} $(BIN)/python -m pytest -q tests/api/test_fuzz.py
 

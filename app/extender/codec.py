@@ -5,8 +5,10 @@ Why not the pydantic models: a non-cache request carries hundreds of ~15 KB node
 (DESIGN.md section 5). This module decodes with msgspec:
 
 - the top level into ``Pod`` + ``Nodes.items`` as raw byte slices (``msgspec.Raw``), one pass;
-- each node's raw bytes into a slim :class:`app.framework.objects.Node` only when a plugin reads
-  it (unknown fields are skipped in C, never built);
+- each node's raw bytes into a slim :class:`app.framework.objects.Node` (unknown fields are
+  skipped in C, never built), and every quantity plugins read (a node's allocatable, the pod's
+  and the victims' requests) parsed, before any plugin or decision record sees the request: a
+  node, pod or quantity that does not decode is the request's 400, never a plugin's failure;
 - filter survivors are echoed as the very bytes kube-scheduler sent, and the answer is handed to
   the HTTP layer as a list of byte chunks (:data:`Chunks`), never joined into one large copy.
 
@@ -392,31 +394,11 @@ class ExtenderArgsView:
         return len(self.names) if self.names is not None else len(self.nodes)
 
     def names_for_record(self) -> list[str]:
-        """Every candidate's name without decoding the nodes (a decision record must not keep
-        the request body alive): ``NodeNames`` as sent; for whole nodes, the name read from the
-        prefix ``{"metadata":{"name":"`` that Go's encoder writes first, else (another key order,
-        an escaped name) from the node decoded as the answer decodes it."""
+        """Every candidate's name (``NodeNames`` as sent, or the decoded nodes' names): strings of
+        their own, so a decision record does not keep the request body alive."""
         if self.names is not None:
             return self.names
-        raws = self.node_raws
-        if raws is None:
-            return [n.name for n in self.nodes]
-        out: list[str] = []
-        append = out.append
-        prefix, start = _NAME_PREFIX, _PREFIX_LEN
-        for i, raw in enumerate(raws):
-            head = memoryview(raw)[: start + 256].tobytes()
-            if head.startswith(prefix):
-                end = head.find(b'"', start)
-                if end > start and b"\\" not in head[start:end]:
-                    append(head[start:end].decode("utf-8", "replace"))
-                    continue
-            append(self.nodes[i].name)
-        return out
-
-
-_NAME_PREFIX = b'{"metadata":{"name":"'
-_PREFIX_LEN = len(_NAME_PREFIX)
+        return [n.name for n in self.nodes]
 
 
 def decode_extender_args(
@@ -447,7 +429,7 @@ def decode_extender_args(
         if bytes(raw.nodes.metadata) != _NULL:
             meta = raw.nodes.metadata
         if isinstance(raw, _RawArgs):
-            raws, nodes = _lazy_nodes(raw.nodes.items, limits)
+            raws, nodes = _request_nodes(raw.nodes.items, limits)
         else:
             views = raw.nodes.items or []
             _cap(len(views), limits.max_nodes, "Nodes.items", "maxNodes")
@@ -460,17 +442,22 @@ def decode_extender_args(
     return _assemble(PodInfo(pod_view), nodes, raws, meta, raw.node_names, limits)
 
 
-def _lazy_nodes(items: list[msgspec.Raw] | None, limits: Limits) -> tuple[list[msgspec.Raw], list[NodeInfo]]:
-    """``Nodes.items`` (at most ``limits.max_nodes``) and a NodeInfo per item, decoded on first read."""
+def _request_nodes(items: list[msgspec.Raw] | None, limits: Limits) -> tuple[list[msgspec.Raw], list[NodeInfo]]:
+    """``Nodes.items`` (at most ``limits.max_nodes``) and a NodeInfo per item, each decoded now:
+    a node that does not decode is the request's fault, refused before any plugin or decision
+    record reads it (:class:`DecodeError`)."""
     raws = items or []
     _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
-    return raws, [NodeInfo.lazy((i, item), _load_node) for i, item in enumerate(raws)]
+    nodes = []
+    for i, item in enumerate(raws):
+        node = _load_node(i, item)
+        nodes.append(NodeInfo(node.metadata.name or "" if node.metadata is not None else "", node))
+    return raws, nodes
 
 
-def _load_node(indexed: tuple[int, msgspec.Raw]) -> objects.Node:
-    """Decode one node of ``Nodes.items`` (the lazy loader of :class:`NodeInfo`), as
-    :class:`objects.RequestNode` (no ``status.images``), which plugins read as a Node."""
-    i, item = indexed
+def _load_node(i: int, item: msgspec.Raw) -> objects.Node:
+    """Decode node ``i`` of ``Nodes.items`` as :class:`objects.RequestNode` (no
+    ``status.images``), which plugins read as a Node."""
     where = f"Nodes.items[{i}]"
     view: objects.RequestNode = decode_as(item, objects.RequestNode, where)
     if view.metadata is None or not view.metadata.name:
@@ -492,7 +479,7 @@ def _decode_extender_args_general(body: bytes | bytearray, limits: Limits = DEFA
     if args.nodes is not None:
         if args.nodes.metadata is not None and bytes(args.nodes.metadata) != _NULL:
             meta = args.nodes.metadata
-        raws, nodes = _lazy_nodes(args.nodes.items, limits)
+        raws, nodes = _request_nodes(args.nodes.items, limits)
     return _assemble(PodInfo(pod), nodes, raws, meta, args.node_names, limits)
 
 
@@ -510,6 +497,7 @@ def _assemble(
     names: list[str] | None,
     limits: Limits,
 ) -> ExtenderArgsView:
+    _checked(pod, "Pod")
     if nodes is None and names is None:
         raise DecodeError(
             "Nodes and NodeNames are both null: kube-scheduler sends Nodes (nodeCacheCapable: false) "
@@ -522,7 +510,23 @@ def _assemble(
         return ExtenderArgsView(pod, None, None, meta, True, names)
     if names is not None and names != [n.name for n in nodes]:
         raise DecodeError("NodeNames and Nodes.items name different nodes; send one of them")
+    for i, node in enumerate(nodes):
+        _checked(node, f"Nodes.items[{i}]")
     return ExtenderArgsView(pod, nodes, raws, meta, names is not None)
+
+
+def _checked(obj: NodeInfo | PodInfo, where: str) -> None:
+    """Parse now every quantity a plugin may read of ``obj`` (a node's ``status.allocatable``; a
+    pod's container, init container, pod-level and overhead requests), so a malformed one is the
+    request's 400 (:class:`DecodeError` naming ``where``) rather than a plugin's failure later."""
+    try:
+        if isinstance(obj, NodeInfo):
+            obj.allocatable  # noqa: B018 - parsed now, kept on the NodeInfo
+        else:
+            obj.requests  # noqa: B018
+            obj.non_zero_requests  # noqa: B018
+    except ObjectDecodeError as exc:
+        raise DecodeError(f"{where}: {exc}") from None
 
 
 #: An answer body as chunks, in order: the HTTP layer sends them without joining them into one
@@ -667,6 +671,7 @@ def decode_preemption_args(body: bytes | bytearray, limits: Limits = DEFAULT_LIM
     if args.pod is None or bytes(args.pod) == _NULL:
         raise DecodeError("Pod is null: ExtenderPreemptionArgs must carry the preemptor pod")
     pod = PodInfo(_pod(args.pod, "Pod"))
+    _checked(pod, "Pod")
     candidates: dict[str, Victims] = {}
     victims_map: dict[str, Any] | None = args.node_name_to_victims
     key = "NodeNameToVictims"
@@ -692,6 +697,7 @@ def decode_preemption_args(body: bytes | bytearray, limits: Limits = DEFAULT_LIM
                 info = PodInfo(_pod(p, where))
                 if not info.uid:
                     raise DecodeError(f"{where} has no metadata.uid")
+                _checked(info, where)
                 infos.append(info)
         violations = (victims.num_pdb_violations if victims is not None else None) or 0
         candidates[node] = Victims(infos, violations)

@@ -33,11 +33,13 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 #: ``DefaultMemoryRequest`` in pkg/scheduler/util/pod_resources.go: 200 MiB.
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
-_QUANTITY = re.compile(
-    r"^([+-]?)([0-9]*)(?:\.([0-9]*))?"
-    r"([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$"
-)
-#: suffix -> (power of 2, power of 10)
+#: ``parseQuantityString``'s scanner (k8s.io/apimachinery/pkg/api/resource/quantity.go) as one
+#: expression: sign, digits, an optional ``.`` and digits (each part may be empty: ``"."``, ``"+"``
+#: and ``"Gi"`` are zero), then the suffix: letters of ``eEinumkKMGTP``, an optional sign and
+#: digits, up to the end. Which suffixes mean something is :func:`_interpret`'s (``interpret``).
+_QUANTITY = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)")
+_EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
+#: decimal (``DecimalSI``) and binary (``BinarySI``) suffix -> (power of 2, power of 10)
 _SUFFIX: dict[str, tuple[int, int]] = {
     "": (0, 0),
     "n": (0, -9),
@@ -56,39 +58,72 @@ _SUFFIX: dict[str, tuple[int, int]] = {
     "Pi": (50, 0),
     "Ei": (60, 0),
 }
+_INT64_MAX = (1 << 63) - 1
+#: The largest decimal exponent this service computes with (``1e1000``). apimachinery accepts any
+#: exponent that fits an int64 and truncates it to an int32; values that large (or that small)
+#: mean nothing to a scheduler, and computing with them exactly would take unbounded time and
+#: memory, so they are refused.
+MAX_EXPONENT = 1000
+#: The most digits a quantity's number may have (CPython's default limit on converting a decimal
+#: string to an int; apimachinery has none).
+MAX_DIGITS = 4300
 
 
 class QuantityError(SchedulerExtenderError, ValueError):
-    """Raised for a string that is not a Kubernetes quantity (``resource.ErrFormatWrong``)."""
+    """Raised for a string that is not a Kubernetes quantity (``resource.ErrFormatWrong``,
+    ``ErrSuffix``), or one beyond what this service computes with (:data:`MAX_EXPONENT`,
+    :data:`MAX_DIGITS`)."""
+
+
+def _interpret(text: str, suffix: str) -> tuple[int, int]:
+    """``suffixHandler.interpret``: the suffix's (power of 2, power of 10): a decimal or binary
+    SI suffix, else ``e``/``E`` and an int64 (``DecimalExponent``, truncated to an int32 as
+    upstream's ``int32(parsed)``). Raises :class:`QuantityError`."""
+    known = _SUFFIX.get(suffix)
+    if known is not None:
+        return known
+    match = _EXPONENT.fullmatch(suffix)
+    if match is None or not -_INT64_MAX - 1 <= (exponent := int(match.group(1))) <= _INT64_MAX:
+        raise QuantityError(f"{text!r} has an unknown suffix {suffix!r}: use n, u, m, k, M, G, T, P, E, Ki..Ei or e<N>")
+    exponent = ((exponent + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32(parsed)
+    if abs(exponent) > MAX_EXPONENT:
+        raise QuantityError(f"{text!r}: the exponent is beyond ±{MAX_EXPONENT}")
+    return 0, exponent
 
 
 def _rational(text: str | int | float) -> tuple[int, int]:
-    """The quantity as an exact fraction ``(numerator, denominator)``, denominator > 0."""
+    """The quantity as an exact fraction ``(numerator, denominator)``, denominator > 0, as
+    ``ParseQuantity`` reads it after ``Quantity.UnmarshalJSON`` trimmed the spaces; a binary SI
+    quantity beyond int64 is capped at its largest value, as upstream caps it. Raises
+    :class:`QuantityError` for anything else."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise QuantityError(f"quantity must be a string or a number, not {text!r}")
     if isinstance(text, int):
         return text, 1
     if isinstance(text, float):
+        if text != text or text in (float("inf"), float("-inf")):
+            raise QuantityError(f"{text!r} is not a quantity")
         text = repr(text)
         if "e" in text or "E" in text:
             mantissa, _, exp = text.partition("e")
             text = f"{mantissa}e{int(exp)}"
-    match = _QUANTITY.match(text.strip())
-    if match is None or not (match.group(2) or match.group(3)):
+    stripped = text.strip()
+    match = _QUANTITY.fullmatch(stripped) if stripped else None
+    if match is None:
         raise QuantityError(f"{text!r} is not a quantity: use a number with an optional suffix (250m, 1Gi, 1e3)")
-    sign, whole, frac, suffix = match.group(1), match.group(2), match.group(3) or "", match.group(4) or ""
+    sign, whole, frac, suffix = match.group(1), match.group(2), match.group(3) or "", match.group(4)
+    pow2, pow10 = _interpret(text, suffix)
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise QuantityError(f"{text[:20]!r}...: more than {MAX_DIGITS} digits")
     number = int((whole or "0") + frac)
     if sign == "-":
         number = -number
-    if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        pow2, pow10 = 0, int(suffix[1:])
-    else:
-        pow2, pow10 = _SUFFIX[suffix]
     pow10 -= len(frac)
     number <<= pow2
-    if pow10 >= 0:
-        return number * 10**pow10, 1
-    return number, 10**-pow10
+    num, den = (number * 10**pow10, 1) if pow10 >= 0 else (number, 10**-pow10)
+    if pow2 and abs(num) > _INT64_MAX * den:  # BinarySI: capped at maxAllowed (2^63 - 1)
+        return (_INT64_MAX if num > 0 else -_INT64_MAX), 1
+    return num, den
 
 
 def parse_quantity(text: str | int | float) -> Decimal:

@@ -199,3 +199,161 @@ def test_the_fixtures_themselves_pass(path: str, name: str) -> None:
     status, answer = call(path, body)
     check(path, body, status, answer)
     assert status == 200
+
+
+# -- a non-object where an object belongs, at every depth of a node or pod ----------------------------
+
+NOT_OBJECTS = st.sampled_from([True, False, 0, 7, -1.5, "", "x", [], [{}], None])
+
+
+def object_paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The paths of every JSON object inside ``doc`` (``doc`` itself included when it is one)."""
+    out = [prefix] if isinstance(doc, dict) else []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += object_paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:3]):
+            out += object_paths(v, (*prefix, i))
+    return out
+
+
+# (path, fixture, where in it the objects to replace are): a node of each verb's Nodes, the pod,
+# and a victim pod of a non-cache preempt
+OBJECT_TARGETS = [
+    ("/filter", "extenderargs_nocache_n10_space.json", ("Nodes", "items", 5)),
+    ("/prioritize", "extenderargs_nocache_n10.json", ("Nodes", "items", 5)),
+    ("/filter", "extenderargs_nocache_n10_space.json", ("Pod",)),
+    ("/prioritize", "extenderargs_nocache_n10.json", ("Pod",)),
+    ("/chaos/filter", "extenderargs_cache_n10.json", ("Pod",)),
+    ("/preempt", "preemptionargs_nocache.json", ("Pod",)),
+]
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+@FUZZ
+@given(target=st.sampled_from(OBJECT_TARGETS), data=st.data(), value=NOT_OBJECTS)
+def test_a_non_object_where_an_object_belongs(
+    target: tuple[str, str, tuple[Any, ...]], data: st.DataObject, value: Any
+) -> None:
+    """kube-scheduler never sends these; Go's decoder refuses a non-object for a struct (``null``
+    is a nil pointer: allowed). Every one is a 400 or a 200, whatever the depth."""
+    path, name, base = target
+    doc = json.loads(fixture_bytes(name))
+    inner = data.draw(st.sampled_from(object_paths(_at(doc, base))))
+    body = encode(replaced(doc, (*base, *inner), value))
+    status, answer = call(path, body)
+    check(path, body, status, answer)
+    assert status in (200, 400), (status, answer[:300])
+
+
+# -- quantities, against resource.ParseQuantity's grammar ---------------------------------------------
+
+
+def parses_as_upstream(text: str) -> bool:
+    """Whether ``resource.ParseQuantity(strings.TrimSpace(text))`` succeeds: a transcription of
+    ``parseQuantityString`` and ``suffixHandler.interpret`` (k8s.io/apimachinery/pkg/api/resource/
+    quantity.go and suffix.go), character by character, kept independent of the service's parser."""
+    s = text.strip()
+    if not s:
+        return False
+    if s == "0":
+        return True
+    pos, end = 0, len(s)
+    if s[0] in "+-":
+        pos += 1
+    while pos < end and s[pos] in "0123456789":
+        pos += 1
+    if pos < end and s[pos] == ".":
+        pos += 1
+        while pos < end and s[pos] in "0123456789":
+            pos += 1
+    suffix_start = pos
+    while pos < end and s[pos] in "eEinumkKMGTP":
+        pos += 1
+    if pos < end and s[pos] in "+-":
+        pos += 1
+    while pos < end and s[pos] in "0123456789":
+        pos += 1
+    if pos < end:
+        return False  # ErrFormatWrong
+    suffix = s[suffix_start:]
+    if suffix in ("", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
+        return True
+    if len(suffix) > 1 and suffix[0] in "eE":
+        digits = suffix[1:].lstrip("+-") if suffix[1] in "+-" else suffix[1:]
+        if not digits or not digits.isdigit() or len(suffix[1:]) - len(digits) > 1:
+            return False  # strconv.ParseInt
+        return -(2**63) <= int(suffix[1:]) < 2**63
+    return False  # ErrSuffix
+
+
+def beyond_exponent_range(text: str) -> bool:
+    """The one documented difference (``app.framework.resources.MAX_EXPONENT``): an exponent
+    beyond ±1000 once upstream truncated it to an int32 is refused (upstream computes with it)."""
+    s = text.strip()
+    for i, c in enumerate(s):
+        if c in "eE" and s[i + 1 : i + 2] and (s[i + 1].isdigit() or s[i + 1] in "+-"):
+            try:
+                exponent = int(s[i + 1 :])
+            except ValueError:
+                return False
+            return abs(((exponent + 2**31) % 2**32) - 2**31) > 1000
+    return False
+
+
+QUANTITY_CHARS = "0123456789.+-eEinumkKMGTP xZ"
+quantities = st.one_of(
+    # well-formed: sign, digits, fraction, a suffix or an exponent
+    st.builds(
+        lambda sign, whole, frac, suffix: f"{sign}{whole}{frac}{suffix}",
+        st.sampled_from(["", "+", "-"]),
+        st.text("0123456789", max_size=6),
+        st.sampled_from(["", "."]).flatmap(
+            lambda dot: st.text("0123456789", max_size=4).map(lambda d: dot + d if dot else "")
+        ),
+        st.one_of(
+            st.sampled_from(["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]),
+            st.builds(
+                lambda e, sign, n: f"{e}{sign}{n}",
+                st.sampled_from("eE"),
+                st.sampled_from(["", "+", "-"]),
+                st.integers(0, 40),
+            ),
+        ),
+    ),
+    # anything made of the characters the grammar cares about
+    st.text(QUANTITY_CHARS, max_size=10),
+)
+
+
+@FUZZ
+@given(
+    target=st.sampled_from(
+        [("/filter", "extenderargs_nocache_n10_space.json"), ("/prioritize", "extenderargs_nocache_n10.json")]
+    ),
+    where=st.sampled_from(["node", "pod"]),
+    resource=st.sampled_from(["cpu", "memory", "pods", "example.com/ip"]),
+    quantity=quantities,
+)
+def test_quantities_follow_parse_quantity(target: tuple[str, str], where: str, resource: str, quantity: str) -> None:
+    """A quantity ``ParseQuantity`` refuses is a 400 naming it; one it accepts is answered 200."""
+    path, name = target
+    doc = json.loads(fixture_bytes(name))
+    if where == "node":
+        doc["Nodes"]["items"][4]["status"]["allocatable"][resource] = quantity
+    else:
+        doc["Pod"]["spec"]["containers"][0]["resources"] = {"requests": {resource: quantity}}
+    body = encode(doc)
+    status, answer = call(path, body)
+    check(path, body, status, answer)
+    if parses_as_upstream(quantity) and not beyond_exponent_range(quantity):
+        assert status == 200, (quantity, answer[:300])
+    else:
+        assert status == 400, (quantity, status, answer[:300])
+        assert repr(quantity.strip()) in json.loads(answer)["Error"] or repr(quantity) in json.loads(answer)["Error"]

@@ -53,10 +53,80 @@ def test_parse_quantity_is_exact() -> None:
     assert parse_quantity("100n") == Decimal("1E-7")
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1Z", ".", "1.2.3", "e3", "1 Gi", "Gi", True])
+@pytest.mark.parametrize(
+    "text",
+    [
+        # TestQuantityParse's invalid list (k8s.io/apimachinery/pkg/api/resource/quantity_test.go)
+        "1.1.M",
+        "1+1.0M",
+        "0.1mi",
+        "0.1am",
+        "aoeu",
+        ".5i",
+        "1i",
+        "-3.01i",
+        "-3.01e-",
+        # and what parseQuantityString or interpret refuse besides
+        "",
+        "abc",
+        "1Z",
+        "1.2.3",
+        "1 Gi",
+        "1e",
+        "1e+",
+        "1ee3",
+        "1e3i",
+        "1e3k",
+        "1E3Ki",
+        "1e+-3",
+        "1e1.5",
+        "1K",
+        "1ki",
+        "1KiB",
+        "1Mi3",
+        "0x10",
+        "1e99999999999999999999",  # beyond int64: strconv.ParseInt fails
+        True,
+        float("nan"),
+    ],
+)
 def test_bad_quantities_raise(text: object) -> None:
     with pytest.raises(QuantityError):
         quantity_value(text)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # parseQuantityString takes an empty number as 0 (quantity.go): these parse, as zero
+        (".", 0),
+        ("+", 0),
+        ("-.", 0),
+        ("e3", 0),
+        ("Gi", 0),
+        ("k", 0),
+        # exponents: a sign, and upstream's int32(parsed) truncation
+        ("1e+3", 1000),
+        ("1E-3", 1),  # 0.001 rounds up
+        ("1e4294967296", 1),  # int32(2^32) == 0
+        ("1e4294967299", 1000),  # int32(2^32 + 3) == 3
+        # binary SI: exa-binary parses, and the amount is capped at 2^63 - 1 (maxAllowed)
+        ("1Ei", 2**60),
+        ("7Ei", 7 * 2**60),
+        ("8Ei", 2**63 - 1),
+        ("-16Ei", -(2**63 - 1)),
+        (" 1Ki ", 1024),  # Quantity.UnmarshalJSON trims the spaces
+    ],
+)
+def test_quantities_upstream_reads_as_the_scanner_does(text: str, value: int) -> None:
+    assert quantity_value(text) == value
+
+
+def test_quantities_too_large_to_compute_are_refused_quickly() -> None:
+    with pytest.raises(QuantityError, match="exponent"):
+        quantity_value("1e2147483647")  # int32 max: 10**(2**31) would never finish
+    with pytest.raises(QuantityError, match="digits"):
+        quantity_value("9" * 5000)
 
 
 def test_resource_list_units_and_errors() -> None:
