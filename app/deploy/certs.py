@@ -13,7 +13,7 @@ Leaf certificates last ``--days`` (365). Keys are written mode 0600; the extende
 65532 and must be able to read ``server.key`` (the install steps of docs/install/kubeadm.md
 ``chown`` it).
 Existing files are not overwritten without ``--force``. ``render`` mounts the directory
-(:data:`~app.deploy.render.PKI_DIR` by default) into both static pods.
+(:data:`~app.deploy.wiring.PKI_DIR` by default) into both static pods.
 """
 
 from __future__ import annotations
