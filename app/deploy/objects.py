@@ -66,6 +66,10 @@ LOCAL_IMAGE = f"scheduler-extender:{__version__}"
 DEFAULT_KUBERNETES_VERSION = "v1.35.0"
 
 
+#: The ServiceAccount of the Prometheus that reads ``/metrics`` by default: kube-prometheus's.
+DEFAULT_METRICS_READER = "monitoring/prometheus-k8s"
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     """Parameters that are not part of the service configuration.
@@ -76,6 +80,8 @@ class RenderOptions:
     multi-profile setup: pods choose it with ``spec.schedulerName``); extenders apply to every
     profile, as in kube-scheduler. ``second_scheduler_name``: the ``schedulerName`` (and lease name)
     of the ``second-scheduler/`` Deployment. ``namespace``: where that Deployment runs.
+    ``metrics_reader``: the ServiceAccount (``NAMESPACE/NAME``) of the scraper allowed to read
+    ``/metrics`` (default: kube-prometheus's Prometheus, :data:`DEFAULT_METRICS_READER`).
     """
 
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
@@ -84,6 +90,7 @@ class RenderOptions:
     scheduler_name: str | None = None
     second_scheduler_name: str = "extender-scheduler"
     namespace: str = "kube-system"
+    metrics_reader: str = DEFAULT_METRICS_READER
 
 
 class _Dumper(yaml.SafeDumper):
@@ -103,8 +110,26 @@ _Dumper.add_representer(str, _str)
 
 
 def dump(*docs: Any) -> str:
-    """YAML for ``docs`` (one document, or several separated by ``---``), keys in given order."""
-    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=len(docs) > 1)
+    """YAML for ``docs`` (one document, or several each after ``---``), keys in given order. A
+    document whose last key is ``rules`` with reasons (:class:`~app.deploy.rbac.Rules`: a list
+    with ``whys``) gets each rule's reasons as comments above it."""
+    texts = [_dump_doc(doc) for doc in docs]
+    return texts[0] if len(texts) == 1 else "".join(f"---\n{text}" for text in texts)
+
+
+def _yaml(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+def _dump_doc(doc: Any) -> str:
+    rules = doc.get("rules") if isinstance(doc, dict) else None
+    whys: list[list[str]] | None = getattr(rules, "whys", None)
+    if rules is None or whys is None or not rules or list(doc)[-1] != "rules":
+        return _yaml(doc if whys is None else {**doc, "rules": list(rules or [])})
+    text = _yaml({k: v for k, v in doc.items() if k != "rules"}) + "rules:\n"
+    for rule, why in zip(rules, whys, strict=True):
+        text += "".join(f"# {line}\n" for line in why) + _yaml([dict(rule)])
+    return text
 
 
 def header(what: str, source: str) -> str:
@@ -264,9 +289,9 @@ def scrape_annotations(metrics: MetricsServerConfig) -> dict[str, str]:
     }
 
 
-#: Replicas of the second-scheduler Deployment: kube-scheduler elects a leader with its Lease and
-#: each extender sidecar binds only while its own kube-scheduler holds it.
-SECOND_SCHEDULER_REPLICAS = 2
+#: Replicas of the scheduler Deployments: kube-scheduler (second-scheduler/) or this service
+#: (scheduler/) elects a leader with its Lease; the other replica stands by.
+SCHEDULER_REPLICAS = 2
 
 
 def pod_labels(name: str) -> dict[str, str]:
@@ -281,29 +306,84 @@ def scheduler_deployment(
     volumes: list[dict[str, Any]],
     metrics: MetricsServerConfig | None = None,
 ) -> dict[str, Any]:
-    """A scheduler's Deployment: :data:`SECOND_SCHEDULER_REPLICAS` replicas (they elect a leader),
-    its ServiceAccount ``name``, ``system-cluster-critical``, the RuntimeDefault seccomp profile;
-    with ``metrics``, the pods' scrape annotations (:func:`scrape_annotations`)."""
+    """A scheduler's Deployment: :data:`SCHEDULER_REPLICAS` replicas (they elect a leader), its
+    ServiceAccount ``name``, ``system-cluster-critical``, the RuntimeDefault seccomp profile; with
+    two replicas or more, spread over nodes (a topology spread constraint on
+    ``kubernetes.io/hostname``, ``maxSkew`` 1, ``DoNotSchedule``, tainted nodes not counted: one
+    node going away never takes both, and a one-node cluster still runs both); with ``metrics``,
+    the pods' scrape annotations (:func:`scrape_annotations`)."""
     labels = pod_labels(name)
     template: dict[str, Any] = {"labels": labels}
     if metrics is not None:
         template["annotations"] = scrape_annotations(metrics)
+    spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "priorityClassName": "system-cluster-critical",
+        # fsGroup: the Secret volumes (the metrics listener's key) are readable by the pods' group
+        "securityContext": {"fsGroup": EXTENDER_UID, "seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    if SCHEDULER_REPLICAS >= 2:
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": labels},
+                "nodeTaintsPolicy": "Honor",
+            }
+        ]
+    spec |= {"containers": containers, "volumes": volumes}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": meta(name, ns),
         "spec": {
-            "replicas": SECOND_SCHEDULER_REPLICAS,
+            "replicas": SCHEDULER_REPLICAS,
             "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": template,
-                "spec": {
-                    "serviceAccountName": name,
-                    "priorityClassName": "system-cluster-critical",
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": containers,
-                    "volumes": volumes,
-                },
-            },
+            "template": {"metadata": template, "spec": spec},
         },
+    }
+
+
+def pod_disruption_budget(name: str, ns: str) -> dict[str, Any] | None:
+    """The PodDisruptionBudget (``policy/v1``) of the scheduler Deployment ``name``: at most one of
+    its pods evicted at a time (``maxUnavailable: 1``), so a node drain never stops scheduling;
+    ``None`` with fewer than two replicas (a budget would then block every drain)."""
+    if SCHEDULER_REPLICAS < 2:
+        return None
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": meta(name, ns),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": pod_labels(name)}},
+    }
+
+
+def deployment_probes(config: Configuration) -> dict[str, Any]:
+    """The probes of a Deployment's service container (its verb listener stays on the pod's
+    loopback, which the kubelet does not reach): ``httpGet`` of ``/healthz`` and ``/readyz`` on
+    the metrics listener's port ``metrics`` (on the pod's address; both paths are served without
+    authentication, ``alwaysAllowPaths``; HTTPS unless ``insecure``: the kubelet verifies no
+    certificate), as kube-scheduler's own probes use its secure port. Without the listener
+    (``server.metrics.enabled: false``) nothing on the pod's address answers: the probes run a
+    request to the loopback inside the container instead (one interpreter per probe)."""
+    metrics = config.server.metrics_listener
+    timing = {
+        "startupProbe": {"periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 30},
+        "livenessProbe": {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
+        "readinessProbe": {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
+    }
+    paths = {"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+    if metrics is not None:
+        scheme = "HTTP" if metrics.insecure else "HTTPS"
+        return {
+            kind: {"httpGet": {"path": paths[kind], "port": "metrics", "scheme": scheme}, **timing[kind]}
+            for kind in timing
+        }
+    script = (
+        "import sys, urllib.request; "
+        f"sys.exit(urllib.request.urlopen('http://127.0.0.1:{config.server.port}{{}}', timeout=2).status != 200)"
+    )
+    return {
+        kind: {"exec": {"command": ["python", "-c", script.format(paths[kind])]}, **timing[kind]} for kind in timing
     }

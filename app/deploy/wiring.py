@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.config import Configuration, LeaderElectionConfig, TLSConfig
+from app.config import Configuration, LeaderElectionConfig, MetricsTLSConfig, TLSConfig
 from app.deploy.objects import (
     EXTENDER_KUBECONFIG_PATH,
     SCHEDULER_CONFIG_PATH,
@@ -107,29 +107,36 @@ def secure_defaults(config: Configuration) -> Configuration:
     ``python -m app certs --out`` :data:`PKI_DIR` (kube-scheduler's extender client can
     authenticate only with a client certificate); with ``cluster:`` and bind, binds only while
     this node's kube-scheduler holds the ``kube-system/kube-scheduler`` Lease, unless
-    ``cluster.leaderElection`` says otherwise."""
-    serves_bind = any("bind" in p.extender.verbs for p in config.profiles)
-    if not serves_bind:
-        return config
+    ``cluster.leaderElection`` says otherwise; a metrics listener over HTTPS without
+    ``server.metrics.tls`` serves the server certificate of :data:`PKI_DIR` (which ``certs``
+    issues for the metrics Service's name too), so that a scraper can verify it with ``ca.crt``."""
     update: dict[str, Any] = {}
     server = config.server
-    if server.tls is None and not server.insecure_bind:
-        tls = TLSConfig.model_validate(
-            {
-                "certFile": f"{PKI_DIR}/server.crt",
-                "keyFile": f"{PKI_DIR}/server.key",
-                "clientCAFile": f"{PKI_DIR}/ca.crt",
-                "scheduler": {
-                    "caFile": f"{PKI_DIR}/ca.crt",
-                    "certFile": f"{PKI_DIR}/scheduler.crt",
-                    "keyFile": f"{PKI_DIR}/scheduler.key",
-                },
-            }
+    metrics = server.metrics_listener
+    if metrics is not None and not metrics.insecure and metrics.tls is None:
+        cert = MetricsTLSConfig.model_validate(
+            {"certFile": f"{PKI_DIR}/server.crt", "keyFile": f"{PKI_DIR}/server.key"}
         )
-        update["server"] = server.model_copy(update={"tls": tls})
-    if config.cluster is not None and config.cluster.leader_election is None:
-        update["cluster"] = config.cluster.model_copy(update={"leader_election": LeaderElectionConfig()})
-    return config.model_copy(update=update)
+        server = server.model_copy(update={"metrics": metrics.model_copy(update={"tls": cert})})
+        update["server"] = server
+    if any("bind" in p.extender.verbs for p in config.profiles):
+        if server.tls is None and not server.insecure_bind:
+            tls = TLSConfig.model_validate(
+                {
+                    "certFile": f"{PKI_DIR}/server.crt",
+                    "keyFile": f"{PKI_DIR}/server.key",
+                    "clientCAFile": f"{PKI_DIR}/ca.crt",
+                    "scheduler": {
+                        "caFile": f"{PKI_DIR}/ca.crt",
+                        "certFile": f"{PKI_DIR}/scheduler.crt",
+                        "keyFile": f"{PKI_DIR}/scheduler.key",
+                    },
+                }
+            )
+            update["server"] = server.model_copy(update={"tls": tls})
+        if config.cluster is not None and config.cluster.leader_election is None:
+            update["cluster"] = config.cluster.model_copy(update={"leader_election": LeaderElectionConfig()})
+    return config.model_copy(update=update) if update else config
 
 
 def extender_kubeconfig(config: Configuration) -> str | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.config import Configuration
 from app.deploy.crds import podgroup_crd_file, uses_podgroups
-from app.deploy.metrics import metrics_objects
+from app.deploy.metrics import metrics_objects, tls_secret
 from app.deploy.objects import (
     EXTENDER_CONFIG_PATH,
     EXTENDER_KUBECONFIG_PATH,
@@ -28,7 +28,7 @@ from app.deploy.objects import (
     scrape_annotations,
     tls_files,
 )
-from app.deploy.rbac import static_pod_rbac
+from app.deploy.rbac import EXTENDER, roles
 from app.deploy.wiring import extender_kubeconfig, scheduler_configuration, secure_defaults, service_config
 from app.framework.registry import Registry
 
@@ -106,7 +106,8 @@ def files(config: Configuration, registry: Registry, options: RenderOptions, sou
     out["scheduler-extender-config.yaml"] = header(
         f"The extender's configuration as its static pod mounts it: copy to {EXTENDER_CONFIG_PATH}.", source
     ) + dump(service_config(config, kubeconfig=kubeconfig))
-    rbac = static_pod_rbac(config, registry)
+    user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}
+    rbac = roles(config, registry, EXTENDER, "scheduler-extender", user)
     if rbac:
         out["scheduler-extender-rbac.yaml"] = header(
             f"What the extender may do with the credentials in {EXTENDER_KUBECONFIG_PATH}: kubectl apply -f.",
@@ -115,14 +116,15 @@ def files(config: Configuration, registry: Registry, options: RenderOptions, sou
     metrics = config.server.metrics_listener
     if metrics is not None:
         # the reviews use the credentials of cluster: (EXTENDER_USER) unless the listener has its own
-        user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}
         reviewer = user if config.cluster is not None and metrics.kubeconfig is None else None
         name = "scheduler-extender"
-        objects, monitor = metrics_objects(metrics, name, "kube-system", STATIC_POD_LABELS, reviewer)
+        reader = options.metrics_reader
+        objects, monitor = metrics_objects(metrics, name, "kube-system", STATIC_POD_LABELS, reader, reviewer)
         out["scheduler-extender-metrics.yaml"] = header(
             "The extender's metrics listener: its Service (the static pods on each control-plane node), the "
-            f"extender's right to review its callers ({EXTENDER_USER}) and the identity a scraper reads it with: "
-            "kubectl apply -f.",
+            f"extender's right to review its callers ({EXTENDER_USER}) and the scraper's ({reader}) right to read "
+            f"/metrics: kubectl apply -f. The PodMonitor verifies the listener's certificate with ca.crt of the Secret "
+            f"{tls_secret(name)} (docs/operations/metrics.md).",
             source,
         ) + dump(*objects)
         out["scheduler-extender-podmonitor.yaml"] = header(

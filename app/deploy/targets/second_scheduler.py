@@ -8,28 +8,40 @@ from __future__ import annotations
 from typing import Any
 
 from app.config import Configuration, LeaderElectionConfig
-from app.deploy.metrics import deployed_metrics, deployment_extras
+from app.deploy.metrics import deployed_metrics, deployment_extras, tls_volume
 from app.deploy.objects import (
     KUBE_SCHEDULER_PORT,
     SECOND_EXTENDER_CONFIG_DIR,
     SECOND_SCHEDULER_CONFIG_DIR,
     RenderOptions,
     binding,
-    cluster_role,
+    deployment_probes,
     dump,
     extender_container,
     header,
     kube_scheduler_container,
     meta,
+    pod_disruption_budget,
     scheduler_deployment,
     security_context,
 )
-from app.deploy.rbac import extender_rules
+from app.deploy.rbac import EXTENDER, UPSTREAM_SCHEDULER_RULES, Grant, role, roles
 from app.deploy.wiring import scheduler_configuration, service_config
 from app.framework.registry import Registry
 
 NAME = "second-scheduler"
 FILES = ("second-scheduler/",)
+
+
+def election_grants(name: str, ns: str) -> list[Grant]:
+    """kube-scheduler's leader election on the Lease ``ns/name`` (its ``leaderElection``
+    ``resourceName``): ``system:kube-scheduler``'s two Lease rules for another Lease name."""
+    lease = (("coordination.k8s.io",), ("leases",))
+    why = f"kube-scheduler `{name}` elects a leader on the Lease {ns}/{name} (leaderElection.resourceName)"
+    return [
+        Grant(*lease, ("create",), f"{why}: create it when it does not exist yet", (), ns),
+        Grant(*lease, ("get", "update"), why, (name,), ns),
+    ]
 
 
 def second_scheduler(config: Configuration, registry: Registry, options: RenderOptions, source: str) -> dict[str, str]:
@@ -45,7 +57,7 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
     if config.cluster is not None and serves_bind:
         election = LeaderElectionConfig.model_validate({"leaseName": name, "leaseNamespace": ns})
         update["cluster"] = config.cluster.model_copy(update={"leader_election": election})
-    config = deployed_metrics(config.model_copy(update=update))
+    config = deployed_metrics(config.model_copy(update=update), name)
     metrics = config.server.metrics_listener
     sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
     sched_config = scheduler_configuration(
@@ -86,33 +98,22 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
             sa,
             "kube-system",
         ),
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": meta(f"{name}-leader-election", ns),
-            "rules": [
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-                {
-                    "apiGroups": ["coordination.k8s.io"],
-                    "resources": ["leases"],
-                    "resourceNames": [name],
-                    "verbs": ["get", "update"],
-                },
-            ],
-        },
+        role("Role", f"{name}-leader-election", election_grants(name, ns), ns),
         binding("RoleBinding", f"{name}-leader-election", "Role", f"{name}-leader-election", sa, ns),
     ]
-    rules = extender_rules(config, registry)
-    if rules:
-        rbac += [
-            cluster_role(f"{name}-extender", rules),
-            binding("ClusterRoleBinding", f"{name}-extender", "ClusterRole", f"{name}-extender", sa),
-        ]
+    # the sidecar shares the pod's ServiceAccount: its ClusterRole holds only what its configuration
+    # needs beyond kube-scheduler's roles (re-queue assistance, PodGroups), and it follows the Lease
+    # of the Role above
+    rbac += roles(config, registry, EXTENDER, f"{name}-extender", sa, beyond=UPSTREAM_SCHEDULER_RULES, leases=False)
     sched_mount = {"name": "scheduler-config", "mountPath": SECOND_SCHEDULER_CONFIG_DIR, "readOnly": True}
     ext_mount = {"name": "extender-config", "mountPath": SECOND_EXTENDER_CONFIG_DIR, "readOnly": True}
     probe = {"path": "/healthz", "port": KUBE_SCHEDULER_PORT, "scheme": "HTTPS"}
+    tls_volumes, tls_mounts = tls_volume(config, name)
     extender = extender_container(config, options, f"{SECOND_EXTENDER_CONFIG_DIR}/config.yaml")
-    extender["volumeMounts"] = [ext_mount]
+    extender |= deployment_probes(config)  # the pod's loopback is not the kubelet's
+    extender["resources"] = extender.pop("resources")  # in the container's usual order
+    extender["securityContext"] = extender.pop("securityContext")
+    extender["volumeMounts"] = [ext_mount, *tls_mounts]
     kube_scheduler = kube_scheduler_container(
         options,
         [f"--config={SECOND_SCHEDULER_CONFIG_DIR}/kube-scheduler-config.yaml"],
@@ -125,6 +126,7 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
     volumes = [
         {"name": "scheduler-config", "configMap": {"name": f"{name}-config"}},
         {"name": "extender-config", "configMap": {"name": f"{name}-extender-config"}},
+        *tls_volumes,
     ]
     deployment = scheduler_deployment(name, ns, [kube_scheduler, extender], volumes, metrics)
     files = {
@@ -132,11 +134,14 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         "rbac.yaml": dump(*rbac),
         "deployment.yaml": dump(deployment),
     }
+    budget = pod_disruption_budget(name, ns)
+    if budget is not None:
+        files["poddisruptionbudget.yaml"] = dump(budget)
     out = {
         k: header(f"second-scheduler/{k}: kube-scheduler `{name}` with the extender as a sidecar.", source) + v
         for k, v in files.items()
     }
-    extras = deployment_extras(config, registry, name, ns, source, "second-scheduler/")
+    extras = deployment_extras(config, registry, name, ns, options.metrics_reader, source, "second-scheduler/")
     out.update(extras)
     if "metrics.yaml" in extras:  # a resource of the kustomization (the PodMonitor and the CRD are not)
         files["metrics.yaml"] = extras["metrics.yaml"]

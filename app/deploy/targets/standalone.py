@@ -4,85 +4,78 @@ elect a leader, with its ServiceAccount and the RBAC its configuration needs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.config import Configuration
-from app.deploy.metrics import deployed_metrics, deployment_extras
+from app.deploy.metrics import deployed_metrics, deployment_extras, tls_volume
 from app.deploy.objects import (
     RenderError,
     RenderOptions,
-    binding,
-    cluster_role,
     container_ports,
+    deployment_probes,
     dump,
     extender_resources,
     header,
     meta,
+    pod_disruption_budget,
     scheduler_deployment,
     security_context,
 )
-from app.deploy.rbac import SCHEDULER_RBAC, merge_rules, policy_rules
+from app.deploy.rbac import STANDALONE, roles
 from app.deploy.wiring import service_config
 from app.framework.registry import Registry
 
 NAME = "standalone"
 FILES = ("scheduler/",)
+#: Where the pods mount their configuration (the ConfigMap ``<name>-config``).
+CONFIG_DIR = "/etc/scheduler-extender"
 
 
 def standalone_scheduler(
     config: Configuration, registry: Registry, options: RenderOptions, source: str
 ) -> dict[str, str]:
     """``scheduler/``, for profiles with ``schedulerName``: a Deployment running ``python -m app
-    schedule`` (two replicas electing a leader on each scheduler's Lease), its configuration as a
-    ConfigMap generated with a content hash, a ServiceAccount and a ClusterRole with the
-    extender's rules plus :data:`SCHEDULER_RBAC`. The server stays on loopback; probes run
-    inside the container. Empty when no profile sets ``schedulerName``."""
+    schedule`` (:data:`~app.deploy.objects.SCHEDULER_REPLICAS` replicas spread over nodes,
+    electing a leader on each scheduler's Lease) and its PodDisruptionBudget, its configuration
+    as a ConfigMap generated with a content hash, a ServiceAccount, and the RBAC its
+    configuration needs (:func:`~app.deploy.rbac.roles`: a ClusterRole, and a Role of the Leases
+    in their namespace). The verb listener stays on the pod's loopback; the probes reach the
+    metrics listener (:func:`~app.deploy.objects.deployment_probes`). Empty when no profile sets
+    ``schedulerName``."""
     names = [p.scheduler_name for p in config.profiles if p.scheduler_name]
     if not names:
         return {}
-    config = deployed_metrics(config)
-    metrics = config.server.metrics_listener
     ns = options.namespace
     name = names[0] if len(names) == 1 else "scheduler-extender-scheduler"
+    config = deployed_metrics(config, name)
+    metrics = config.server.metrics_listener
     sa = {"kind": "ServiceAccount", "name": name, "namespace": ns}
-    rules = merge_rules([*policy_rules(config, registry, scheduling=True), *SCHEDULER_RBAC])
-    mounted = "/etc/scheduler-extender/config.yaml"
-    probe_script = (
-        "import sys, urllib.request; "
-        f"sys.exit(urllib.request.urlopen('http://127.0.0.1:{config.server.port}/{{}}', timeout=2).status != 200)"
-    )
-
-    def probe(path: str, **timing: int) -> dict[str, Any]:
-        return {"exec": {"command": ["python", "-c", probe_script.format(path)]}, **timing}
-
+    tls_volumes, tls_mounts = tls_volume(config, name)
     container = {
         "name": "scheduler",
         "image": options.extender_image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-m", "app", "schedule"],
-        "args": ["--config", mounted],
+        "args": ["--config", f"{CONFIG_DIR}/config.yaml"],
         **({"ports": container_ports(config)[1:]} if metrics is not None else {}),
-        "startupProbe": probe("healthz", periodSeconds=2, failureThreshold=30),
-        "livenessProbe": probe("healthz", periodSeconds=10, timeoutSeconds=5),
-        "readinessProbe": probe("readyz", periodSeconds=10, timeoutSeconds=5),
+        **deployment_probes(config),
         "resources": extender_resources(config),
         "securityContext": security_context(),
-        "volumeMounts": [{"name": "config", "mountPath": "/etc/scheduler-extender", "readOnly": True}],
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}, *tls_mounts],
     }
-    deployment = scheduler_deployment(
-        name, ns, [container], [{"name": "config", "configMap": {"name": f"{name}-config"}}], metrics
-    )
-    rbac = [cluster_role(name, rules), binding("ClusterRoleBinding", name, "ClusterRole", name, sa)]
+    volumes = [{"name": "config", "configMap": {"name": f"{name}-config"}}, *tls_volumes]
+    deployment = scheduler_deployment(name, ns, [container], volumes, metrics)
     files = {
         "deployment.yaml": dump(deployment),
         "serviceaccount.yaml": dump({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(name, ns)}),
-        "rbac.yaml": dump(*rbac),
+        "rbac.yaml": dump(*roles(config, registry, STANDALONE, name, sa)),
     }
+    budget = pod_disruption_budget(name, ns)
+    if budget is not None:
+        files["poddisruptionbudget.yaml"] = dump(budget)
     out = {
         k: header(f"scheduler/{k}: the standalone scheduler `{name}` ({', '.join(names)}).", source) + v
         for k, v in files.items()
     }
-    extras = deployment_extras(config, registry, name, ns, source, "scheduler/")
+    extras = deployment_extras(config, registry, name, ns, options.metrics_reader, source, "scheduler/")
     out.update(extras)
     if "metrics.yaml" in extras:  # a resource of the kustomization (the PodMonitor and the CRD are not)
         files["metrics.yaml"] = extras["metrics.yaml"]
