@@ -4,10 +4,12 @@ path, the PodGroup CRD comes with Coscheduling, and what is written still passes
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -394,3 +396,50 @@ def test_no_podgroup_crd_when_coscheduling_reads_no_podgroups(tmp_path: Path) ->
     config.write_text(yaml.safe_dump(doc))
     files, _ = render_ok(tmp_path / "out", "--config", str(config), "--target", "kubeadm")
     assert _crds(files) == {}
+
+
+# -- HA hygiene and the real kustomize ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "where"), [("second-scheduler", "second-scheduler/"), ("standalone", "scheduler/")])
+def test_two_replicas_spread_over_nodes_with_a_disruption_budget(tmp_path: Path, target: str, where: str) -> None:
+    files, _ = render_ok(tmp_path / "out", "--config", "examples/ip-scheduler.yaml", "--target", target)
+    (deployment,) = _all(files[f"{where}deployment.yaml"])
+    spec = deployment["spec"]
+    labels = spec["selector"]["matchLabels"]
+    assert spec["replicas"] >= 2
+    (spread,) = spec["template"]["spec"]["topologySpreadConstraints"]
+    assert spread == {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": labels},
+        "nodeTaintsPolicy": "Honor",
+    }
+    (budget,) = _all(files[f"{where}poddisruptionbudget.yaml"])
+    assert budget["apiVersion"] == "policy/v1" and budget["kind"] == "PodDisruptionBudget"
+    assert budget["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": labels}}
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert "poddisruptionbudget.yaml" in yaml.safe_load(files[f"{where}kustomization.yaml"])["resources"]
+    # no probe starts an interpreter: the kubelet's httpGet on the metrics port
+    for container in spec["template"]["spec"]["containers"]:
+        for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
+            if kind in container and container["name"] != "kube-scheduler":
+                assert "exec" not in container[kind] and container[kind]["httpGet"]["port"] == "metrics"
+                assert "host" not in container[kind]["httpGet"]  # the pod's address, not the node's loopback
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@pytest.mark.parametrize(("target", "where"), [("second-scheduler", "second-scheduler"), ("standalone", "scheduler")])
+def test_kubectl_kustomize_builds_each_deployment_target(tmp_path: Path, target: str, where: str) -> None:
+    out = tmp_path / "out"
+    render_ok(out, "--config", "examples/ip-scheduler.yaml", "--target", target)
+    built = subprocess.run([KUBECTL, "kustomize", str(out / where)], capture_output=True, text=True, check=True)
+    kinds = sorted(d["kind"] for d in _all(built.stdout))
+    assert {"ConfigMap", "Deployment", "PodDisruptionBudget", "ServiceAccount", "Role", "ClusterRole"} <= set(kinds)
+    for version in (PINNED, OLDEST):
+        for doc in _all(built.stdout):
+            kubernetes_validate.validate(doc, version, strict=True)
