@@ -190,6 +190,25 @@ def render(
     return dict(sorted(out.items()))
 
 
+def render_warnings(config: Configuration, targets: Collection[str]) -> list[str]:
+    """What ``render`` warns about for ``targets`` (each a sentence, no prefix): a control-plane
+    target (``kubeadm``, ``static-pod``) of a configuration whose every profile sets
+    ``schedulerName``: kube-scheduler's default profile reaches none of them, so the ``extenders:``
+    entries it wires into every pod's scheduling can never act (the profiles are the standalone
+    scheduler's)."""
+    control_plane = [t for t in TARGETS if t in targets and t in ("kubeadm", "static-pod")]
+    named = [f"{p.name} ({p.scheduler_name})" for p in config.profiles if p.scheduler_name]
+    if not control_plane or len(named) < len(config.profiles):
+        return []
+    chosen = " and ".join(f"--target {t}" for t in control_plane)
+    return [
+        f"{chosen}: {_profiles(named)} schedulerName, so kube-scheduler's default profile reaches no profile: the "
+        "extenders: entries wired into kube-scheduler-config.yaml can never act, yet kube-scheduler calls them for "
+        "every pod (and fails the pod when the extender is down, unless ignorable); render --target standalone "
+        "to schedule those pods with this service, or add a profile without schedulerName for kube-scheduler"
+    ]
+
+
 #: The list of the files ``render`` wrote into a directory (one relative path per line).
 RENDERED = ".rendered"
 
@@ -244,6 +263,7 @@ __all__ = [
     "header_source",
     "kubernetes_release",
     "render",
+    "render_warnings",
     "target_note",
     "write",
 ]

@@ -443,3 +443,14 @@ def test_kubectl_kustomize_builds_each_deployment_target(tmp_path: Path, target:
     for version in (PINNED, OLDEST):
         for doc in _all(built.stdout):
             kubernetes_validate.validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize("target", ["kubeadm", "static-pod"])
+def test_a_control_plane_target_warns_when_kube_scheduler_reaches_no_profile(tmp_path: Path, target: str) -> None:
+    _, stderr = render_ok(tmp_path / "named", "--config", "examples/ip-scheduler.yaml", "--target", target)
+    assert f"warning: --target {target}: profile ip (ip-scheduler) sets schedulerName" in stderr
+    assert "can never act" in stderr and "--target standalone" in stderr
+    _, stderr = render_ok(tmp_path / "plain", "--config", "examples/cluster.yaml", "--target", target)
+    assert "can never act" not in stderr
+    _, stderr = render_ok(tmp_path / "own", "--config", "examples/ip-scheduler.yaml", "--target", "standalone")
+    assert "can never act" not in stderr
