@@ -8,7 +8,7 @@ from typing import Any
 
 from app.config import DEFAULT_METRICS_PORT, Configuration, MetricsServerConfig, MetricsTLSConfig
 from app.deploy.crds import podgroup_crd_file, uses_podgroups
-from app.deploy.objects import RenderError, binding, cluster_role, dump, header, meta, pod_labels
+from app.deploy.objects import RenderError, binding, cluster_role, dump, header, meta, pod_disruption_budget, pod_labels
 from app.framework.registry import Registry
 
 
@@ -175,6 +175,32 @@ def metrics_files_of(config: Configuration, name: str, ns: str, reader: str, sou
         )
         + dump(monitor),
     }
+
+
+def deployment_files(
+    files: dict[str, str],
+    config: Configuration,
+    registry: Registry,
+    name: str,
+    ns: str,
+    reader: str,
+    source: str,
+    where: str,
+    what: str,
+) -> tuple[dict[str, str], list[str]]:
+    """A Deployment target's files (``where``: its directory): its own ``files`` (each YAML
+    text) plus its PodDisruptionBudget, with headers saying ``what`` it is, and
+    :func:`deployment_extras`; and the kustomization's ``resources`` (the PodMonitor and the CRD
+    are not: they need CRDs, and deleting the CRD deletes every PodGroup)."""
+    files = dict(files)
+    budget = pod_disruption_budget(name, ns)
+    if budget is not None:
+        files["poddisruptionbudget.yaml"] = dump(budget)
+    out = {k: header(f"{where}{k}: {what}", source) + v for k, v in files.items()}
+    extras = deployment_extras(config, registry, name, ns, reader, source, where)
+    out.update(extras)
+    resources = sorted([*files, *(["metrics.yaml"] if "metrics.yaml" in extras else [])])
+    return out, resources
 
 
 def deployment_extras(
