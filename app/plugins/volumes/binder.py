@@ -326,7 +326,17 @@ class VolumeBinder:
                 claims.unbound_claims_immediate.append(pvc)
         for pvc in claims.unbound_claims_delay_binding:
             name = claim_class(pvc)
-            claims.unbound_volumes_delay_binding[name] = self.list_pvs(name)
+            if name not in claims.unbound_volumes_delay_binding:
+                # Upstream keeps the class's whole list; a volume whose claimRef names a claim that
+                # is not one of this pod's is skipped first thing by FindMatchingVolume on every
+                # node, so it is left out here once per pod: the same decisions, without walking
+                # every bound volume of the class on every node.
+                mine = [c for c in claims.unbound_claims_delay_binding if claim_class(c) == name]
+                claims.unbound_volumes_delay_binding[name] = [
+                    pv
+                    for pv in self.list_pvs(name)
+                    if pv.specs.claim_ref is None or any(is_volume_bound_to_claim(pv, c) for c in mine)
+                ]
         return claims
 
     # -- Filter --------------------------------------------------------------------------------------
@@ -419,7 +429,8 @@ class VolumeBinder:
     ) -> tuple[bool, list[BindingInfo], list[PersistentVolumeClaim]]:
         """``findMatchingVolumes``: claims by increasing request, each with the smallest fitting
         volume not chosen yet; ``(all matched, bindings, the claims left to provision)``."""
-        claims.sort(key=storage_request)
+        if len(claims) > 1:
+            claims.sort(key=storage_request)
         chosen: set[str] = set()
         bindings: list[BindingInfo] = []
         unmatched: list[PersistentVolumeClaim] = []

@@ -138,6 +138,8 @@ def find_matching_volume(
     not being deleted, matching the claim's selector, the node (``node_labels``: the scheduler's
     path) and the access modes; ``None`` when none. ``excluded``: volume names already chosen for
     other claims of the pod."""
+    if not volumes:
+        return None
     requested = storage_request(pvc)
     requested_class = claim_class(pvc)
     selector = pvc.specs.selector

@@ -1315,3 +1315,15 @@ def test_check_bindings_waits_until_the_watch_shows_the_write() -> None:
     assert env.binder.check_bindings(pod_info(pod), "node1", volumes, env.cluster) is False
     env.api_update("persistentvolumes", pv_node1a_bound)  # the watch brings version 2
     assert env.binder.check_bindings(pod_info(pod), "node1", volumes, env.cluster) is True
+
+
+def test_volumes_bound_to_other_claims_are_left_out_once_per_pod() -> None:
+    """``GetPodVolumeClaims`` keeps, of the class's volumes, the free ones and those whose
+    ``claimRef`` names one of the pod's claims (FindMatchingVolume skips the others on every node),
+    and the decision is the one of the whole list: the volume pre-bound to the claim."""
+    pod = make_pod(unbound_pvc)
+    env = Env(pvs=[pv_node1b_bound, pv_node1a_bound, pv_node2], pvcs=[unbound_pvc], nodes=[NODE1], pods=[pod])
+    claims = env.binder.get_pod_volume_claims(pod_info(pod))
+    assert sorted(pv.name for pv in claims.unbound_volumes_delay_binding[WAIT_CLASS]) == ["pv-node1a", "pv-node2"]
+    volumes, reasons = env.binder.find_pod_volumes(pod_info(pod), claims, node_info(NODE1))
+    assert names(volumes) == ([("unbound-pvc", "pv-node1a")], None) and reasons == []
