@@ -100,21 +100,10 @@ class PersistentVolumeSpec(msgspec.Struct, rename="camel", frozen=True, gc=False
     vsphere_volume: objects.Present | None = None
 
 
-class PersistentVolumeStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """``v1.PersistentVolumeStatus``: the phase."""
-
-    phase: str | None = None
-
-
-_NO_PV_SPEC = PersistentVolumeSpec()
-
-
-class PersistentVolume(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """A ``v1.PersistentVolume`` (cluster-scoped)."""
+class StorageObject(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """The ``metadata`` every storage object view has, and its accessors."""
 
     metadata: objects.ObjectMeta | None = None
-    spec: PersistentVolumeSpec | None = None
-    status: PersistentVolumeStatus | None = None
 
     @property
     def meta(self) -> objects.ObjectMeta:
@@ -125,6 +114,27 @@ class PersistentVolume(msgspec.Struct, rename="camel", frozen=True, gc=False):
     def name(self) -> str:
         """``metadata.name``."""
         return self.meta.name or ""
+
+    @property
+    def namespace(self) -> str:
+        """``metadata.namespace`` (``""`` for a cluster-scoped object)."""
+        return self.meta.namespace or ""
+
+
+class PersistentVolumeStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PersistentVolumeStatus``: the phase."""
+
+    phase: str | None = None
+
+
+_NO_PV_SPEC = PersistentVolumeSpec()
+
+
+class PersistentVolume(StorageObject, frozen=True, gc=False):
+    """A ``v1.PersistentVolume`` (cluster-scoped)."""
+
+    spec: PersistentVolumeSpec | None = None
+    status: PersistentVolumeStatus | None = None
 
     @property
     def specs(self) -> PersistentVolumeSpec:
@@ -153,27 +163,11 @@ class PersistentVolumeClaimStatus(msgspec.Struct, rename="camel", frozen=True, g
 _NO_PVC_SPEC = PersistentVolumeClaimSpec()
 
 
-class PersistentVolumeClaim(msgspec.Struct, rename="camel", frozen=True, gc=False):
+class PersistentVolumeClaim(StorageObject, frozen=True, gc=False):
     """A ``v1.PersistentVolumeClaim``."""
 
-    metadata: objects.ObjectMeta | None = None
     spec: PersistentVolumeClaimSpec | None = None
     status: PersistentVolumeClaimStatus | None = None
-
-    @property
-    def meta(self) -> objects.ObjectMeta:
-        """``metadata`` (empty when absent)."""
-        return self.metadata or objects.EMPTY_META
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return self.meta.name or ""
-
-    @property
-    def namespace(self) -> str:
-        """``metadata.namespace``."""
-        return self.meta.namespace or ""
 
     @property
     def specs(self) -> PersistentVolumeClaimSpec:
@@ -198,18 +192,12 @@ class TopologySelectorTerm(msgspec.Struct, rename="camel", frozen=True, gc=False
     match_label_expressions: list[TopologySelectorLabelRequirement] | None = None
 
 
-class StorageClass(msgspec.Struct, rename="camel", frozen=True, gc=False):
+class StorageClass(StorageObject, frozen=True, gc=False):
     """A ``storage.k8s.io/v1`` StorageClass: provisioner, binding mode, allowed topologies."""
 
-    metadata: objects.ObjectMeta | None = None
     provisioner: str | None = None
     volume_binding_mode: str | None = None
     allowed_topologies: list[TopologySelectorTerm] | None = None
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return (self.metadata or objects.EMPTY_META).name or ""
 
 
 class VolumeNodeResources(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -233,21 +221,15 @@ class CSINodeSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     drivers: list[CSINodeDriver] | None = None
 
 
-class CSINode(msgspec.Struct, rename="camel", frozen=True, gc=False):
+class CSINode(StorageObject, frozen=True, gc=False):
     """A ``storage.k8s.io/v1`` CSINode (named as its node)."""
 
-    metadata: objects.ObjectMeta | None = None
     spec: CSINodeSpec | None = None
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return (self.metadata or objects.EMPTY_META).name or ""
 
     @property
     def annotations(self) -> Mapping[str, str]:
         """``metadata.annotations`` (cut to :data:`CSI_NODE_ANNOTATIONS` in the cluster state)."""
-        return (self.metadata or objects.EMPTY_META).annotations or {}
+        return self.meta.annotations or {}
 
 
 class CSIDriverSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -256,23 +238,16 @@ class CSIDriverSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     storage_capacity: bool | None = None
 
 
-class CSIDriver(msgspec.Struct, rename="camel", frozen=True, gc=False):
+class CSIDriver(StorageObject, frozen=True, gc=False):
     """A ``storage.k8s.io/v1`` CSIDriver."""
 
-    metadata: objects.ObjectMeta | None = None
     spec: CSIDriverSpec | None = None
 
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return (self.metadata or objects.EMPTY_META).name or ""
 
-
-class CSIStorageCapacity(msgspec.Struct, rename="camel", frozen=True, gc=False):
+class CSIStorageCapacity(StorageObject, frozen=True, gc=False):
     """A ``storage.k8s.io/v1`` CSIStorageCapacity: the capacity a class has for the nodes its
     ``nodeTopology`` selects."""
 
-    metadata: objects.ObjectMeta | None = None
     node_topology: objects.LabelSelector | None = None
     storage_class_name: str | None = None
     capacity: objects.QuantityValue | None = None
@@ -407,6 +382,7 @@ __all__ = [
     "PersistentVolumeSpec",
     "PersistentVolumeStatus",
     "StorageClass",
+    "StorageObject",
     "TopologySelectorLabelRequirement",
     "TopologySelectorTerm",
     "VolumeLister",

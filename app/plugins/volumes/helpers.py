@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from decimal import Decimal
 
 from app.framework import objects
+from app.framework.handle import ClusterHandle, ClusterNeeds, Handle
 from app.framework.labels import label_selector_matches, node_selector_matches
 from app.framework.resources import QuantityError, parse_quantity
 from app.framework.types import PodInfo
@@ -21,6 +22,7 @@ from app.framework.volumes import (
     PersistentVolume,
     PersistentVolumeClaim,
     TopologySelectorTerm,
+    VolumeLister,
     claim_class,
     volume_class,
 )
@@ -96,6 +98,20 @@ def check_node_affinity(pv: PersistentVolume, node_labels: Mapping[str, str]) ->
     if affinity is None or affinity.required is None:
         return True
     return node_selector_matches(affinity.required, "", node_labels)
+
+
+def volume_cluster(handle: Handle | None, plugin: str) -> tuple[ClusterHandle, VolumeLister]:
+    """The cluster handle of a volume plugin named ``plugin`` and its watched storage objects
+    (``ClusterHandle.volumes``). Raises ``ValueError`` without a cluster or without them."""
+    cluster = (handle or Handle("")).require_cluster(plugin)
+    if cluster.volumes is None:
+        raise ValueError(f"{plugin} needs the storage objects: its registration declares ClusterNeeds.volumes")
+    return cluster, cluster.volumes
+
+
+def needs_volumes(args: object, http_timeout: float) -> ClusterNeeds:
+    """A volume plugin's registration ``needs``: the watched storage objects."""
+    return ClusterNeeds(volumes=True)
 
 
 def is_volume_bound_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:

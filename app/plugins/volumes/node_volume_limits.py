@@ -39,12 +39,12 @@ from dataclasses import dataclass
 
 from app.framework import objects
 from app.framework.events import CSI_NODE, NODE, PERSISTENT_VOLUME_CLAIM, POD, ActionType, ClusterEvent
-from app.framework.handle import ClusterNeeds, Handle
+from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
-from app.framework.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, VolumeLister, claim_class
-from app.plugins.volumes.helpers import claim_not_found, pod_claims, volume_is_for_pod
+from app.framework.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, claim_class
+from app.plugins.volumes.helpers import claim_not_found, needs_volumes, pod_claims, volume_cluster, volume_is_for_pod
 from app.plugins.volumes.translation import (
     AWS_EBS,
     AZURE_DISK,
@@ -131,10 +131,7 @@ class CSILimits:
     name = CSI_NAME
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
-        cluster = (handle or Handle("")).require_cluster(CSI_NAME)
-        if cluster.volumes is None:
-            raise ValueError(f"{CSI_NAME} needs the storage objects: its registration declares ClusterNeeds.volumes")
-        self.volumes: VolumeLister = cluster.volumes
+        _, self.volumes = volume_cluster(handle, CSI_NAME)
         #: ``randomVolumeIDPrefix``: the placeholder handles of unbound claims never match a real one
         self.random_prefix = secrets.token_hex(16)
 
@@ -368,10 +365,7 @@ class NonCSILimits:
     def __init__(self, name: str, handle: Handle | None = None) -> None:
         self.name = name
         self.volume_filter = FILTERS[name]
-        cluster = (handle or Handle("")).require_cluster(name)
-        if cluster.volumes is None:
-            raise ValueError(f"{name} needs the storage objects: its registration declares ClusterNeeds.volumes")
-        self.volumes: VolumeLister = cluster.volumes
+        _, self.volumes = volume_cluster(handle, name)
         self.random_prefix = secrets.token_hex(16)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
@@ -486,16 +480,12 @@ class AzureDiskLimits(NonCSILimits):
         super().__init__(AZURE_DISK_NAME, handle)
 
 
-def _needs(args: None, http_timeout: float) -> ClusterNeeds:
-    return ClusterNeeds(volumes=True)
-
-
 PLUGIN = PluginEntry(
     name=CSI_NAME,
     factory=CSILimits,
     args=None,
     needs_cluster=True,
-    needs=_needs,
+    needs=needs_volumes,
     summary="filter: kube-scheduler's NodeVolumeLimits (a node's CSI attach limits, in-tree volumes migrated)",
 )
 EBS_PLUGIN = PluginEntry(
@@ -503,7 +493,7 @@ EBS_PLUGIN = PluginEntry(
     factory=EBSLimits,
     args=None,
     needs_cluster=True,
-    needs=_needs,
+    needs=needs_volumes,
     summary="filter: kube-scheduler's EBSLimits (AWS EBS attach limit where CSI migration is off)",
 )
 GCE_PD_PLUGIN = PluginEntry(
@@ -511,7 +501,7 @@ GCE_PD_PLUGIN = PluginEntry(
     factory=GCEPDLimits,
     args=None,
     needs_cluster=True,
-    needs=_needs,
+    needs=needs_volumes,
     summary="filter: kube-scheduler's GCEPDLimits (GCE PD attach limit where CSI migration is off)",
 )
 AZURE_DISK_PLUGIN = PluginEntry(
@@ -519,7 +509,7 @@ AZURE_DISK_PLUGIN = PluginEntry(
     factory=AzureDiskLimits,
     args=None,
     needs_cluster=True,
-    needs=_needs,
+    needs=needs_volumes,
     summary="filter: kube-scheduler's AzureDiskLimits (Azure Disk attach limit where CSI migration is off)",
 )
 

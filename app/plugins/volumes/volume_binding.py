@@ -50,7 +50,7 @@ from app.framework.events import (
     ActionType,
     ClusterEvent,
 )
-from app.framework.handle import ClusterHandle, ClusterNeeds, Handle
+from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
@@ -59,7 +59,7 @@ from app.framework.volumes import CLAIM_LOST, VolumeLister
 from app.plugins.noderesources.fit import UtilizationShapePoint
 from app.plugins.noderesources.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
 from app.plugins.volumes.binder import BinderError, PodVolumeClaims, PodVolumes, VolumeBinder
-from app.plugins.volumes.helpers import claim_not_found, pod_claims, volume_is_for_pod
+from app.plugins.volumes.helpers import claim_not_found, pod_claims, volume_cluster, volume_is_for_pod
 
 NAME = "VolumeBinding"
 #: upstream's ``stateKey`` (the plugin's name)
@@ -198,13 +198,8 @@ class VolumeBinding:
         volume_capacity_priority: bool = VOLUME_CAPACITY_PRIORITY,
     ) -> None:
         args = args or VolumeBindingArgs()
-        cluster = (handle or Handle("")).require_cluster(NAME)
-        volumes = cluster.volumes
-        if volumes is None:
-            raise ValueError(f"{NAME} needs the storage objects: its registration declares ClusterNeeds.volumes")
-        self.cluster: ClusterHandle = cluster
-        self.volumes: VolumeLister = volumes
-        self.binder = VolumeBinder(volumes, float(args.bind_timeout_seconds))
+        self.cluster, self.volumes = volume_cluster(handle, NAME)
+        self.binder = VolumeBinder(self.volumes, float(args.bind_timeout_seconds))
         self.scorer: VolumeCapacityScorer | None = None
         if volume_capacity_priority:
             shape = args.shape or [

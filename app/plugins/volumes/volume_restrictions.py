@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 from app.framework import objects
 from app.framework.events import NODE, PERSISTENT_VOLUME_CLAIM, POD, ActionType, ClusterEvent
-from app.framework.handle import ClusterNeeds, Handle
+from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.framework.volumes import READ_WRITE_ONCE_POD, VolumeLister
-from app.plugins.volumes.helpers import claim_not_found, contains_access_mode
+from app.plugins.volumes.helpers import claim_not_found, contains_access_mode, needs_volumes, volume_cluster
 
 NAME = "VolumeRestrictions"
 #: upstream's ``preFilterStateKey``
@@ -164,10 +164,7 @@ class VolumeRestrictions:
     name = NAME
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
-        cluster = (handle or Handle("")).require_cluster(NAME)
-        if cluster.volumes is None:
-            raise ValueError(f"{NAME} needs the storage objects: its registration declares ClusterNeeds.volumes")
-        self.volumes = cluster.volumes
+        _, self.volumes = volume_cluster(handle, NAME)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """``PreFilter`` (no PreFilterResult). Upstream's ``AddPod``/``RemovePod`` extensions are
@@ -209,7 +206,7 @@ PLUGIN = PluginEntry(
     factory=VolumeRestrictions,
     args=None,
     needs_cluster=True,
-    needs=lambda args, http_timeout: ClusterNeeds(volumes=True),
+    needs=needs_volumes,
     summary="filter: kube-scheduler's VolumeRestrictions (disk conflicts, ReadWriteOncePod claims)",
 )
 

@@ -32,12 +32,18 @@ from app.framework.events import (
     ActionType,
     ClusterEvent,
 )
-from app.framework.handle import ClusterNeeds, Handle
+from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
 from app.framework.volumes import WAIT_FOR_FIRST_CONSUMER, VolumeLister, claim_class
-from app.plugins.volumes.helpers import claim_not_found, storage_class_not_found, volume_not_found
+from app.plugins.volumes.helpers import (
+    claim_not_found,
+    needs_volumes,
+    storage_class_not_found,
+    volume_cluster,
+    volume_not_found,
+)
 from app.plugins.volumes.translation import (
     LABEL_BETA_REGION,
     LABEL_BETA_ZONE,
@@ -148,10 +154,7 @@ class VolumeZone:
     name = NAME
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
-        cluster = (handle or Handle("")).require_cluster(NAME)
-        if cluster.volumes is None:
-            raise ValueError(f"{NAME} needs the storage objects: its registration declares ClusterNeeds.volumes")
-        self.volumes = cluster.volumes
+        _, self.volumes = volume_cluster(handle, NAME)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """``PreFilter``: the volumes' topologies, ``Skip`` when none (no PreFilterResult)."""
@@ -188,7 +191,7 @@ PLUGIN = PluginEntry(
     factory=VolumeZone,
     args=None,
     needs_cluster=True,
-    needs=lambda args, http_timeout: ClusterNeeds(volumes=True),
+    needs=needs_volumes,
     summary="filter: kube-scheduler's VolumeZone (a zonal volume's pod runs in the volume's zone)",
 )
 
