@@ -327,6 +327,15 @@ def _gce_volume_id(pv: PersistentVolume, pd_name: str) -> str:
     return f"projects/{UNSPECIFIED}/zones/{UNSPECIFIED}/disks/{pd_name}"
 
 
+def _ebs_handle(volume_id: str | None) -> str:
+    """The CSI volume handle of an EBS volume id (:func:`ebs_volume_id`), with
+    ``awsElasticBlockStoreCSITranslator``'s wording on error."""
+    try:
+        return ebs_volume_id(volume_id or "")
+    except TranslationError as exc:
+        raise TranslationError(f"failed to translate Kubernetes ID to EBS Volume ID {exc}") from None
+
+
 def translate_in_tree_pv_to_csi(pv: PersistentVolume) -> PersistentVolume:
     """``TranslateInTreePVToCSI``: ``pv`` with its in-tree source replaced by ``spec.csi`` (and its
     topology translated). Raises :class:`TranslationError` when no plugin (of the four v1.30
@@ -335,10 +344,7 @@ def translate_in_tree_pv_to_csi(pv: PersistentVolume) -> PersistentVolume:
     access_modes = spec.access_modes
     if spec.aws_elastic_block_store is not None:
         ebs = spec.aws_elastic_block_store
-        try:
-            handle = ebs_volume_id(ebs.volume_id or "")
-        except TranslationError as exc:
-            raise TranslationError(f"failed to translate Kubernetes ID to EBS Volume ID {exc}") from None
+        handle = _ebs_handle(ebs.volume_id)
         csi = CSIPersistentVolumeSource(AWS_EBS_DRIVER, handle, ebs.read_only, ebs.fs_type)
         pv = translate_topology_from_in_tree_to_csi(pv, AWS_EBS_TOPOLOGY_KEY)
     elif spec.gce_persistent_disk is not None:
@@ -373,10 +379,7 @@ def translate_in_tree_inline_volume_to_csi(volume: objects.Volume) -> Persistent
     ``spec.csi`` (``volumeMode: Filesystem``). Raises :class:`TranslationError`."""
     if volume.aws_elastic_block_store is not None:
         ebs = volume.aws_elastic_block_store
-        try:
-            handle = ebs_volume_id(ebs.volume_id or "")
-        except TranslationError as exc:
-            raise TranslationError(f"failed to translate Kubernetes ID to EBS Volume ID {exc}") from None
+        handle = _ebs_handle(ebs.volume_id)
         csi, name = CSIPersistentVolumeSource(AWS_EBS_DRIVER, handle, ebs.read_only, ebs.fs_type), handle
     elif volume.gce_persistent_disk is not None:
         pd = volume.gce_persistent_disk
