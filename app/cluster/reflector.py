@@ -25,6 +25,7 @@ import contextlib
 import gc
 import logging
 import random
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -292,6 +293,11 @@ class Reflector(ThreadWorker):
             stream = self._stream
         if stream is not None:
             with contextlib.suppress(Exception):  # closing a broken stream may fail; we are leaving anyway
+                # a read blocked in the watch's thread returns only once the socket is shut down
+                # (closing it from another thread does not wake it; the next bookmark would)
+                sock = getattr(getattr(stream, "connection", None), "sock", None)
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
                 stream.close()
 
     def run(self) -> None:
