@@ -24,6 +24,7 @@ import gc
 import logging
 import random
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -49,7 +50,7 @@ from app.framework.profile import parse_duration
 from app.framework.registry import Registry
 from app.framework.runtime import Framework
 from app.framework.types import PodInfo
-from app.lifecycle import Supervisor, Worker
+from app.lifecycle import MIN_JOIN, Supervisor, Worker
 from app.observe.decisions import DecisionStore
 from app.observe.events import REPORTING_CONTROLLER, EventRecorder, PodEvent
 from app.observe.logs import setup_logging
@@ -259,6 +260,22 @@ class Running:
 
     supervisor: Supervisor = field(default_factory=Supervisor)
     queues: list[SchedulingQueue] = field(default_factory=list)
+    #: each standalone scheduler with its Lease elector (``None`` without ``scheduling.leaderElect``)
+    leading: list[tuple[Scheduler, LeaseElector | None]] = field(default_factory=list)
+
+    async def stop_leading(self, timeout: float) -> None:
+        """On SIGTERM, while the connections drain: stop every scheduler at once (no new
+        scheduling cycle), wait for its binding cycles, then stop its elector, which releases the
+        Lease (client-go's ``ReleaseOnCancel``) so another replica takes over at its next retry
+        period; all within ``timeout`` seconds. The supervisor stops the rest afterwards."""
+        deadline = time.monotonic() + timeout
+        for scheduler, _ in self.leading:
+            scheduler.stop()
+        for scheduler, elector in self.leading:
+            await scheduler.join(max(deadline - time.monotonic(), MIN_JOIN))
+            if elector is not None:
+                elector.stop()
+                await elector.join(max(deadline - time.monotonic(), MIN_JOIN))
 
     def queue_counts(self) -> dict[str, int]:
         """Pods per queue, summed over the schedulers."""
@@ -327,8 +344,9 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             service.recorders.append(recorder)
             posts[name] = recorder.post
         elector = None
-        # the Lease changes hands only after leaseDuration without a renewal: longer than any
-        # Binding of the previous holder can stay in flight, so no warm-up is needed after it
+        # the Lease changes hands only after leaseDuration without a renewal, or once released by
+        # a holder whose binding cycles all ended: no Binding of the previous holder can still be
+        # in flight when the bind deadline is shorter, so no warm-up is needed after it
         short_binds = cluster.bind_deadline < config.seconds("lease_duration")
         if config.leader_elect:
             settings = LeaderElectionSettings(
@@ -346,6 +364,9 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
                 on_start=cluster.start_warm_up,
             )
             running.supervisor.add(elector)
+        # what the scheduler waits for before it reserves anything (None: the cluster state's
+        # bind admission, the warm-up after a start or a takeover)
+        admission = _lease_admission(cluster) if elector is not None and short_binds else None
         framework = service.frameworks[profile.name]
         sort = framework.queue_sort_plugins[0].plugin if framework.queue_sort_plugins else None
         queue = SchedulingQueue(
@@ -369,14 +390,25 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             set_condition=client.set_pod_condition,
             metrics=metrics,
             is_leader=elector.is_leader if elector is not None else (lambda: True),
-            admission=_lease_admission(cluster) if elector is not None and short_binds else None,
+            admission=admission,
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=random.Random(),
         )
         running.supervisor.add(scheduler)
+        running.leading.append((scheduler, elector))
+        if elector is not None:
+            elector.guarded_done = partial(_done_binding, scheduler)
+            if service.leadership is not None:
+                service.leadership.add(elector, admission or cluster.bind_admission)
         log.info("scheduling the pods of schedulerName %s with profile %s", name, profile.name)
     if posts:
         cluster.on_preempted = partial(_preempted_event, posts)
+
+
+def _done_binding(scheduler: Scheduler) -> bool:
+    """Whether ``scheduler`` has stopped and none of its binding cycles is in flight (its Lease
+    may be released)."""
+    return not scheduler.running and scheduler.binding_cycles == 0
 
 
 def _preempted_event(
@@ -393,7 +425,10 @@ def _preempted_event(
 
 def serve(config_path: str | None, host: str | None, port: int | None, schedule: bool = False) -> int:
     """``serve`` (and ``schedule``): build, connect and run until SIGTERM/SIGINT; returns the exit
-    status (1 for a configuration the service refuses, with the reason on standard error)."""
+    status: 0 once stopped by a signal (the schedulers stopped and their Leases released, the
+    connections drained and the workers stopped within ``server.timeouts.shutdown``: a clean stop,
+    as kube-scheduler exits 0 when asked to terminate), 1 for a configuration the service refuses
+    or a socket it cannot listen on, with the reason on standard error."""
     from app.api import create_app
     from app.api.server import ListenError, run
 
@@ -429,6 +464,8 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
             return 1
         for worker in workers:
             running.supervisor.add(worker)
+        if cluster.follower is not None and service.leadership is not None:
+            service.leadership.add(cluster.follower, cluster.bind_admission)
         recorder = event_recorder(service)
         if recorder is not None:
             running.supervisor.add(recorder)
@@ -487,6 +524,7 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
             on_startup=running.supervisor.start,
             on_shutdown=running.supervisor.stop,
             metrics=listener,
+            on_stopping=running.stop_leading,
         )
     except ListenError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -23,6 +23,7 @@ Exit codes: 0 success, 1 invalid configuration or input, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -49,11 +50,24 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _schedule(args: argparse.Namespace) -> int:
     """``schedule``: ``serve`` plus the standalone schedulers of the profiles with ``schedulerName``."""
-    return serve(args.config, args.host, args.port, schedule=True)
+    return _stopped(serve(args.config, args.host, args.port, schedule=True))
 
 
 def _serve(args: argparse.Namespace) -> int:
-    return serve(args.config, args.host, args.port)
+    return _stopped(serve(args.config, args.host, args.port))
+
+
+def _stopped(status: int) -> int:
+    """After ``serve``/``schedule`` ran and a signal stopped it (status 0), end the process at once
+    with that status, the logs and standard streams flushed: the shutdown is over, and a verb still
+    busy in the worker thread (which a normal exit would join) must not hold the process past
+    ``server.timeouts.shutdown``. Any other status (a refused start) is returned."""
+    if status != 0:
+        return status
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _validate(args: argparse.Namespace) -> int:

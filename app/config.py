@@ -123,8 +123,9 @@ class TimeoutsConfig(_Model):
       sees the close and dials again (a request on a connection closed under it is retried by
       Go's transport, as nothing was written).
     - ``shutdown`` (10s): on SIGTERM, how long the process may take to exit: requests in flight
-      get this long to finish, the background work (watches, Lease, schedulers) what is left of it
-      (at least 1 s); then the process exits anyway.
+      get this long to finish while the standalone schedulers stop at once and release their
+      Leases; the background work (watches, Lease, schedulers) gets what is left of it (at least
+      1 s); then the process exits anyway, with status 0.
     """
 
     header: Duration = "5s"

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from app.cluster.leader import Leadership
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import Snapshot
 from app.config import Configuration
@@ -115,6 +116,12 @@ class ExtenderService:
         self.verbs: dict[str, tuple[VerbName, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
         self.default_profile = config.default_profile
+        #: what this replica's Leases say (``/readyz``'s role, the leader metrics); the composition
+        #: root adds each Lease it follows or elects on
+        self.leadership = Leadership(cluster.bind_admission) if cluster is not None else None
+        #: the profiles whose plugins read nodes' ``status.images`` (:attr:`ClusterNeeds.images`):
+        #: the nodes of their request bodies are decoded with it
+        self.node_images: frozenset[str] = frozenset()
 
     def _snapshot(self) -> Snapshot | None:
         return self.cluster.state.snapshot() if self.cluster is not None else None
