@@ -37,7 +37,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Generic, TypeVar, cast
 
 import msgspec
 import orjson
@@ -301,39 +301,21 @@ def _cap(count: int, limit: int, what: str, setting: str) -> None:
 # -- ExtenderArgs (filter, prioritize) ------------------------------------------------------------
 
 
-class _RawNodeList(msgspec.Struct, forbid_unknown_fields=True):
+_Item = TypeVar("_Item")
+
+
+class _NodeList(msgspec.Struct, Generic[_Item], forbid_unknown_fields=True):
     metadata: msgspec.Raw = msgspec.Raw(b"{}")
-    items: list[msgspec.Raw] | None = None
+    items: list[_Item] | None = None
 
 
-class _RawArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
-    # exactly the keys json.Marshal(ExtenderArgs) writes; anything else takes the general path
-    pod: msgspec.Raw
-    nodes: _RawNodeList | None
-    node_names: list[str] | None
-
-
-class _ViewNodeList(msgspec.Struct, forbid_unknown_fields=True):
-    metadata: msgspec.Raw = msgspec.Raw(b"{}")
-    items: list[objects.RequestNode] | None = None
-
-
-class _ViewArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
-    pod: msgspec.Raw
-    nodes: _ViewNodeList | None
-    node_names: list[str] | None
-
-
-class _ImagesNodeList(msgspec.Struct, forbid_unknown_fields=True):
-    metadata: msgspec.Raw = msgspec.Raw(b"{}")
-    items: list[objects.Node] | None = None
-
-
-class _ImagesArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
-    """:class:`_ViewArgs` whose nodes keep ``status.images`` (a profile running ImageLocality)."""
+class _Args(msgspec.Struct, Generic[_Item], rename="pascal", forbid_unknown_fields=True):
+    """Exactly the keys ``json.Marshal(ExtenderArgs)`` writes (anything else takes the general
+    path), the nodes as ``_Item``: raw bytes (filter: echoed as received), :class:`objects.RequestNode`
+    (prioritize), or :class:`objects.Node` (a profile whose plugins read ``status.images``)."""
 
     pod: msgspec.Raw
-    nodes: _ImagesNodeList | None
+    nodes: _NodeList[_Item] | None
     node_names: list[str] | None
 
 
@@ -350,9 +332,9 @@ class _GoArgs(msgspec.Struct, rename="pascal"):
     node_names: list[str] | None = None
 
 
-_RAW_ARGS = msgspec.json.Decoder(_RawArgs)
-_VIEW_ARGS = msgspec.json.Decoder(_ViewArgs)
-_IMAGES_ARGS = msgspec.json.Decoder(_ImagesArgs)
+_RAW_ARGS = msgspec.json.Decoder(_Args[msgspec.Raw])
+_VIEW_ARGS = msgspec.json.Decoder(_Args[objects.RequestNode])
+_IMAGES_ARGS = msgspec.json.Decoder(_Args[objects.Node])
 _EMPTY_OBJECT = b"{}"
 _NULL = b"null"
 
@@ -446,10 +428,10 @@ def decode_extender_args(
     if raw.nodes is not None:
         if bytes(raw.nodes.metadata) != _NULL:
             meta = raw.nodes.metadata
-        if isinstance(raw, _RawArgs):
-            raws, nodes = _request_nodes(raw.nodes.items, limits, images)
+        if keep_raw:
+            raws, nodes = _request_nodes(cast("list[msgspec.Raw] | None", raw.nodes.items), limits, images)
         else:
-            views: Sequence[objects.Node | objects.RequestNode] = raw.nodes.items or []
+            views = cast("list[objects.Node | objects.RequestNode]", raw.nodes.items or [])
             _cap(len(views), limits.max_nodes, "Nodes.items", "maxNodes")
             nodes = []
             for view in views:
