@@ -98,6 +98,7 @@ def _render(args: argparse.Namespace) -> int:
         header_source,
         kubernetes_release,
         render,
+        render_warnings,
         target_note,
         write,
     )
@@ -140,6 +141,8 @@ def _render(args: argparse.Namespace) -> int:
         print(path)
     if note:
         print(note, file=sys.stderr)
+    for warning in render_warnings(config, targets):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.image is None:
         print(
             f"warning: the manifests use the image {options.extender_image}, which no registry serves: build it "

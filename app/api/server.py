@@ -23,7 +23,7 @@ stopped within what is left of that budget (a reflector's idle watch is interrup
 for: :meth:`~app.cluster.reflector.Reflector.stop`), and :func:`run` returns the signal that
 stopped it instead of letting uvicorn raise it again: the command then exits 0, as kube-scheduler
 does when asked to terminate ("Requested to terminate, exiting"), even while a verb is busy in
-the worker thread (:func:`app.cli.main`).
+the worker thread (:mod:`app.cli` ends the process at once once stopped).
 
 With ``server.metrics``, :func:`run` also serves the metrics listener
 (:class:`~app.api.delegated.MetricsListener`) as a second ``uvicorn.Server``

@@ -78,6 +78,10 @@ class ClusterNeeds:
     capacity is taken (a pool's slots, cpu and memory), so a Binding a previous process may
     still have in flight could make it over-commit: binds of a profile running such a Reserve
     wait out the warm-up after a start or takeover (a pool implies it, :attr:`guards_capacity`).
+    ``volumes``: read PersistentVolumes, PersistentVolumeClaims (``v1``), StorageClasses, CSINodes
+    and CSIDrivers (``storage.k8s.io/v1``), as kube-scheduler's volume plugins do.
+    ``csi_storage_capacities``: read CSIStorageCapacities (``storage.k8s.io/v1``: VolumeBinding's
+    storage capacity check).
     """
 
     pools: tuple[PoolSpec, ...] = ()
@@ -90,6 +94,8 @@ class ClusterNeeds:
     reserves_capacity: bool = False
     pod_disruption_budgets: bool = False
     spread_selectors: bool = False
+    volumes: bool = False
+    csi_storage_capacities: bool = False
 
     @property
     def guards_capacity(self) -> bool:

@@ -23,7 +23,7 @@ from typing import TextIO
 
 from app.bootstrap import Checked, check_configuration, report_refusal
 from app.config import Configuration, bind_exposure
-from app.deploy.render import PKI_DIR, secure_defaults
+from app.deploy.wiring import PKI_DIR, secure_defaults
 from app.framework.interfaces import PreFilterPlugin, PreScorePlugin
 from app.framework.profile import Profile
 from app.framework.runtime import EnabledPlugin, Framework
