@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
-from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
+from app.cluster.leader import LeaderElectionSettings, LeaseFollower
 from app.cluster.pdbs import KIND as PDBS
 from app.cluster.pdbs import PDBStore
 from app.cluster.podgroups import KIND as PODGROUPS
@@ -103,8 +103,6 @@ class ClusterSettings:
 WATCH_MARGIN = 1.0
 #: How often (seconds) a bind waiting for the watch's first sync looks again.
 SYNC_POLL = 0.05
-#: ``role()`` while binds are not admitted yet on a leader.
-WARMING_UP = "warming up"
 
 
 class ClusterRuntime:
@@ -401,12 +399,6 @@ class ClusterRuntime:
         the previous leader sent can no longer be in flight (:meth:`bind_admission`)."""
         self._warm_up()
 
-    def role(self) -> str:
-        """``leader``, ``warming up`` or ``follower`` (``/readyz``)."""
-        if self.follower is not None and not self.follower.is_leader():
-            return self.follower.role()
-        return LEADER if self.bind_admission() is None else WARMING_UP
-
     # -- the connection -----------------------------------------------------------------------------
 
     def connect(self, client: KubeClient | None = None) -> list[Any]:
@@ -494,7 +486,6 @@ __all__ = [
     "EVENTS_RBAC",
     "REQUEUE_RBAC",
     "SPREAD_SELECTORS_RBAC",
-    "WARMING_UP",
     "WATCH_MARGIN",
     "ClusterRuntime",
     "ClusterSettings",

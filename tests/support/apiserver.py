@@ -195,6 +195,10 @@ class FakeAPIServer:
         self.event_writes: list[tuple[str, str]] = []
         #: (lease name, holderIdentity) of every Lease write, in order
         self.lease_writes: list[tuple[str, str]] = []
+        #: the ``spec`` of every Lease write, in the same order
+        self.lease_specs: list[Obj] = []
+        #: for each of :attr:`bindings`, how many Lease writes came before it (who led then)
+        self.lease_writes_before_binding: list[int] = []
         #: (namespace/name, patch) of every pods/status PATCH
         self.status_patches: list[tuple[str, Obj]] = []
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
@@ -366,6 +370,7 @@ class FakeAPIServer:
             stored["metadata"]["resourceVersion"] = str(self.rv)
             self.objects["leases"][key] = stored
             self.lease_writes.append((name, stored["spec"].get("holderIdentity", "")))
+            self.lease_specs.append(copy.deepcopy(stored["spec"]))
             return (201 if create else 200), stored
 
     def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> tuple[int, Obj]:
@@ -575,6 +580,7 @@ class FakeAPIServer:
         meta = body.get("metadata") or {}
         with self.lock:
             self.bindings.append(copy.deepcopy(body))
+            self.lease_writes_before_binding.append(len(self.lease_writes))
             pod = self.objects["pods"].get(f"{namespace}/{name}")
             if pod is None:
                 return 404, status_body(404, "NotFound", f'pods "{name}" not found', name=name, kind="pods")
