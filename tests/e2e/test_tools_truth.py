@@ -22,7 +22,18 @@ EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 BODIES = sorted(p for p in FIXTURES.glob("*.json") if p.name != "manifest.json")
 
 #: kube-scheduler's extension points in its order (pkg/scheduler/apis/config/types.go ``Plugins``)
-ORDER = ["preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve", "bind"]
+ORDER = [
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "preBind",
+    "bind",
+]
 
 
 def points(stdout: str, profile: str) -> dict[str, str]:
@@ -53,12 +64,14 @@ def test_validate_shows_what_a_standalone_profile_runs() -> None:
     # kube-scheduler's default plugins merged, in getDefaultPlugins' order, then the profile's own
     assert shown["filter"] == (
         "NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, "
+        "VolumeRestrictions, EBSLimits, GCEPDLimits, NodeVolumeLimits, AzureDiskLimits, VolumeBinding, VolumeZone, "
         "PodTopologySpread, InterPodAffinity, NodeResourcePool"
     )
     assert shown["score"] == (
-        "TaintToleration (3), NodeAffinity (2), NodeResourcesFit (1), PodTopologySpread (2), InterPodAffinity (2), "
-        "NodeResourcesBalancedAllocation (1), ImageLocality (1), NodeResourcePool (2)"
+        "TaintToleration (3), NodeAffinity (2), NodeResourcesFit (1), VolumeBinding (1), PodTopologySpread (2), "
+        "InterPodAffinity (2), NodeResourcesBalancedAllocation (1), ImageLocality (1), NodeResourcePool (2)"
     )
+    assert shown["preBind"] == "VolumeBinding"
     assert shown["bind"] == "DefaultBinder"
 
 

@@ -104,6 +104,29 @@ WATCHED = {
         ("apps", "replicasets"),
         ("apps", "statefulsets"),
     ],
+    "volumes": [
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "csidrivers"),
+    ],
+    "csi_storage_capacities": [("storage.k8s.io", "csistoragecapacities")],
+}
+#: Issue 29 asks the volume kinds be granted exactly as kube-scheduler's roles grant them
+#: (``system:volume-scheduler``: PVs and PVCs get/list/watch/update/patch; ``system:kube-scheduler``:
+#: StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities get/list/watch), although the cluster
+#: state only lists and watches them and PreBind patches claims and volumes: the one place render
+#: grants verbs the code does not call.
+VOLUME_SCHEDULER_VERBS = {
+    "volumes": {
+        ("", "persistentvolumes"): ("get", "list", "watch", "update", "patch"),
+        ("", "persistentvolumeclaims"): ("get", "list", "watch", "update", "patch"),
+        ("storage.k8s.io", "storageclasses"): ("get", "list", "watch"),
+        ("storage.k8s.io", "csinodes"): ("get", "list", "watch"),
+        ("storage.k8s.io", "csidrivers"): ("get", "list", "watch"),
+    },
+    "csi_storage_capacities": {("storage.k8s.io", "csistoragecapacities"): ("get", "list", "watch")},
 }
 
 
@@ -135,6 +158,8 @@ def expected_calls(config: Configuration, registry: Registry, target: str) -> se
                     for field, kinds in WATCHED.items():
                         if getattr(needs, field):
                             calls |= {(g, r, v) for g, r in kinds for v in ("list", "watch")}
+                            upstream = VOLUME_SCHEDULER_VERBS.get(field, {})
+                            calls |= {(g, r, v) for (g, r), verbs in upstream.items() for v in verbs}
                 if ref.name == "DefaultBinder" and point == "bind" and (scheduled or "bind" in served):
                     methods |= {"create_binding", "get_pod"}  # cluster/binding.py
                 if ref.name == "DefaultPreemption" and point == "post_filter" and scheduled:
@@ -355,5 +380,12 @@ def test_the_volume_needs_get_the_rules_kube_schedulers_roles_give_those_kinds()
     assert volumes <= rules
     assert all(call in UPSTREAM_CALLS for call in volumes)  # exactly what kube-scheduler's roles grant
     assert "VolumeFilter: volumes" in files["scheduler/rbac.yaml"]
-    without = render(load_config(REPO / "examples" / "ip-scheduler.yaml", registry), registry, RenderOptions(), "x")
-    assert not {c for c, _, _ in granted(without, "standalone")} & volumes
+    # an extender profile without volume plugins reads no volume kind
+    without = render(load_config(REPO / "examples" / "cluster.yaml", registry), registry, RenderOptions(), "x")
+    assert not {c for c, _, _ in granted(without, "kubeadm")} & volumes
+    # a standalone profile with the default volume plugins disabled neither
+    doc = yaml.safe_load((REPO / "examples" / "ip-scheduler.yaml").read_text())
+    names = ("VolumeRestrictions", "EBSLimits", "GCEPDLimits", "NodeVolumeLimits", "AzureDiskLimits", "VolumeBinding")
+    doc["profiles"][0]["plugins"]["multiPoint"] = {"disabled": [{"name": n} for n in (*names, "VolumeZone")]}
+    files = render(parse_config(doc, registry), registry, RenderOptions(), "x", ["standalone"])
+    assert not {c for c, _, _ in granted(files, "standalone")} & volumes
