@@ -9,7 +9,17 @@ rest plain), ``plain-5000`` (5,000 nodes, 1,500 plain pods). For each: pods boun
 the first Binding to the last, the first Binding's delay after the scheduler process started,
 p50/p99 of a scheduling attempt (the scheduler's own histogram, bucket upper bounds), and the API
 server's own ceiling (the official client binding as many other pods directly, 16 threads).
-Run: ``make bench`` (or ``python bench/bench_scheduler.py``).
+
+``preemption`` is scheduler_perf's PreemptionBasic (test/integration/scheduler_perf/config/
+performance-config.yaml, its ``pod-low-priority.yaml`` and ``pod-high-priority.yaml``) scaled to
+100 nodes (4 cpu, 32 GiB, 110 pods each, as ``node-default.yaml``): 300 low-priority pods (900m
+cpu, 500 MiB, ``terminationGracePeriodSeconds: 0``) are bound first, then 100 pods of priority 10
+requesting 3 cpu are created at once; each must preempt two low-priority pods. It reports the
+preemptors bound per second (from their creation to the last Binding), their created-to-bound
+p50/p99, how many nominations they got (``status.nominatedNodeName`` written; kube-scheduler: one
+each) and the unschedulable attempts (``scheduler_schedule_attempts_total``).
+``BENCH_PREEMPTION=NODES,LOW,HIGH`` scales it. Run: ``make bench`` (or
+``python bench/bench_scheduler.py``; ``BENCH_SCENARIOS=preemption`` for one).
 """
 
 from __future__ import annotations
@@ -82,6 +92,58 @@ print("ready", flush=True)
 while len(times) < pods:
     time.sleep(0.05)
 print(f"{times[0]} {times[-1]}", flush=True)
+sys.stdin.readline()
+"""
+
+
+PREEMPTION_SERVER = """
+import sys, time, threading, json
+sys.path.insert(0, sys.argv[1])
+from tests.support.apiserver import FakeAPIServer, node, pod
+nodes, low, high, kubeconfig = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+api = FakeAPIServer().start()
+for i in range(nodes):  # scheduler_perf's node-default.yaml
+    api.put("nodes", node(f"node-{i:04d}", cpu="4", memory="32Gi", pods="110"))
+def workload(name, priority, cpu):  # pod-low-priority.yaml, pod-high-priority.yaml
+    doc = pod(name, "bench", cpu=cpu, memory="500Mi")
+    doc["spec"]["schedulerName"] = "bench-scheduler"
+    doc["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    if priority:
+        doc["spec"]["priority"] = priority
+    else:
+        doc["spec"]["terminationGracePeriodSeconds"] = 0
+    return doc
+for i in range(low):
+    api.put("pods", workload(f"low-{i}", 0, "900m"))
+created, bound_at, bound_to = {}, {}, {}
+bind = api.bind
+def timed(namespace, name, body):
+    answer = bind(namespace, name, body)
+    if answer[0] == 201:
+        bound_at[name] = time.time()
+        bound_to[name] = (body.get("target") or {}).get("name", "")
+    return answer
+api.bind = timed
+open(kubeconfig, "w").write(api.kubeconfig())
+print("ready", flush=True)
+while sum(1 for n in bound_at if n.startswith("low-")) < low:
+    time.sleep(0.02)
+lows_done = time.time()
+for i in range(high):
+    name = f"high-{i}"
+    created[name] = time.time()
+    api.put("pods", workload(name, 10, "3000m"))
+deadline = time.time() + 600
+while sum(1 for n in bound_at if n.startswith("high-")) < high and time.time() < deadline:
+    time.sleep(0.02)
+nominations = {}
+for key, patch in list(api.status_patches):
+    name = key.split("/", 1)[1]
+    nnn = (patch.get("status") or {}).get("nominatedNodeName")
+    if name.startswith("high-") and nnn:
+        nominations.setdefault(name, []).append(nnn)
+print(json.dumps({"lows_done": lows_done, "created": created, "bound_at": bound_at, "bound_to": bound_to,
+                  "nominations": nominations, "deletions": len(api.deletions)}), flush=True)
 sys.stdin.readline()
 """
 
@@ -165,7 +227,85 @@ def run(scenario: str, nodes: int) -> None:
         api.kill()
 
 
-SCENARIOS = {"plain": ("plain", 200), "mix": ("mix", 200), "plain-5000": ("plain", 5000)}
+def attempts(metrics: str, result: str) -> int:
+    """``scheduler_schedule_attempts_total{result=...}`` summed over the profiles."""
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{") and f'result="{result}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def quantile(values: list[float], p: float) -> float:
+    """The ``p`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(p * len(ordered) + 0.5) - 1))] if ordered else float("nan")
+
+
+def run_preemption() -> None:
+    """The ``preemption`` scenario (see the module doc)."""
+    import json
+
+    nodes, low, high = (int(x) for x in os.environ.get("BENCH_PREEMPTION", "100,300,100").split(","))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
+    kubeconfig = tmp / "kubeconfig"
+    api = subprocess.Popen(
+        [sys.executable, "-c", PREEMPTION_SERVER, str(REPO), str(nodes), str(low), str(high), str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert api.stdout is not None and api.stdout.readline().strip() == "ready"
+        config = {
+            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+            "kind": "ExtenderConfiguration",
+            "server": {"host": "127.0.0.1", "logLevel": "warning"},
+            "cluster": {"kubeconfig": str(kubeconfig)},
+            "diagnostics": {"decisions": {"enabled": False}},
+            "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
+        }
+        path = tmp / "schedule.yaml"
+        path.write_text(yaml.safe_dump(config))
+        port = free_port()
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp / "schedule.log").open("wb"),
+        )
+        try:
+            result = json.loads(api.stdout.readline())
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        finally:
+            scheduler.terminate()
+            scheduler.wait(timeout=30)
+        created, bound_at = result["created"], result["bound_at"]
+        preemptors = [name for name in created if name in bound_at]
+        first = min(created.values())
+        last = max((bound_at[n] for n in preemptors), default=first)
+        rate = len(preemptors) / max(last - first, 1e-9)
+        latencies = [bound_at[n] - created[n] for n in preemptors]
+        counts = [len(result["nominations"].get(n, [])) for n in created]
+        print(
+            f"preemption  {nodes:>5} nodes {low}+{high} pods   preemptors bound {len(preemptors)}/{high} at "
+            f"{rate:6.1f} pods/s   created-to-bound p50 {quantile(latencies, 0.5) * 1000:7.0f} ms  p99 "
+            f"{quantile(latencies, 0.99) * 1000:7.0f} ms   nominations {sum(counts)} (max {max(counts, default=0)} "
+            f"per pod)   victims deleted {result['deletions']}   unschedulable attempts "
+            f"{attempts(metrics, 'unschedulable')}"
+        )
+        api.stdin.write("\n")  # type: ignore[union-attr]
+        api.stdin.flush()  # type: ignore[union-attr]
+    finally:
+        api.kill()
+
+
+SCENARIOS = {
+    "plain": ("plain", 200),
+    "mix": ("mix", 200),
+    "plain-5000": ("plain", 5000),
+    "preemption": ("preemption", 100),
+}
 
 
 def main() -> None:
@@ -173,7 +313,10 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); every default plugin enabled")
     for name in chosen:
         scenario, nodes = SCENARIOS[name]
-        run(scenario if name != "plain-5000" else "plain", nodes)
+        if scenario == "preemption":
+            run_preemption()
+        else:
+            run(scenario, nodes)
 
 
 if __name__ == "__main__":
