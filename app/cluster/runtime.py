@@ -10,7 +10,6 @@ are registered first, then the plugins are built with this runtime as their hand
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -304,46 +303,6 @@ class ClusterRuntime:
                 client.set_nominated_node(pod.namespace, pod.name, "")
             except APIError as exc:
                 log.warning("clearing the nomination of %s to %s failed: %s", pod.key(), node, exc)
-        try:
-            client.set_nominated_node(preemptor.namespace, preemptor.name, node)
-        except APIError as exc:
-            log.warning("nominating %s to %s failed: %s", preemptor.key(), node, exc)
-
-    def clear_nomination(self, pod: PodInfo) -> bool:
-        """Clear ``pod``'s ``status.nominatedNodeName``, as kube-scheduler's
-        ``handleSchedulingFailure`` (pkg/scheduler/schedule_one.go) applies a ``ModeOverride``
-        result with no node (``clearNominatedNode``, or PostFilter's
-        ``NewPostFilterResultWithNominatedNode("")``): at once in the cluster state, as the
-        nominator's ``AddNominatedPod`` drops the pod (its record is replaced by one without the
-        nomination, so ``Snapshot.nominated`` no longer holds its room), then on the API executor
-        as ``updatePod`` (``set_nominated_node(ns, name, "")``). Only when the watched record has
-        a nomination (``updatePod`` writes only a change); returns whether it had. A failed write
-        puts the record back (the next failure clears it again); a pod gone (404) leaves the
-        state."""
-        record = self.state.pod(pod.uid)
-        if record is None or not record.nominated_node_name:
-            return False
-        cleared = copy.copy(record)
-        cleared.nominated_node_name = ""
-        if self.state.pod(pod.uid) is record:  # not changed by the watch meanwhile
-            self.state.upsert_pod(cleared)
-        if self.executor is None or self.client is None:
-            log.warning("clearing the nomination of %s not written: not connected", pod.key())
-            return True
-        self.executor.submit(self._clear_nomination, self.client, record, cleared)
-        return True
-
-    def _clear_nomination(self, client: KubeClient, record: PodInfo, cleared: PodInfo) -> None:
-        try:
-            client.set_nominated_node(record.namespace, record.name, "")
-        except APIError as exc:
-            if self.state.pod(record.uid) is cleared:  # the watch has shown nothing newer
-                if exc.status == 404:
-                    self.state.delete_pod(cleared)
-                else:
-                    self.state.upsert_pod(record)
-            if exc.status != 404:
-                log.warning("clearing the nomination of %s failed: %s", record.key(), exc)
 
     # -- leadership ---------------------------------------------------------------------------------
 

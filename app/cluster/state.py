@@ -230,8 +230,13 @@ class ClusterState:
         #: the cluster events so far (:meth:`events_since`): ``_events[i]`` is event number
         #: ``_events_base + i``; ``event_seq`` is the last one's number
         self._events: list[ClusterEvent] = []
+        #: the pod UID whose own change each event is (its reservation dropped), ``""`` for others
+        self._origins: list[str] = []
         self._events_base = 1
         self.event_seq = 0
+        #: index name -> the UIDs whose membership or record changed since the last
+        #: :meth:`index_changes` (indexes some consumer follows: :meth:`follow_index`)
+        self._feeds: dict[str, dict[str, None]] = {}
         self.add_index(PodIndex(NOMINATED, _nominated_node))
 
     # -- registration (before the reflectors start) ------------------------------------------------
@@ -288,6 +293,34 @@ class ClusterState:
                 return tuple(p for p in members if p.uid not in ledger)
             return tuple(members)
 
+    def follow_index(self, name: str) -> None:
+        """Record the changes of index ``name`` for :meth:`index_changes` (its current members
+        are the first changes). Raises ``KeyError`` for an unknown index."""
+        with self._lock:
+            members = self._indexes[name][2]
+            self._feeds[name] = dict.fromkeys(members)
+
+    def index_changes(self, name: str, key: str) -> list[tuple[str, PodInfo | None]]:
+        """The changes of index ``name`` since the last call (see :meth:`follow_index`), in the
+        order they happened: ``(uid, record)`` for a pod whose key is ``key`` now (added or
+        updated), ``(uid, None)`` for one that left it (deleted, bound, keyed otherwise). A pod
+        assumed onto a node is left out until its assumption ends (confirmed: it leaves;
+        forgotten or expired: it is a change again)."""
+        with self._lock:
+            self._expire()
+            dirty = self._feeds[name]
+            if not dirty:
+                return []
+            self._feeds[name] = {}
+            members = self._indexes[name][1].get(key, {})
+            ledger = self._ledger
+            return [(uid, members.get(uid)) for uid in dirty if uid not in ledger]
+
+    def _changed(self, uid: str) -> None:
+        """``uid`` may have changed for every followed index (under the lock)."""
+        for dirty in self._feeds.values():
+            dirty[uid] = None
+
     def has_index(self, name: str) -> bool:
         """Whether index ``name`` is registered."""
         with self._lock:
@@ -336,29 +369,37 @@ class ClusterState:
 
     # -- cluster events (the schedulers' queueing hints) -------------------------------------------
 
-    def _emit(self, resource: str, action: ActionType) -> None:
-        """Record one cluster event (under the lock); the log keeps the last
-        :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
+    def _emit(self, resource: str, action: ActionType, origin: str = "") -> None:
+        """Record one cluster event (under the lock), ``origin`` the pod UID whose own reservation
+        it is; the log keeps the last :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
         self.event_seq += 1
         self._events.append(ClusterEvent(resource, action))
+        self._origins.append(origin)
         if len(self._events) > 2 * EVENT_LOG_SIZE:
             drop = len(self._events) - EVENT_LOG_SIZE
             del self._events[:drop]
+            del self._origins[:drop]
             self._events_base += drop
 
-    def events_since(self, seq: int) -> tuple[int, list[ClusterEvent] | None]:
+    def events_since(self, seq: int, origin: str = "") -> tuple[int, list[ClusterEvent] | None]:
         """``(last, events)``: the cluster events after number ``seq`` up to number ``last``;
         ``events`` is ``None`` when some of them are no longer kept (treat it as every event).
         The events: a node added, deleted or changed in what scheduling reads (allocatable,
         labels, taints, ``spec.unschedulable``, annotations); a pod assigned to a node (Add), one
         whose labels changed (UpdatePodLabel), one deleted or gone terminal, a reservation
-        forgotten or expired (Delete); a relist (every event)."""
+        forgotten or expired (Delete); a relist (every event). ``origin``: leave out the events of
+        that pod's own reservation (its Unreserve is no event for itself)."""
         with self._lock:
             if seq >= self.event_seq:
                 return self.event_seq, []
             if seq + 1 < self._events_base:
                 return self.event_seq, None
-            return self.event_seq, self._events[seq + 1 - self._events_base :]
+            first = seq + 1 - self._events_base
+            if origin:
+                origins = self._origins
+                kept = [e for i, e in enumerate(self._events[first:], first) if origins[i] != origin]
+                return self.event_seq, kept
+            return self.event_seq, self._events[first:]
 
     # -- writes from the pod reflector -------------------------------------------------------------
 
@@ -371,6 +412,8 @@ class ClusterState:
         expired by what the list shows."""
         records = {p.uid: p for p in pods if p.uid and p.phase not in TERMINAL_PHASES}
         with self._lock:
+            for name, dirty in self._feeds.items():
+                dirty.update(dict.fromkeys(self._indexes[name][2]))
             self._pods = records
             for _, keys, by_uid in self._indexes.values():
                 keys.clear()
@@ -602,16 +645,20 @@ class ClusterState:
             if existing is not None and existing.node == node:
                 del self._ledger[uid]
                 self._recount(uid)
+                self._changed(uid)
                 self.freed_generation += 1
-                self._emit(POD, ActionType.DELETE)  # the reserved room is free again
+                self._emit(POD, ActionType.DELETE, uid)  # the reserved room is free again
                 self._touch()
 
     # -- internals (hold the lock) -----------------------------------------------------------------
 
     def _index_pod(self, pod: PodInfo) -> None:
-        for index, keys, by_uid in self._indexes.values():
+        feeds = self._feeds
+        for name, (index, keys, by_uid) in self._indexes.items():
             key = index.key(pod)
             old = by_uid.get(pod.uid)
+            if feeds and (key is not None or old is not None) and name in feeds:
+                feeds[name][pod.uid] = None
             if old is not None and old != key:
                 members = keys.get(old)
                 if members is not None:
@@ -625,9 +672,12 @@ class ClusterState:
                 by_uid[pod.uid] = key
 
     def _unindex_pod(self, uid: str) -> None:
-        for _, keys, by_uid in self._indexes.values():
+        feeds = self._feeds
+        for name, (_, keys, by_uid) in self._indexes.items():
             old = by_uid.pop(uid, None)
             if old is not None:
+                if name in feeds:
+                    feeds[name][uid] = None
                 members = keys.get(old)
                 if members is not None:
                     members.pop(uid, None)
@@ -662,6 +712,7 @@ class ClusterState:
         expired = [uid for uid, a in self._ledger.items() if a.deadline <= now]
         for uid in expired:
             a = self._ledger.pop(uid)
+            self._changed(uid)
             self.expired += 1
             log.warning(
                 "assumed pod %s on %s expired: the watch did not show it bound within %.0fs",
