@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from app.cluster.node_tree import NodeTree
 from app.framework import objects
 from app.framework.events import NODE, POD, WILDCARD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
@@ -65,10 +66,12 @@ class Snapshot:
     ``nodes`` maps node name -> :class:`NodeInfo` (with :attr:`NodeInfo.usage`); a name may map to
     a NodeInfo whose ``node`` is ``None`` when pods are bound to a node the node watch has not
     shown yet. ``known`` is the part of ``nodes`` whose node object is known. ``synced`` tells
-    whether both reflectors had completed their first list when the snapshot was taken.
+    whether both reflectors had completed their first list when the snapshot was taken. ``order``:
+    the names of ``known`` in the node tree's order (:mod:`app.cluster.node_tree`; ``None``: the
+    order of ``known``).
     """
 
-    __slots__ = ("_pools", "known", "nodes", "nominated", "synced")
+    __slots__ = ("_list", "_order", "_pools", "known", "nodes", "nominated", "synced")
 
     def __init__(
         self,
@@ -77,6 +80,7 @@ class Snapshot:
         synced: bool,
         nominated: Mapping[str, tuple[PodInfo, ...]] | None = None,
         pools: Sequence[PoolSpec] = (),
+        order: Sequence[str] | None = None,
     ) -> None:
         self.nodes = nodes
         #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
@@ -85,6 +89,8 @@ class Snapshot:
         #: node name -> the pending pods nominated to it (:meth:`ClusterState.nominated`)
         self.nominated = nominated or {}
         self._pools = pools
+        self._order = order
+        self._list: tuple[NodeInfo, ...] | None = None
 
     def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
         """``info`` with the pods nominated to its node whose priority is at least ``pod``'s
@@ -125,8 +131,12 @@ class Snapshot:
         return self.known.get(name)
 
     def list(self) -> list[NodeInfo]:
-        """Every NodeInfo whose node object is known."""
-        return list(self.known.values())
+        """Every NodeInfo whose node object is known, in the node tree's order (round robin
+        across zones: ``nodeInfoList``)."""
+        if self._list is None:
+            known = self.known
+            self._list = tuple(known.values()) if self._order is None else tuple(known[n] for n in self._order)
+        return list(self._list)
 
     def nominated_pods(self, node: str) -> Sequence[PodInfo]:
         """The pending pods nominated to ``node`` in this snapshot (none unless nominations are
@@ -219,6 +229,9 @@ class ClusterState:
         self._usage: dict[str, NodeUsage] = {}
         self._infos: dict[str, NodeInfo] = {}
         self._known: dict[str, NodeInfo] = {}
+        #: the known nodes by zone (``nodeTree``) and, until it changes, its order
+        self._tree = NodeTree()
+        self._order: tuple[str, ...] | None = None
         self._dirty: set[str] = set()
         self._snapshot: Snapshot | None = None
         self._kinds = {kind: _KindState() for kind in KINDS}
@@ -337,6 +350,15 @@ class ClusterState:
         """Replace every node (a completed list); nodes absent from ``nodes`` are removed."""
         views = {n.metadata.name: n for n in nodes if n.metadata is not None and n.metadata.name}
         with self._lock:
+            tree, old = self._tree, self._views
+            for name in old.keys() - views.keys():
+                tree.remove_node(name, _labels(old[name]))
+            for name, node in views.items():
+                if name in old:
+                    tree.update_node(name, _labels(old[name]), _labels(node))
+                else:
+                    tree.add_node(name, _labels(node))
+            self._order = None
             self._dirty.update(self._views.keys() ^ views.keys())
             self._dirty.update(views)
             self._views = views
@@ -350,7 +372,13 @@ class ClusterState:
         if not name:
             return
         with self._lock:
-            action = node_change(self._views.get(name), node)
+            old = self._views.get(name)
+            action = node_change(old, node)
+            if old is None:
+                self._tree.add_node(name, _labels(node))
+                self._order = None
+            elif self._tree.update_node(name, _labels(old), _labels(node)):
+                self._order = None
             self._views[name] = node
             self._dirty.add(name)
             if action:
@@ -362,7 +390,10 @@ class ClusterState:
         """A DELETED node. Pods still bound to it keep counting until they are deleted."""
         name = node.metadata.name if node.metadata is not None else None
         with self._lock:
-            if name and self._views.pop(name, None) is not None:
+            old = self._views.pop(name, None) if name else None
+            if name and old is not None:
+                self._tree.remove_node(name, _labels(old))
+                self._order = None
                 self._dirty.add(name)
                 self._emit(NODE, ActionType.DELETE)
                 self._touch()
@@ -560,8 +591,10 @@ class ClusterState:
             if self._snapshot is None:
                 self._flush()
                 nominated = self._nominated() if self._indexes[NOMINATED][1] else None
+                if self._order is None:
+                    self._order = tuple(self._tree.list())
                 self._snapshot = Snapshot(
-                    dict(self._infos), dict(self._known), self._synced(), nominated, tuple(self._pools)
+                    dict(self._infos), dict(self._known), self._synced(), nominated, tuple(self._pools), self._order
                 )
             return self._snapshot
 
@@ -801,6 +834,10 @@ class ClusterState:
 
 #: The built-in pod index of pending pods by ``status.nominatedNodeName``.
 NOMINATED = "cluster/nominated-node"
+
+
+def _labels(node: objects.Node) -> Mapping[str, str] | None:
+    return node.metadata.labels if node.metadata is not None else None
 
 
 def _nominated_node(pod: PodInfo) -> str | None:

@@ -98,13 +98,15 @@ NOTE_LENGTH_LIMIT = 1024
 MIN_FILTER_CHUNK = 32
 
 
-def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes: int) -> int:
+def num_feasible_nodes_to_find(
+    percentage_of_nodes_to_score: int, num_all_nodes: int, profile_percentage: int | None = None
+) -> int:
     """kube-scheduler's ``numFeasibleNodesToFind``: every node below 100; else
-    ``percentageOfNodesToScore`` percent of them (0: adaptive, 50 % less one per 125 nodes, at
-    least 5 %), and at least 100."""
+    ``percentageOfNodesToScore`` percent of them (the profile's when set, else the global one;
+    0: adaptive, 50 % less one per 125 nodes, at least 5 %), and at least 100."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
         return num_all_nodes
-    percentage = percentage_of_nodes_to_score
+    percentage = profile_percentage if profile_percentage is not None else percentage_of_nodes_to_score
     if percentage == 0:
         percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
