@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
 from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
+from app.cluster.namespaces import KIND as NAMESPACES
+from app.cluster.namespaces import NamespaceStore
 from app.cluster.pdbs import KIND as PDBS
 from app.cluster.pdbs import PDBStore
 from app.cluster.podgroups import KIND as PODGROUPS
@@ -53,6 +55,9 @@ SPREAD_SELECTORS_RBAC = (
     PolicyRule(("",), ("services", "replicationcontrollers"), ("list", "watch")),
     PolicyRule(("apps",), ("replicasets", "statefulsets"), ("list", "watch")),
 )
+#: What ``ClusterNeeds.namespaces`` needs: list/watch of the namespaces (their labels:
+#: :mod:`app.cluster.namespaces`, InterPodAffinity's ``namespaceSelector``).
+NAMESPACES_RBAC = (PolicyRule(("",), ("namespaces",), ("list", "watch")),)
 #: What re-queue assistance needs (:mod:`app.cluster.requeue`): annotate pending pods.
 REQUEUE_RBAC = PolicyRule(("",), ("pods",), ("patch",))
 #: What pod events need (:mod:`app.observe.events`): create Events, patch their series.
@@ -62,8 +67,9 @@ EVENTS_RBAC = PolicyRule(("events.k8s.io",), ("events",), ("create", "patch"))
 def needs_rbac(needs: ClusterNeeds) -> tuple[PolicyRule, ...]:
     """The rules of what the runtime watches for a plugin's ``needs`` beyond nodes and pods
     (rendered into the ClusterRole with the plugin's own rules): :data:`SPREAD_SELECTORS_RBAC`
-    for ``spread_selectors``; PodGroups and PodDisruptionBudgets are in their plugins' ``rbac``."""
-    return SPREAD_SELECTORS_RBAC if needs.spread_selectors else ()
+    for ``spread_selectors``, :data:`NAMESPACES_RBAC` for ``namespaces``; PodGroups and
+    PodDisruptionBudgets are in their plugins' ``rbac``."""
+    return (SPREAD_SELECTORS_RBAC if needs.spread_selectors else ()) + (NAMESPACES_RBAC if needs.namespaces else ())
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,7 @@ class ClusterRuntime:
         self._podgroups: PodGroupStore | None = None
         self._pdbs: PDBStore | None = None
         self._selectors: SpreadSelectors | None = None
+        self._namespaces: NamespaceStore | None = None
         #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (the
         #: composition root records kube-scheduler's ``Preempted`` Event on the victim)
         self.on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None
@@ -148,6 +155,9 @@ class ClusterRuntime:
             self._pdbs = PDBStore()
         if needs.spread_selectors and self._selectors is None:
             self._selectors = SpreadSelectors()
+        if needs.namespaces and self._namespaces is None:
+            self._namespaces = NamespaceStore(self.state)
+            self.state.namespace_labels = self._namespaces.labels
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
         self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
@@ -350,6 +360,8 @@ class ClusterRuntime:
             stores.append((PDBS, self._pdbs))
         if self._selectors is not None:
             stores.extend(self._selectors.stores.items())
+        if self._namespaces is not None:
+            stores.append((NAMESPACES, self._namespaces))
         self.reflectors = [
             Reflector(
                 kind,

@@ -27,6 +27,8 @@ from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
 from app.framework.status import Status
 from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
 
+#: ``labels(namespace)``: a namespace's labels, ``None`` when it is not known
+NamespaceLabels = Callable[[str], "Mapping[str, str] | None"]
 #: ``check(node_info)`` at reservation time (the Reserve plugins): ``SUCCESS`` to admit the pod.
 ReserveCheck = Callable[[NodeInfo], Status]
 
@@ -71,7 +73,7 @@ class Snapshot:
     order of ``known``).
     """
 
-    __slots__ = ("_list", "_order", "_pools", "known", "nodes", "nominated", "synced")
+    __slots__ = ("_list", "_namespaces", "_order", "_pools", "known", "nodes", "nominated", "synced")
 
     def __init__(
         self,
@@ -81,6 +83,7 @@ class Snapshot:
         nominated: Mapping[str, tuple[PodInfo, ...]] | None = None,
         pools: Sequence[PoolSpec] = (),
         order: Sequence[str] | None = None,
+        namespaces: NamespaceLabels | None = None,
     ) -> None:
         self.nodes = nodes
         #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
@@ -91,6 +94,7 @@ class Snapshot:
         self._pools = pools
         self._order = order
         self._list: tuple[NodeInfo, ...] | None = None
+        self._namespaces = namespaces
 
     def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
         """``info`` with the pods nominated to its node whose priority is at least ``pod``'s
@@ -144,8 +148,9 @@ class Snapshot:
         return self.nominated.get(node, ())
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """The labels of ``namespace``: ``None`` (namespaces are not watched yet)."""
-        return None
+        """The labels of ``namespace`` (``GetNamespaceLabelsSnapshot``); ``None`` when it is not
+        known or namespaces are not watched (no plugin declared ``ClusterNeeds.namespaces``)."""
+        return self._namespaces(namespace) if self._namespaces is not None else None
 
     def usage(self, name: str) -> NodeUsage | None:
         """What is accounted on ``name`` (``None`` when nothing is)."""
@@ -247,6 +252,9 @@ class ClusterState:
         self._origins: list[str] = []
         self._events_base = 1
         self.event_seq = 0
+        #: the watched namespaces' labels by name (set when a plugin needs them:
+        #: :class:`~app.cluster.namespaces.NamespaceStore`); every Snapshot reads through it
+        self.namespace_labels: NamespaceLabels | None = None
         #: index name -> the UIDs whose membership or record changed since the last
         #: :meth:`index_changes` (indexes some consumer follows: :meth:`follow_index`)
         self._feeds: dict[str, dict[str, None]] = {}
@@ -489,21 +497,28 @@ class ClusterState:
             self._touch()
 
     def seed(self, nodes: Iterable[objects.Node], pods: Iterable[objects.Pod]) -> None:
-        """Load ``nodes`` and ``pods`` as a completed list of each would, and mark both synced:
-        cluster state without an API server (``replay --cluster-state``, tests).
+        """Load ``nodes`` and ``pods`` as a completed list of each would, and mark every kind
+        synced (a :meth:`track_kind` one as listed empty): cluster state without an API server
+        (``replay --cluster-state``, tests).
 
         Raises :class:`~app.framework.types.ObjectDecodeError` (a ``ValueError``) for a malformed
         pod quantity.
         """
         self.replace_nodes(nodes)
         self.replace_pods([self.record(p) for p in pods])
-        for kind in KINDS:
+        for kind in list(self._kinds):
             self.mark_synced(kind)
 
     # -- reflector health --------------------------------------------------------------------------
 
+    def track_kind(self, kind: str) -> None:
+        """Count ``kind``'s list and watch in the state's health as nodes' and pods' (the
+        namespaces a plugin needs): :meth:`has_synced` and :meth:`ready` wait for it too."""
+        with self._lock:
+            self._kinds.setdefault(kind, _KindState())
+
     def mark_synced(self, kind: str) -> None:
-        """``kind`` (``nodes`` or ``pods``) completed a list."""
+        """``kind`` (``nodes``, ``pods``, or a :meth:`track_kind` one) completed a list."""
         with self._lock:
             state = self._kinds[kind]
             if not state.synced:
@@ -539,7 +554,7 @@ class ClusterState:
                 state.watch_restarts += 1
 
     def has_synced(self) -> bool:
-        """Whether both nodes and pods completed their first list."""
+        """Whether nodes, pods (and the :meth:`track_kind` kinds) completed their first list."""
         with self._lock:
             return self._synced()
 
@@ -594,7 +609,13 @@ class ClusterState:
                 if self._order is None:
                     self._order = tuple(self._tree.list())
                 self._snapshot = Snapshot(
-                    dict(self._infos), dict(self._known), self._synced(), nominated, tuple(self._pools), self._order
+                    dict(self._infos),
+                    dict(self._known),
+                    self._synced(),
+                    nominated,
+                    tuple(self._pools),
+                    self._order,
+                    self.namespace_labels,
                 )
             return self._snapshot
 

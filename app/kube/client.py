@@ -55,6 +55,8 @@ COLLECTIONS = {
     "replicationcontrollers": "/api/v1/replicationcontrollers",
     "replicasets": "/apis/apps/v1/replicasets",
     "statefulsets": "/apis/apps/v1/statefulsets",
+    # what InterPodAffinity's namespaceSelector reads (app.cluster.namespaces)
+    "namespaces": "/api/v1/namespaces",
 }
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -269,7 +271,7 @@ class KubeClient:
         """``GET`` a collection of :data:`COLLECTIONS`: ``nodes``, (non-terminal) ``pods``,
         ``podgroups`` (``scheduling.x-k8s.io/v1alpha1``), ``poddisruptionbudgets`` (``policy/v1``),
         ``services``, ``replicationcontrollers`` (``v1``), ``replicasets`` or ``statefulsets``
-        (``apps/v1``)."""
+        (``apps/v1``), ``namespaces`` (``v1``)."""
         if kind == "pods":
             query["fieldSelector"] = POD_FIELD_SELECTOR
         return self.request("GET", COLLECTIONS[kind], timeout, query=query, stream=stream)

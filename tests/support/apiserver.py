@@ -82,9 +82,13 @@ def status_body(code: int, reason: str, message: str, **details: Any) -> Obj:
     return out
 
 
+#: the kinds whose objects have no namespace
+CLUSTER_SCOPED = frozenset({"nodes", "namespaces"})
+
+
 def _key(kind: str, obj: Obj) -> str:
     meta = obj["metadata"]
-    return meta["name"] if kind == "nodes" else f"{meta['namespace']}/{meta['name']}"
+    return meta["name"] if kind in CLUSTER_SCOPED else f"{meta['namespace']}/{meta['name']}"
 
 
 def _matches(kind: str, selector: str | None, obj: Obj) -> bool:
@@ -167,6 +171,7 @@ class FakeAPIServer:
             "replicationcontrollers": {},
             "replicasets": {},
             "statefulsets": {},
+            "namespaces": {},
             "leases": {},
             "events": {},
         }
@@ -423,6 +428,7 @@ class FakeAPIServer:
             "replicationcontrollers": "ReplicationControllerList",
             "replicasets": "ReplicaSetList",
             "statefulsets": "StatefulSetList",
+            "namespaces": "NamespaceList",
         }[kind]
         with self.lock:
             token = query.get("continue")
@@ -604,6 +610,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 "/api/v1/replicationcontrollers": "replicationcontrollers",
                 "/apis/apps/v1/replicasets": "replicasets",
                 "/apis/apps/v1/statefulsets": "statefulsets",
+                "/api/v1/namespaces": "namespaces",
             }.get(path)
             if path in ("/version", "/version/"):
                 major, minor = api.version.removeprefix("v").split(".")[:2]
@@ -776,6 +783,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                                 "replicationcontrollers": "ReplicationController",
                                 "replicasets": "ReplicaSet",
                                 "statefulsets": "StatefulSet",
+                                "namespaces": "Namespace",
                             }[kind]
                             self._chunk(
                                 {
