@@ -130,15 +130,15 @@ class PreemptionPlugin(Plugin, Protocol):
     """The extender's part of preemption (kube-scheduler's PostFilter calls the ``preempt`` verb).
 
     Receives the candidate nodes and their victims as kube-scheduler proposed them and returns
-    the candidates it accepts: a node may be dropped, and its victims may be trimmed or
-    reordered. The runtime drops a node whose victim list a plugin emptied (an empty list for a
-    node that had victims is an error upstream, PROTOCOL.md 3.6) and refuses victims that were
-    not proposed for that node.
+    ``(candidates, status)``: the candidates it accepts (a node may be dropped, and its victims
+    may be trimmed or reordered) and ``SUCCESS``, or an ``ERROR`` status. The runtime drops a node
+    whose victim list a plugin emptied (an empty list for a node that had victims is an error
+    upstream, PROTOCOL.md 3.6) and refuses victims that were not proposed for that node.
     """
 
     def process_preemption(
         self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]
-    ) -> dict[str, Victims]: ...
+    ) -> tuple[dict[str, Victims], Status]: ...
 
 
 @runtime_checkable

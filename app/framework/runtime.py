@@ -455,6 +455,11 @@ class Framework(Handle):
         rejection (attributed to its plugin), or an ``ERROR`` with the plugin's own message and
         name (a ``failurePolicy: Ignore`` plugin's error counted in ``state.ignored_errors`` and
         passed). The plugins PreFilter skipped are not run."""
+        return self._filter_statuses(state, pod, nodes)[0]
+
+    def _filter_statuses(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[Status], int]:
+        """:meth:`filter_statuses` and the index of the first node with an ``ERROR`` (-1: none)."""
+        first_error = -1
         count = len(nodes)
         statuses: list[Status] = [SUCCESS] * count
         pending: list[int] | None = None  # None: every node
@@ -508,8 +513,10 @@ class Framework(Handle):
                     still.append(i)
                 else:
                     statuses[i] = Status(Code.ERROR, (_error_text(status),), ep.name, status.reason_code)
+                    if first_error < 0 or i < first_error:
+                        first_error = i
             pending = still
-        return statuses
+        return statuses, first_error
 
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``RunFilterPlugins`` for one node: ``SUCCESS``, the first rejection, or an ``ERROR``
@@ -604,17 +611,19 @@ class Framework(Handle):
         if status.is_rejected():
             return FilterOutcome([status] * len(nodes), "", ignored, pre_filter=status)
         if result is None or result.node_names is None:
-            statuses = self.filter_statuses(state, pod, nodes)
+            statuses, first_error = self._filter_statuses(state, pod, nodes)
         else:
             names = result.node_names
             kept = [i for i, n in enumerate(nodes) if n.name in names]
             statuses = [_FILTERED_OUT] * len(nodes)
-            for i, verdict in zip(kept, self.filter_statuses(state, pod, [nodes[i] for i in kept]), strict=True):
+            verdicts, first_error = self._filter_statuses(state, pod, [nodes[i] for i in kept])
+            for i, verdict in zip(kept, verdicts, strict=True):
                 statuses[i] = verdict
-        for node, verdict in zip(nodes, statuses, strict=True):
-            if verdict.code is Code.ERROR:
-                message = f"{verdict.plugin}: node {node.name}: {verdict.message}"
-                return FilterOutcome([], message, ignored, verdict.plugin, verdict.reason_code)
+            first_error = kept[first_error] if first_error >= 0 else -1
+        if first_error >= 0:
+            verdict = statuses[first_error]
+            message = f"{verdict.plugin}: node {nodes[first_error].name}: {verdict.message}"
+            return FilterOutcome([], message, ignored, verdict.plugin, verdict.reason_code)
         return FilterOutcome(statuses, "", ignored)
 
     # -- PostFilter -------------------------------------------------------------------------------
@@ -712,9 +721,10 @@ class Framework(Handle):
             weight = ep.weight
             result.plugin_scores[ep.name] = values
             result.weights[ep.name] = weight
-            totals = result.totals
-            for i, value in enumerate(values):
-                totals[i] += weight * value
+            if len(result.weights) == 1:
+                result.totals = [weight * v for v in values]
+            else:
+                result.totals = [t + weight * v for t, v in zip(result.totals, values, strict=True)]
         return result, SUCCESS
 
     def _score(
