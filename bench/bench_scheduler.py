@@ -99,20 +99,14 @@ sys.stdin.readline()
 PREEMPTION_SERVER = """
 import sys, time, threading, json
 sys.path.insert(0, sys.argv[1])
-from tests.support.apiserver import FakeAPIServer, node, pod
+from tests.support.apiserver import FakeAPIServer
+from tests.support.scheduler_perf import default_node, priority_pod
 nodes, low, high, kubeconfig = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 api = FakeAPIServer().start()
-for i in range(nodes):  # scheduler_perf's node-default.yaml
-    api.put("nodes", node(f"node-{i:04d}", cpu="4", memory="32Gi", pods="110"))
-def workload(name, priority, cpu):  # pod-low-priority.yaml, pod-high-priority.yaml
-    doc = pod(name, "bench", cpu=cpu, memory="500Mi")
-    doc["spec"]["schedulerName"] = "bench-scheduler"
-    doc["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
-    if priority:
-        doc["spec"]["priority"] = priority
-    else:
-        doc["spec"]["terminationGracePeriodSeconds"] = 0
-    return doc
+for i in range(nodes):
+    api.put("nodes", default_node(f"node-{i:04d}"))
+def workload(name, priority, cpu):
+    return priority_pod(name, priority, cpu, "bench-scheduler", "bench")
 for i in range(low):
     api.put("pods", workload(f"low-{i}", 0, "900m"))
 created, bound_at, bound_to = {}, {}, {}
@@ -178,35 +172,46 @@ def attempt_quantiles(metrics: str) -> tuple[float, float]:
     return q(0.5), q(0.99)
 
 
-def run(scenario: str, nodes: int) -> None:
+def start_api(script: str, *args: object) -> tuple[subprocess.Popen[str], Path]:
+    """The test API server of ``script`` in its own process, once it printed ``ready``, and the
+    kubeconfig it wrote (its last argument)."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
     kubeconfig = tmp / "kubeconfig"
-    api = subprocess.Popen(
-        [sys.executable, "-c", API_SERVER, str(REPO), str(nodes), str(PODS), scenario, str(kubeconfig)],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.PIPE,
-        text=True,
+    command = [sys.executable, "-c", script, str(REPO), *map(str, args), str(kubeconfig)]
+    api = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    assert api.stdout is not None and api.stdout.readline().strip() == "ready"
+    return api, kubeconfig
+
+
+def start_scheduler(kubeconfig: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``python -m app schedule`` with one profile of kube-scheduler's defaults for
+    ``bench-scheduler`` against the API server of ``kubeconfig``, and its port."""
+    config = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "server": {"host": "127.0.0.1", "logLevel": "warning"},
+        "cluster": {"kubeconfig": str(kubeconfig)},
+        "diagnostics": {"decisions": {"enabled": False}},
+        "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
+    }
+    path = kubeconfig.parent / "schedule.yaml"
+    path.write_text(yaml.safe_dump(config))
+    port = free_port()
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=(kubeconfig.parent / "schedule.log").open("wb"),
     )
+    return scheduler, port
+
+
+def run(scenario: str, nodes: int) -> None:
+    api, kubeconfig = start_api(API_SERVER, nodes, PODS, scenario)
+    assert api.stdout is not None
     try:
-        assert api.stdout is not None and api.stdout.readline().strip() == "ready"
-        config = {
-            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
-            "kind": "ExtenderConfiguration",
-            "server": {"host": "127.0.0.1", "logLevel": "warning"},
-            "cluster": {"kubeconfig": str(kubeconfig)},
-            "diagnostics": {"decisions": {"enabled": False}},
-            "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
-        }
-        path = tmp / "schedule.yaml"
-        path.write_text(yaml.safe_dump(config))
-        port = free_port()
         started = time.time()
-        scheduler = subprocess.Popen(
-            [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "schedule.log").open("wb"),
-        )
+        scheduler, port = start_scheduler(kubeconfig)
         try:
             first, last = (float(t) for t in api.stdout.readline().split())
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
@@ -247,33 +252,10 @@ def run_preemption() -> None:
     import json
 
     nodes, low, high = (int(x) for x in os.environ.get("BENCH_PREEMPTION", "100,300,100").split(","))
-    tmp = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
-    kubeconfig = tmp / "kubeconfig"
-    api = subprocess.Popen(
-        [sys.executable, "-c", PREEMPTION_SERVER, str(REPO), str(nodes), str(low), str(high), str(kubeconfig)],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.PIPE,
-        text=True,
-    )
+    api, kubeconfig = start_api(PREEMPTION_SERVER, nodes, low, high)
+    assert api.stdout is not None
     try:
-        assert api.stdout is not None and api.stdout.readline().strip() == "ready"
-        config = {
-            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
-            "kind": "ExtenderConfiguration",
-            "server": {"host": "127.0.0.1", "logLevel": "warning"},
-            "cluster": {"kubeconfig": str(kubeconfig)},
-            "diagnostics": {"decisions": {"enabled": False}},
-            "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
-        }
-        path = tmp / "schedule.yaml"
-        path.write_text(yaml.safe_dump(config))
-        port = free_port()
-        scheduler = subprocess.Popen(
-            [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "schedule.log").open("wb"),
-        )
+        scheduler, port = start_scheduler(kubeconfig)
         try:
             result = json.loads(api.stdout.readline())
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text

@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from app.framework.events import ClusterEvent
 from app.framework.nominator import NominatingInfo
-from app.framework.status import Status
+from app.framework.status import SUCCESS, Status
 from app.framework.types import (
     CycleState,
     NodeInfo,
@@ -68,6 +68,32 @@ class PreFilterExtensions(Plugin, Protocol):
     def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status: ...
 
     def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status: ...
+
+
+class PreFilterStateExtensions:
+    """:class:`PreFilterExtensions` for a plugin whose PreFilter writes, under
+    :attr:`pre_filter_key`, a state with ``update_with_pod(pod, node, delta)`` (and ``clone()``):
+    ``add_pod`` counts ``pod_to_add`` on ``node`` (``delta`` 1), ``remove_pod`` uncounts
+    ``pod_to_remove`` (-1), as upstream's InterPodAffinity and PodTopologySpread extensions do.
+    An ``ERROR`` when PreFilter wrote nothing (``reading "<key>" from cycleState``)."""
+
+    #: the cycle-state key of the plugin's PreFilter state
+    pre_filter_key: str
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status:
+        """``AddPod``."""
+        return self._update_pre_filter_state(state, pod_to_add, node, 1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status:
+        """``RemovePod``."""
+        return self._update_pre_filter_state(state, pod_to_remove, node, -1)
+
+    def _update_pre_filter_state(self, state: CycleState, other: PodInfo, node: NodeInfo, delta: int) -> Status:
+        found = state.get(self.pre_filter_key)
+        if found is None:
+            return Status.error(f'reading "{self.pre_filter_key}" from cycleState: not found')
+        found.update_with_pod(other, node, delta)
+        return SUCCESS
 
 
 @runtime_checkable

@@ -64,6 +64,7 @@ from app.framework import objects
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.labels import label_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
@@ -331,7 +332,9 @@ class PreFilterState:
         """``updateWithPod``: count (``multiplier`` 1) or uncount (-1) ``other`` on ``node``:
         its required anti-affinity terms that match the incoming pod, the incoming pod's
         affinity terms when ``other`` matches them all, and each of its anti-affinity terms
-        ``other`` matches."""
+        ``other`` matches. Nothing for a node without its object."""
+        if node.node is None:
+            return
         labels = node.labels
         aff = other.affinity
         if aff is not None:
@@ -384,10 +387,12 @@ _EVENTS = (
 )
 
 
-class InterPodAffinity:
-    """PreFilter + Filter + PreScore + Score + NormalizeScore (see the module doc)."""
+class InterPodAffinity(PreFilterStateExtensions):
+    """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter + PreScore + Score +
+    NormalizeScore (see the module doc)."""
 
     name = NAME
+    pre_filter_key = _PRE_FILTER
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
@@ -421,23 +426,6 @@ class InterPodAffinity:
             PreFilterState(pod, affinity_terms, anti_terms, ns_labels, existing, affinity_counts, anti_counts),
         )
         return None, SUCCESS
-
-    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status:
-        """``AddPod``: count ``pod_to_add`` on ``node`` in PreFilter's state."""
-        return self._update(state, pod_to_add, node, 1)
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status:
-        """``RemovePod``: no longer count ``pod_to_remove`` on ``node``."""
-        return self._update(state, pod_to_remove, node, -1)
-
-    @staticmethod
-    def _update(state: CycleState, other: PodInfo, node: NodeInfo, multiplier: int) -> Status:
-        s: PreFilterState | None = state.get(_PRE_FILTER)
-        if s is None:
-            return Status.error(f'reading "{_PRE_FILTER}" from cycleState: not found')
-        if node.node is not None:
-            s.update_with_pod(other, node, multiplier)
-        return SUCCESS
 
     @staticmethod
     def _existing_anti_affinity_counts(

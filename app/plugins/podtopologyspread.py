@@ -58,6 +58,7 @@ from app.framework import objects
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.labels import node_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
@@ -522,9 +523,9 @@ _EVENTS = (
 )
 
 
-class PodTopologySpread:
-    """PreFilter + Filter (``DoNotSchedule``), PreScore + Score + NormalizeScore
-    (``ScheduleAnyway``); see the module doc.
+class PodTopologySpread(PreFilterStateExtensions):
+    """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter (``DoNotSchedule``),
+    PreScore + Score + NormalizeScore (``ScheduleAnyway``); see the module doc.
 
     ``default_selector(pod)``: the selector of the Services/controllers selecting ``pod``
     (``helper.DefaultSelector``) for the default constraints; when not given, that of
@@ -533,6 +534,7 @@ class PodTopologySpread:
     """
 
     name = NAME
+    pre_filter_key = _PRE_FILTER
 
     def __init__(
         self,
@@ -590,22 +592,6 @@ class PodTopologySpread:
         all_nodes = snapshot.list() if snapshot is not None else nodes
         state.write(_PRE_FILTER, PreFilterState(pod, constraints, _count_domains(pod, constraints, all_nodes)))
         return None, SUCCESS
-
-    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status:
-        """``AddPod``: count ``pod_to_add`` on ``node`` in PreFilter's state."""
-        return self._update(state, pod_to_add, node, 1)
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status:
-        """``RemovePod``: no longer count ``pod_to_remove`` on ``node``."""
-        return self._update(state, pod_to_remove, node, -1)
-
-    @staticmethod
-    def _update(state: CycleState, other: PodInfo, node: NodeInfo, delta: int) -> Status:
-        s: PreFilterState | None = state.get(_PRE_FILTER)
-        if s is None:
-            return Status.error(f'reading "{_PRE_FILTER}" from cycleState: not found')
-        s.update_with_pod(other, node, delta)
-        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
         """For each node: ``SUCCESS``; ``UnschedulableAndUnresolvable`` when it lacks a topology

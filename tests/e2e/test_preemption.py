@@ -20,17 +20,16 @@ import pytest
 import yaml
 
 from tests.e2e.test_scheduler import Scheduler, bound, wait_for
-from tests.support.apiserver import FakeAPIServer, node, pod
+from tests.support.apiserver import FakeAPIServer, node, pod, running
+from tests.support.scheduler_perf import default_node, priority_pod
 
 NODES = int(os.environ.get("E2E_PREEMPTION", "20"))
 
 
 @pytest.fixture
 def api() -> Iterator[FakeAPIServer]:
-    server = FakeAPIServer()
-    server.start()
-    yield server
-    server.stop()
+    with running(lambda _: None) as server:
+        yield server
 
 
 NAME = "preempt-scheduler"
@@ -60,15 +59,8 @@ def write_config(tmp: Path, api: FakeAPIServer) -> Path:
 
 
 def workload(name: str, priority: int, cpu: str, namespace: str = "perf") -> dict[str, Any]:
-    """pod-low-priority.yaml / pod-high-priority.yaml."""
-    doc = pod(name, namespace, cpu=cpu, memory="500Mi")
-    doc["spec"]["schedulerName"] = NAME
-    doc["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
-    if priority:
-        doc["spec"]["priority"] = priority
-    else:
-        doc["spec"]["terminationGracePeriodSeconds"] = 0
-    return doc
+    """pod-low-priority.yaml / pod-high-priority.yaml for this scheduler."""
+    return priority_pod(name, priority, cpu, NAME, namespace)
 
 
 def record_binds(api: FakeAPIServer) -> list[tuple[float, str, str]]:
@@ -93,7 +85,7 @@ def test_preemption_basic_every_preemptor_nominated_once_and_bound_where_nominat
 ) -> None:
     binds = record_binds(api)
     for i in range(NODES):
-        api.put("nodes", node(f"node-{i:04d}", cpu="4", memory="32Gi", pods="110"))
+        api.put("nodes", default_node(f"node-{i:04d}"))
     for i in range(3 * NODES):
         api.put("pods", workload(f"low-{i}", 0, "900m"))
     scheduler = Scheduler(write_config(tmp_path, api))

@@ -48,45 +48,13 @@ from app.scheduler.scheduler import (
     num_feasible_nodes_to_find,
     select_host,
 )
+from tests.support.fakes import ERR_REASON_FAKE, FakeFilter, MatchFilter, TrueFilter
 from tests.unit.helpers import enabled, pod, seed
 
-ERR_REASON_FAKE = "Nodes failed the fake plugin"
 HIGH, MID, LOW = 1000, 100, 0
 
 
 # -- the fakes of pkg/scheduler/testing/framework -----------------------------------------------------
-
-
-class TrueFilter:
-    """``tf.NewTrueFilterPlugin``."""
-
-    name = "TrueFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS
-
-
-class MatchFilter:
-    """``tf.NewMatchFilterPlugin``: passes the node named as the pod."""
-
-    name = "MatchFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS if pod.name == node.name else Status(Code.UNSCHEDULABLE, (ERR_REASON_FAKE,))
-
-
-class FakeFilter:
-    """``tf.FakeFilterPlugin``: counts its calls; a node in ``codes`` fails with that code."""
-
-    name = "FakeFilter"
-
-    def __init__(self, codes: dict[str, Code] | None = None) -> None:
-        self.codes, self.calls = codes or {}, 0
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        self.calls += 1
-        code = self.codes.get(node.name, Code.SUCCESS)
-        return SUCCESS if code is Code.SUCCESS else Status(code, (f"injecting failure for pod {pod.name}",))
 
 
 class FakePreFilter:

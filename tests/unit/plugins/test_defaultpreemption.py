@@ -45,6 +45,7 @@ from app.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadAr
 from tests.support.apiserver import node as node_doc
 from tests.support.apiserver import pod as pod_doc
 from tests.support.cluster import MemoryCluster
+from tests.support.fakes import FakeFilter, FalseFilter, MatchFilter, TrueFilter
 from tests.unit.helpers import enabled
 
 
@@ -240,7 +241,6 @@ LARGE = {"cpu": "300m", "memory": "300"}
 VERY_LARGE = {"cpu": "500m", "memory": "500"}
 ONE_POD = {"pods": "1"}
 NODE_RES = {"cpu": "200m", "memory": "400"}
-ERR_REASON_FAKE = "Nodes failed the fake plugin"
 EXTENDER = "needs a scheduler extender (Extender.ProcessPreemption): the standalone scheduler calls none"
 
 
@@ -323,46 +323,6 @@ class Offsets(random.Random):
 
     def randrange(self, *args: Any, **kwargs: Any) -> int:
         return self.offsets.pop(0) % args[0] if self.offsets else super().randrange(*args, **kwargs)
-
-
-class FakeFilter:
-    """``tf.FakeFilterPlugin``: counts its Filter calls; ``code`` for every node (0: passes)."""
-
-    name = "FakeFilter"
-
-    def __init__(self, code: Code = Code.SUCCESS) -> None:
-        self.code, self.calls = code, 0
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        self.calls += 1
-        return Status(self.code, (f"injecting failure for pod {pod.name}",)) if self.code else SUCCESS
-
-
-class FalseFilter:
-    """``tf.NewFalseFilterPlugin``."""
-
-    name = "FalseFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return Status(Code.UNSCHEDULABLE, (ERR_REASON_FAKE,))
-
-
-class TrueFilter:
-    """``tf.NewTrueFilterPlugin``."""
-
-    name = "TrueFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS
-
-
-class MatchFilter:
-    """``tf.NewMatchFilterPlugin``: passes the node named as the pod."""
-
-    name = "MatchFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS if pod.name == node.name else Status(Code.UNSCHEDULABLE, (ERR_REASON_FAKE,))
 
 
 class ErringOnLabel:
@@ -855,7 +815,7 @@ def test_dry_run_preemption(
 ) -> None:
     """``TestDryRunPreemption``: the candidates (as sets) and the FakeFilter's calls of each cycle,
     over every node in name order, the offsets those of upstream's seed."""
-    fake = FakeFilter(opts.get("code", Code.SUCCESS))
+    fake = FakeFilter(code=opts.get("code", Code.SUCCESS))
     nodes = [mk_node(n, VERY_LARGE, split=True) for n in node_names]
     rt, _, plugin = build(nodes, init_pods, [fake, *plugins], opts.get("args"), Offsets(4, 1, 3))
     node_infos = sorted_nodes(rt)
