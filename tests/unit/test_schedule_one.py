@@ -524,3 +524,116 @@ def test_prioritize_nodes(spec: dict[str, Any], nodes: list[dict[str, Any]], plu
     ]
     assert got == want
     assert [(t.name, t.total_score) for t in totals] == [(name, total) for name, _, total in want]
+
+
+# -- handleSchedulingFailure ------------------------------------------------------------------------------
+
+
+class RejectingReserve:
+    """A Reserve plugin that refuses every node."""
+
+    name = "RejectingReserve"
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return Status.unschedulable("no room at reserve")
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        pass
+
+
+class RejectingPermit:
+    """A Permit plugin that refuses every pod."""
+
+    name = "RejectingPermit"
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return Status.unschedulable("not permitted"), 0.0
+
+
+@pytest.mark.parametrize(
+    ("points", "plugin", "reason"),
+    [
+        pytest.param({"reserve": [RejectingReserve()]}, "RejectingReserve", "no room at reserve", id="Reserve"),
+        pytest.param({"permit": [RejectingPermit()]}, "RejectingPermit", "not permitted", id="Permit"),
+    ],
+)
+def test_a_reserve_or_permit_rejection_is_a_fit_error_of_the_node(
+    points: dict[str, list[object]], plugin: str, reason: str
+) -> None:
+    """``schedulingCycle``: a Reserve or Permit rejection is a FitError with ``NumAllNodes: 1``, the
+    node's status naming the plugin (``0/1 nodes are available: 1 <reason>.``, reason
+    ``Unschedulable``); the pod is parked with that plugin as its rejector, and its own
+    Unreserve (the reservation the Permit rejection drops) is no event that wakes it."""
+    import asyncio
+
+    from app.framework.events import NODE, POD, ActionType, ClusterEvent
+    from tests.support.cluster import MemoryCluster
+
+    rt = MemoryCluster()
+    doc = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"},
+        "spec": {"schedulerName": "s", "containers": [{"name": "c"}]},
+        "status": {"phase": "Pending"},
+    }
+    rt.seed([node_doc("n1")], [doc])
+    rt.executor = None  # type: ignore[attr-defined]
+    fw = Framework("s", lists(filter=[TrueFilter()], **points), cluster=rt, nominator=rt.nominator)
+    registered = {plugin: (ClusterEvent(NODE, ActionType.ADD),)}
+    queue = SchedulingQueue(
+        nominator=fw.nominator,
+        registered=lambda name: registered.get(name, ()),
+        # a pod deleted is of interest (to NodeResourcesFit, say): the pod's own Unreserve is one
+        interest=(*registered[plugin], ClusterEvent(POD, ActionType.DELETE)),
+    )
+    posted: list[Any] = []
+    sched = Scheduler("s", fw, rt, queue, events=posted.append)  # type: ignore[arg-type]
+    assert asyncio.run(sched.step())
+    assert [(e.reason, e.note) for e in posted] == [("FailedScheduling", f"0/1 nodes are available: 1 {reason}.")]
+    entry = queue.get("uid-p")
+    assert entry is not None and entry.where == "unschedulable" and entry.unschedulable_plugins == {plugin}
+    assert rt.state.assumed() == {}  # nothing reserved any more
+    assert queue.move_on([ClusterEvent(NODE, ActionType.ADD)]) == 1  # what the plugin registered moves it
+
+
+def test_the_pods_own_unreserve_is_no_event_for_it() -> None:
+    """The cluster state's events carry the pod whose own reservation they are: ``events_since``
+    with that pod leaves them out (its Unreserve must not count as an event that happened while
+    it was in flight), for other pods they count."""
+    from app.framework.events import POD, ActionType, ClusterEvent
+    from tests.support.cluster import MemoryCluster
+
+    rt = MemoryCluster()
+    rt.seed([node_doc("n1")], [])
+    seq = rt.state.event_seq
+    p = pod("p", uid="uid-p")
+    assert rt.state.assume(p, "n1").ok
+    rt.state.forget("uid-p", "n1")
+    assert rt.state.events_since(seq, origin="uid-p")[1] == []
+    assert rt.state.events_since(seq, origin="uid-q")[1] == [ClusterEvent(POD, ActionType.DELETE)]
+
+
+def test_a_failed_pod_reenters_the_queue_behind_the_pods_already_waiting() -> None:
+    """``AddUnschedulableIfNotPresent`` refreshes the pod's ``Timestamp``: after its backoff, a pod
+    that failed is tried after the pods of its priority that entered the queue before it failed,
+    though it entered first; its backoff counts from the failure."""
+
+    class Clock:
+        now = 100.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    first = pod("first", uid="first")
+    q.apply([("first", first)])
+    clock.now += 1
+    second = pod("second", uid="second")
+    q.apply([("second", second)])
+    assert q.pop() is first
+    clock.now += 5  # a long attempt
+    q.failed("first", unschedulable=False)
+    entry = q.get("first")
+    assert entry is not None and (entry.added, entry.ready_at) == (clock.now, clock.now + 1.0)
+    clock.now += 1
+    assert [q.pop(), q.pop()] == [second, first]
