@@ -4,8 +4,8 @@ once) -> serve and/or schedule, on ONE asyncio loop.
 - :func:`assemble` turns a validated :class:`~app.config.Configuration` into an
   :class:`~app.api.service.ExtenderService`: the cluster state (when configured) with the needs
   every enabled plugin declares registered first (pools, pod indexes, annotation keys,
-  PodGroups), then each profile's :class:`~app.framework.runtime.Framework` with a
-  :class:`~app.framework.handle.Handle` on that state. A factory that refuses its args is a
+  PodGroups), then each profile's :class:`~app.framework.runtime.Framework` (its plugins' handle)
+  on that state, the profiles sharing one nominator. A factory that refuses its args is a
   :class:`~app.config.ConfigError` naming the profile, whichever command asked (``validate``,
   ``render``, ``serve``, ``replay``), so they agree on what is valid. Nothing is connected.
 - :func:`serve` connects the cluster state and runs the HTTP server and, for ``schedule``, the
@@ -49,6 +49,7 @@ from app.framework.build import build_framework, enabled_plugins, plugin_args, p
 from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.interfaces import ReservePlugin
+from app.framework.nominator import PodNominator
 from app.framework.profile import Profile, parse_duration
 from app.framework.registry import Registry
 from app.framework.runtime import Framework
@@ -130,11 +131,13 @@ def assemble(
                     problems.append(f"{at[i]}.plugins: {exc}")
     shared: list[ReservePlugin] = []  # live: each framework checks every profile's cluster-wide Reserve
     frameworks: dict[str, Framework] = {}
+    # one nominator for every profile, as kube-scheduler's one scheduling queue holds it
+    nominator = PodNominator(cluster.state.pod if cluster is not None else None)
     for i, profile in enumerate(config.profiles):
-        handle = Handle(profile.name, profile.extender.http_timeout_seconds, cluster)
         try:
-            framework = build_framework(profile, registry, handle, shared)
+            framework = build_framework(profile, registry, cluster, nominator, shared)
         except (ValueError, TypeError) as exc:
+            handle = Handle(profile.name, profile.extender.http_timeout_seconds, cluster, nominator=nominator)
             problems += _refused_args(at[i], profile, registry, handle, exc)
             continue
         shared.extend(p for p in framework.reserve_plugins if p.name in wide[profile.name] and p not in shared)
@@ -443,6 +446,16 @@ def _registered(framework: Framework) -> Callable[[str], Sequence[ClusterEvent]]
     return lambda plugin: events.get(plugin, (ANY_EVENT,))
 
 
+def _interest(frameworks: Sequence[Framework]) -> tuple[ClusterEvent, ...]:
+    """Every event a plugin of the standalone profiles registered (``queueingHintMap``'s events:
+    ``isEventOfInterest``)."""
+    seen: dict[ClusterEvent, None] = {}
+    for framework in frameworks:
+        for events in framework.events_to_register().values():
+            seen.update(dict.fromkeys(events))
+    return tuple(seen)
+
+
 def _read_lease(client: Any, timeout: float, namespace: str, name: str) -> bytes | None:
     lease: bytes | None = client.get_lease(namespace, name, timeout)
     return lease
@@ -457,6 +470,8 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
     client = cluster.client
     config = service.config.scheduling
     posts: dict[str, Callable[[PodEvent], None]] = {}
+    standalone = [service.frameworks[p.name] for p in service.config.profiles if p.scheduler_name]
+    interest = _interest(standalone)
     for profile in service.config.profiles:
         name = profile.scheduler_name
         if not name:
@@ -500,6 +515,8 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             less=sort.less if sort is not None and sort.name != "PrioritySort" else None,  # type: ignore[attr-defined]
             pre_enqueue=pre_enqueue_of([ep.plugin for ep in framework.pre_enqueue_plugins]),
             registered=_registered(framework),
+            nominator=framework.nominator,
+            interest=interest,
         )
         running.queues.append(queue)
         scheduler = Scheduler(
@@ -511,6 +528,7 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             record=partial(service.record, pod_events=False),
             events=recorder.post if recorder is not None else (lambda event: None),
             set_condition=client.set_pod_condition,
+            set_nominated_node=client.set_nominated_node,
             metrics=metrics,
             is_leader=elector.is_leader if elector is not None else (lambda: True),
             admission=admission,

@@ -12,7 +12,17 @@ server's own ceiling (the official client binding as many other pods directly, 1
 ``claims`` (200 nodes in 3 zones, 200 pods of one StatefulSet-like set, first without claims, then
 each with its own WaitForFirstConsumer claim that the test provisioner binds at once): pods bound per
 second of both and their ratio.
-Run: ``make bench`` (or ``python bench/bench_scheduler.py``).
+
+``preemption`` is scheduler_perf's PreemptionBasic (test/integration/scheduler_perf/config/
+performance-config.yaml, its ``pod-low-priority.yaml`` and ``pod-high-priority.yaml``) scaled to
+100 nodes (4 cpu, 32 GiB, 110 pods each, as ``node-default.yaml``): 300 low-priority pods (900m
+cpu, 500 MiB, ``terminationGracePeriodSeconds: 0``) are bound first, then 100 pods of priority 10
+requesting 3 cpu are created at once; each must preempt two low-priority pods. It reports the
+preemptors bound per second (from their creation to the last Binding), their created-to-bound
+p50/p99, how many nominations they got (``status.nominatedNodeName`` written; kube-scheduler: one
+each) and the unschedulable attempts (``scheduler_schedule_attempts_total``).
+``BENCH_PREEMPTION=NODES,LOW,HIGH`` scales it. Run: ``make bench`` (or
+``python bench/bench_scheduler.py``; ``BENCH_SCENARIOS=preemption`` for one).
 """
 
 from __future__ import annotations
@@ -89,6 +99,52 @@ sys.stdin.readline()
 """
 
 
+PREEMPTION_SERVER = """
+import sys, time, threading, json
+sys.path.insert(0, sys.argv[1])
+from tests.support.apiserver import FakeAPIServer
+from tests.support.scheduler_perf import default_node, priority_pod
+nodes, low, high, kubeconfig = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+api = FakeAPIServer().start()
+for i in range(nodes):
+    api.put("nodes", default_node(f"node-{i:04d}"))
+def workload(name, priority, cpu):
+    return priority_pod(name, priority, cpu, "bench-scheduler", "bench")
+for i in range(low):
+    api.put("pods", workload(f"low-{i}", 0, "900m"))
+created, bound_at, bound_to = {}, {}, {}
+bind = api.bind
+def timed(namespace, name, body):
+    answer = bind(namespace, name, body)
+    if answer[0] == 201:
+        bound_at[name] = time.time()
+        bound_to[name] = (body.get("target") or {}).get("name", "")
+    return answer
+api.bind = timed
+open(kubeconfig, "w").write(api.kubeconfig())
+print("ready", flush=True)
+while sum(1 for n in bound_at if n.startswith("low-")) < low:
+    time.sleep(0.02)
+lows_done = time.time()
+for i in range(high):
+    name = f"high-{i}"
+    created[name] = time.time()
+    api.put("pods", workload(name, 10, "3000m"))
+deadline = time.time() + 600
+while sum(1 for n in bound_at if n.startswith("high-")) < high and time.time() < deadline:
+    time.sleep(0.02)
+nominations = {}
+for key, patch in list(api.status_patches):
+    name = key.split("/", 1)[1]
+    nnn = (patch.get("status") or {}).get("nominatedNodeName")
+    if name.startswith("high-") and nnn:
+        nominations.setdefault(name, []).append(nnn)
+print(json.dumps({"lows_done": lows_done, "created": created, "bound_at": bound_at, "bound_to": bound_to,
+                  "nominations": nominations, "deletions": len(api.deletions)}), flush=True)
+sys.stdin.readline()
+"""
+
+
 def direct(kubeconfig: Path, nodes: int) -> float:
     """Binds per second of the official client alone against the same API server (the ceiling)."""
     bind = official_binder(kubeconfig)
@@ -119,35 +175,46 @@ def attempt_quantiles(metrics: str) -> tuple[float, float]:
     return q(0.5), q(0.99)
 
 
-def run(scenario: str, nodes: int) -> None:
+def start_api(script: str, *args: object) -> tuple[subprocess.Popen[str], Path]:
+    """The test API server of ``script`` in its own process, once it printed ``ready``, and the
+    kubeconfig it wrote (its last argument)."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
     kubeconfig = tmp / "kubeconfig"
-    api = subprocess.Popen(
-        [sys.executable, "-c", API_SERVER, str(REPO), str(nodes), str(PODS), scenario, str(kubeconfig)],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.PIPE,
-        text=True,
+    command = [sys.executable, "-c", script, str(REPO), *map(str, args), str(kubeconfig)]
+    api = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    assert api.stdout is not None and api.stdout.readline().strip() == "ready"
+    return api, kubeconfig
+
+
+def start_scheduler(kubeconfig: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``python -m app schedule`` with one profile of kube-scheduler's defaults for
+    ``bench-scheduler`` against the API server of ``kubeconfig``, and its port."""
+    config = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "server": {"host": "127.0.0.1", "logLevel": "warning"},
+        "cluster": {"kubeconfig": str(kubeconfig)},
+        "diagnostics": {"decisions": {"enabled": False}},
+        "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
+    }
+    path = kubeconfig.parent / "schedule.yaml"
+    path.write_text(yaml.safe_dump(config))
+    port = free_port()
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=(kubeconfig.parent / "schedule.log").open("wb"),
     )
+    return scheduler, port
+
+
+def run(scenario: str, nodes: int) -> None:
+    api, kubeconfig = start_api(API_SERVER, nodes, PODS, scenario)
+    assert api.stdout is not None
     try:
-        assert api.stdout is not None and api.stdout.readline().strip() == "ready"
-        config = {
-            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
-            "kind": "ExtenderConfiguration",
-            "server": {"host": "127.0.0.1", "logLevel": "warning"},
-            "cluster": {"kubeconfig": str(kubeconfig)},
-            "diagnostics": {"decisions": {"enabled": False}},
-            "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
-        }
-        path = tmp / "schedule.yaml"
-        path.write_text(yaml.safe_dump(config))
-        port = free_port()
         started = time.time()
-        scheduler = subprocess.Popen(
-            [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(port)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "schedule.log").open("wb"),
-        )
+        scheduler, port = start_scheduler(kubeconfig)
         try:
             first, last = (float(t) for t in api.stdout.readline().split())
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
@@ -168,7 +235,62 @@ def run(scenario: str, nodes: int) -> None:
         api.kill()
 
 
-SCENARIOS = {"plain": ("plain", 200), "mix": ("mix", 200), "plain-5000": ("plain", 5000)}
+def attempts(metrics: str, result: str) -> int:
+    """``scheduler_schedule_attempts_total{result=...}`` summed over the profiles."""
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{") and f'result="{result}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def quantile(values: list[float], p: float) -> float:
+    """The ``p`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(p * len(ordered) + 0.5) - 1))] if ordered else float("nan")
+
+
+def run_preemption() -> None:
+    """The ``preemption`` scenario (see the module doc)."""
+    import json
+
+    nodes, low, high = (int(x) for x in os.environ.get("BENCH_PREEMPTION", "100,300,100").split(","))
+    api, kubeconfig = start_api(PREEMPTION_SERVER, nodes, low, high)
+    assert api.stdout is not None
+    try:
+        scheduler, port = start_scheduler(kubeconfig)
+        try:
+            result = json.loads(api.stdout.readline())
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        finally:
+            scheduler.terminate()
+            scheduler.wait(timeout=30)
+        created, bound_at = result["created"], result["bound_at"]
+        preemptors = [name for name in created if name in bound_at]
+        first = min(created.values())
+        last = max((bound_at[n] for n in preemptors), default=first)
+        rate = len(preemptors) / max(last - first, 1e-9)
+        latencies = [bound_at[n] - created[n] for n in preemptors]
+        counts = [len(result["nominations"].get(n, [])) for n in created]
+        print(
+            f"preemption  {nodes:>5} nodes {low}+{high} pods   preemptors bound {len(preemptors)}/{high} at "
+            f"{rate:6.1f} pods/s   created-to-bound p50 {quantile(latencies, 0.5) * 1000:7.0f} ms  p99 "
+            f"{quantile(latencies, 0.99) * 1000:7.0f} ms   nominations {sum(counts)} (max {max(counts, default=0)} "
+            f"per pod)   victims deleted {result['deletions']}   unschedulable attempts "
+            f"{attempts(metrics, 'unschedulable')}"
+        )
+        api.stdin.write("\n")  # type: ignore[union-attr]
+        api.stdin.flush()  # type: ignore[union-attr]
+    finally:
+        api.kill()
+
+
+SCENARIOS = {
+    "plain": ("plain", 200),
+    "mix": ("mix", 200),
+    "plain-5000": ("plain", 5000),
+    "preemption": ("preemption", 100),
+}
 
 
 def main() -> None:
@@ -179,7 +301,10 @@ def main() -> None:
             run_claims(name)
             continue
         scenario, nodes = SCENARIOS[name]
-        run(scenario if name != "plain-5000" else "plain", nodes)
+        if scenario == "preemption":
+            run_preemption()
+        else:
+            run(scenario, nodes)
 
 
 # --- Claims: a StatefulSet-like set of pods with WaitForFirstConsumer PersistentVolumeClaims ----------

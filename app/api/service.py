@@ -41,7 +41,7 @@ from app.cluster.state import Snapshot
 from app.config import Configuration
 from app.extender import codec, models
 from app.framework.profile import Verb as VerbName
-from app.framework.runtime import Framework, FrameworkError
+from app.framework.runtime import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE, Framework, FrameworkError, ScoreResult
 from app.framework.status import Code, Status
 from app.framework.types import CycleState, NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
 from app.lifecycle import WorkerHealth
@@ -86,7 +86,9 @@ class ExtenderService:
     does not know as ``UnschedulableAndUnresolvable`` with :data:`UNKNOWN_NODE`, prioritize scores
     it 0, and preempt resolves victim UIDs to the cached pods. Filter counts the pods nominated to
     a node with at least the pod's priority, as kube-scheduler does
-    (:meth:`~app.cluster.state.Snapshot.with_nominated`). Before the first sync, filter
+    (:meth:`~app.cluster.state.Snapshot.with_nominated`). Prioritize answers each node's weighted
+    mean of the plugins' scores on the extender's 0..10 (:func:`extender_scores`). Before the first
+    sync, filter
     answers ``Error`` and prioritize/preempt answer 503. Nodes sent in full (``Nodes``) find their
     pods and requests in the same snapshot. ``listeners`` receive every decision.
     """
@@ -274,18 +276,22 @@ class ExtenderService:
         if snapshot is not None and not snapshot.synced:
             return error_answer("prioritize", 503, NOT_SYNCED, retry_after=1)
         resolved = self.resolve_nodes(framework, args, snapshot)
+        state = CycleState(snapshot)
         try:
-            outcome = framework.run_score(args.pod, resolved.nodes, CycleState(snapshot))
+            status = framework.run_pre_score_plugins(state, args.pod, resolved.nodes)
+            if status.is_success():
+                outcome, status = framework.run_score_plugins(state, args.pod, resolved.nodes)
         except ObjectDecodeError as exc:
             return error_answer("prioritize", 400, str(exc))
-        except FrameworkError as exc:
-            log.warning("prioritize: %s", exc)
+        if not status.is_success():
+            message = status.message
+            log.warning("prioritize: %s", message)
             if self.recording:
-                self._record(framework, "prioritize", args.pod, started, error=str(exc))
-            answer = error_answer("prioritize", 500, str(exc))
+                self._record(framework, "prioritize", args.pod, started, error=message)
+            answer = error_answer("prioritize", 500, message)
             answer.pod = args.pod
             return answer
-        scores = resolved.realign(outcome.scores, 0)
+        scores = resolved.realign(extender_scores(outcome), 0)
         names = args.node_name_list()
         if self.recording:
             self._record(
@@ -366,6 +372,20 @@ class ResolvedNodes:
         for i in range(len(values) + len(self.unknown)):
             out.append(fill if i in skip else next(it))
         return out
+
+
+def extender_scores(result: ScoreResult) -> list[int]:
+    """The extender's answer from the framework's scores: each node's weighted mean of the
+    plugins' 0..100 scores (``TotalScore`` over the sum of the weights that scored), scaled to
+    0..``MaxExtenderPriority`` (10) and rounded half up; every node 0 when no plugin scored.
+    kube-scheduler multiplies it by the extender ``weight`` x 10 (PROTOCOL.md 3.4)."""
+    weight_sum = sum(result.weights.values())
+    if not weight_sum:
+        return [0] * len(result.totals)
+    # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
+    divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    half = divisor // 2
+    return [(t + half) // divisor for t in result.totals]
 
 
 def resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:
@@ -548,6 +568,7 @@ __all__ = [
     "ResolvedNodes",
     "Verb",
     "error_answer",
+    "extender_scores",
     "openapi_paths",
     "resolve_victims",
 ]

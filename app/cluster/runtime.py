@@ -11,7 +11,6 @@ are registered first, then the plugins are built with this runtime as their hand
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
 from app.cluster.leader import LeaderElectionSettings, LeaseFollower
+from app.cluster.namespaces import KIND as NAMESPACES
+from app.cluster.namespaces import NamespaceStore
 from app.cluster.pdbs import KIND as PDBS
 from app.cluster.pdbs import PDBStore
 from app.cluster.podgroups import KIND as PODGROUPS
@@ -58,6 +59,9 @@ SPREAD_SELECTORS_RBAC = (
     PolicyRule(("",), ("services", "replicationcontrollers"), ("list", "watch")),
     PolicyRule(("apps",), ("replicasets", "statefulsets"), ("list", "watch")),
 )
+#: What ``ClusterNeeds.namespaces`` needs: list/watch of the namespaces (their labels:
+#: :mod:`app.cluster.namespaces`, InterPodAffinity's ``namespaceSelector``).
+NAMESPACES_RBAC = (PolicyRule(("",), ("namespaces",), ("list", "watch")),)
 #: What re-queue assistance needs (:mod:`app.cluster.requeue`): annotate pending pods.
 REQUEUE_RBAC = PolicyRule(("",), ("pods",), ("patch",))
 #: What pod events need (:mod:`app.observe.events`): create Events, patch their series.
@@ -67,8 +71,9 @@ EVENTS_RBAC = PolicyRule(("events.k8s.io",), ("events",), ("create", "patch"))
 def needs_rbac(needs: ClusterNeeds) -> tuple[PolicyRule, ...]:
     """The rules of what the runtime watches for a plugin's ``needs`` beyond nodes and pods
     (rendered into the ClusterRole with the plugin's own rules): :data:`SPREAD_SELECTORS_RBAC`
-    for ``spread_selectors``; PodGroups and PodDisruptionBudgets are in their plugins' ``rbac``."""
-    return SPREAD_SELECTORS_RBAC if needs.spread_selectors else ()
+    for ``spread_selectors``, :data:`NAMESPACES_RBAC` for ``namespaces``; PodGroups and
+    PodDisruptionBudgets are in their plugins' ``rbac``."""
+    return (SPREAD_SELECTORS_RBAC if needs.spread_selectors else ()) + (NAMESPACES_RBAC if needs.namespaces else ())
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,7 @@ class ClusterRuntime:
         self._pdbs: PDBStore | None = None
         self._selectors: SpreadSelectors | None = None
         self._volumes: VolumeStores | None = None
+        self._namespaces: NamespaceStore | None = None
         #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (the
         #: composition root records kube-scheduler's ``Preempted`` Event on the victim)
         self.on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None
@@ -156,6 +162,9 @@ class ClusterRuntime:
             self._volumes = VolumeStores(self.state)
         if needs.csi_storage_capacities and self._volumes is not None:
             self._volumes.want_capacities()
+        if needs.namespaces and self._namespaces is None:
+            self._namespaces = NamespaceStore(self.state)
+            self.state.namespace_labels = self._namespaces.labels
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
         self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
@@ -347,46 +356,6 @@ class ClusterRuntime:
                 client.set_nominated_node(pod.namespace, pod.name, "")
             except APIError as exc:
                 log.warning("clearing the nomination of %s to %s failed: %s", pod.key(), node, exc)
-        try:
-            client.set_nominated_node(preemptor.namespace, preemptor.name, node)
-        except APIError as exc:
-            log.warning("nominating %s to %s failed: %s", preemptor.key(), node, exc)
-
-    def clear_nomination(self, pod: PodInfo) -> bool:
-        """Clear ``pod``'s ``status.nominatedNodeName``, as kube-scheduler's
-        ``handleSchedulingFailure`` (pkg/scheduler/schedule_one.go) applies a ``ModeOverride``
-        result with no node (``clearNominatedNode``, or PostFilter's
-        ``NewPostFilterResultWithNominatedNode("")``): at once in the cluster state, as the
-        nominator's ``AddNominatedPod`` drops the pod (its record is replaced by one without the
-        nomination, so ``Snapshot.nominated`` no longer holds its room), then on the API executor
-        as ``updatePod`` (``set_nominated_node(ns, name, "")``). Only when the watched record has
-        a nomination (``updatePod`` writes only a change); returns whether it had. A failed write
-        puts the record back (the next failure clears it again); a pod gone (404) leaves the
-        state."""
-        record = self.state.pod(pod.uid)
-        if record is None or not record.nominated_node_name:
-            return False
-        cleared = copy.copy(record)
-        cleared.nominated_node_name = ""
-        if self.state.pod(pod.uid) is record:  # not changed by the watch meanwhile
-            self.state.upsert_pod(cleared)
-        if self.executor is None or self.client is None:
-            log.warning("clearing the nomination of %s not written: not connected", pod.key())
-            return True
-        self.executor.submit(self._clear_nomination, self.client, record, cleared)
-        return True
-
-    def _clear_nomination(self, client: KubeClient, record: PodInfo, cleared: PodInfo) -> None:
-        try:
-            client.set_nominated_node(record.namespace, record.name, "")
-        except APIError as exc:
-            if self.state.pod(record.uid) is cleared:  # the watch has shown nothing newer
-                if exc.status == 404:
-                    self.state.delete_pod(cleared)
-                else:
-                    self.state.upsert_pod(record)
-            if exc.status != 404:
-                log.warning("clearing the nomination of %s failed: %s", record.key(), exc)
 
     # -- leadership ---------------------------------------------------------------------------------
 
@@ -430,6 +399,8 @@ class ClusterRuntime:
             stores.extend(self._selectors.stores.items())
         if self._volumes is not None:
             stores.extend(self._volumes.stores.items())
+        if self._namespaces is not None:
+            stores.append((NAMESPACES, self._namespaces))
         self.reflectors = [
             Reflector(
                 kind,

@@ -20,12 +20,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from app.cluster.node_tree import NodeTree
 from app.framework import objects
 from app.framework.events import NODE, POD, WILDCARD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
 from app.framework.status import Status
 from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
 
+#: ``labels(namespace)``: a namespace's labels, ``None`` when it is not known
+NamespaceLabels = Callable[[str], "Mapping[str, str] | None"]
 #: ``check(node_info)`` at reservation time (the Reserve plugins): ``SUCCESS`` to admit the pod.
 ReserveCheck = Callable[[NodeInfo], Status]
 
@@ -65,10 +68,12 @@ class Snapshot:
     ``nodes`` maps node name -> :class:`NodeInfo` (with :attr:`NodeInfo.usage`); a name may map to
     a NodeInfo whose ``node`` is ``None`` when pods are bound to a node the node watch has not
     shown yet. ``known`` is the part of ``nodes`` whose node object is known. ``synced`` tells
-    whether both reflectors had completed their first list when the snapshot was taken.
+    whether both reflectors had completed their first list when the snapshot was taken. ``order``:
+    the names of ``known`` in the node tree's order (:mod:`app.cluster.node_tree`; ``None``: the
+    order of ``known``).
     """
 
-    __slots__ = ("_pools", "known", "nodes", "nominated", "synced")
+    __slots__ = ("_list", "_namespaces", "_order", "_pools", "known", "nodes", "nominated", "synced")
 
     def __init__(
         self,
@@ -77,6 +82,8 @@ class Snapshot:
         synced: bool,
         nominated: Mapping[str, tuple[PodInfo, ...]] | None = None,
         pools: Sequence[PoolSpec] = (),
+        order: Sequence[str] | None = None,
+        namespaces: NamespaceLabels | None = None,
     ) -> None:
         self.nodes = nodes
         #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
@@ -85,6 +92,9 @@ class Snapshot:
         #: node name -> the pending pods nominated to it (:meth:`ClusterState.nominated`)
         self.nominated = nominated or {}
         self._pools = pools
+        self._order = order
+        self._list: tuple[NodeInfo, ...] | None = None
+        self._namespaces = namespaces
 
     def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
         """``info`` with the pods nominated to its node whose priority is at least ``pod``'s
@@ -125,8 +135,12 @@ class Snapshot:
         return self.known.get(name)
 
     def list(self) -> list[NodeInfo]:
-        """Every NodeInfo whose node object is known."""
-        return list(self.known.values())
+        """Every NodeInfo whose node object is known, in the node tree's order (round robin
+        across zones: ``nodeInfoList``)."""
+        if self._list is None:
+            known = self.known
+            self._list = tuple(known.values()) if self._order is None else tuple(known[n] for n in self._order)
+        return list(self._list)
 
     def nominated_pods(self, node: str) -> Sequence[PodInfo]:
         """The pending pods nominated to ``node`` in this snapshot (none unless nominations are
@@ -134,8 +148,9 @@ class Snapshot:
         return self.nominated.get(node, ())
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """The labels of ``namespace``: ``None`` (namespaces are not watched yet)."""
-        return None
+        """The labels of ``namespace`` (``GetNamespaceLabelsSnapshot``); ``None`` when it is not
+        known or namespaces are not watched (no plugin declared ``ClusterNeeds.namespaces``)."""
+        return self._namespaces(namespace) if self._namespaces is not None else None
 
     def usage(self, name: str) -> NodeUsage | None:
         """What is accounted on ``name`` (``None`` when nothing is)."""
@@ -219,6 +234,9 @@ class ClusterState:
         self._usage: dict[str, NodeUsage] = {}
         self._infos: dict[str, NodeInfo] = {}
         self._known: dict[str, NodeInfo] = {}
+        #: the known nodes by zone (``nodeTree``) and, until it changes, its order
+        self._tree = NodeTree()
+        self._order: tuple[str, ...] | None = None
         self._dirty: set[str] = set()
         self._snapshot: Snapshot | None = None
         self._kinds = {kind: _KindState() for kind in KINDS}
@@ -230,8 +248,16 @@ class ClusterState:
         #: the cluster events so far (:meth:`events_since`): ``_events[i]`` is event number
         #: ``_events_base + i``; ``event_seq`` is the last one's number
         self._events: list[ClusterEvent] = []
+        #: the pod UID whose own change each event is (its reservation dropped), ``""`` for others
+        self._origins: list[str] = []
         self._events_base = 1
         self.event_seq = 0
+        #: the watched namespaces' labels by name (set when a plugin needs them:
+        #: :class:`~app.cluster.namespaces.NamespaceStore`); every Snapshot reads through it
+        self.namespace_labels: NamespaceLabels | None = None
+        #: index name -> the UIDs whose membership or record changed since the last
+        #: :meth:`index_changes` (indexes some consumer follows: :meth:`follow_index`)
+        self._feeds: dict[str, dict[str, None]] = {}
         self.add_index(PodIndex(NOMINATED, _nominated_node))
 
     # -- registration (before the reflectors start) ------------------------------------------------
@@ -288,6 +314,34 @@ class ClusterState:
                 return tuple(p for p in members if p.uid not in ledger)
             return tuple(members)
 
+    def follow_index(self, name: str) -> None:
+        """Record the changes of index ``name`` for :meth:`index_changes` (its current members
+        are the first changes). Raises ``KeyError`` for an unknown index."""
+        with self._lock:
+            members = self._indexes[name][2]
+            self._feeds[name] = dict.fromkeys(members)
+
+    def index_changes(self, name: str, key: str) -> list[tuple[str, PodInfo | None]]:
+        """The changes of index ``name`` since the last call (see :meth:`follow_index`), in the
+        order they happened: ``(uid, record)`` for a pod whose key is ``key`` now (added or
+        updated), ``(uid, None)`` for one that left it (deleted, bound, keyed otherwise). A pod
+        assumed onto a node is left out until its assumption ends (confirmed: it leaves;
+        forgotten or expired: it is a change again)."""
+        with self._lock:
+            self._expire()
+            dirty = self._feeds[name]
+            if not dirty:
+                return []
+            self._feeds[name] = {}
+            members = self._indexes[name][1].get(key, {})
+            ledger = self._ledger
+            return [(uid, members.get(uid)) for uid in dirty if uid not in ledger]
+
+    def _changed(self, uid: str) -> None:
+        """``uid`` may have changed for every followed index (under the lock)."""
+        for dirty in self._feeds.values():
+            dirty[uid] = None
+
     def has_index(self, name: str) -> bool:
         """Whether index ``name`` is registered."""
         with self._lock:
@@ -304,6 +358,15 @@ class ClusterState:
         """Replace every node (a completed list); nodes absent from ``nodes`` are removed."""
         views = {n.metadata.name: n for n in nodes if n.metadata is not None and n.metadata.name}
         with self._lock:
+            tree, old = self._tree, self._views
+            for name in old.keys() - views.keys():
+                tree.remove_node(name, _labels(old[name]))
+            for name, node in views.items():
+                if name in old:
+                    tree.update_node(name, _labels(old[name]), _labels(node))
+                else:
+                    tree.add_node(name, _labels(node))
+            self._order = None
             self._dirty.update(self._views.keys() ^ views.keys())
             self._dirty.update(views)
             self._views = views
@@ -317,7 +380,13 @@ class ClusterState:
         if not name:
             return
         with self._lock:
-            action = node_change(self._views.get(name), node)
+            old = self._views.get(name)
+            action = node_change(old, node)
+            if old is None:
+                self._tree.add_node(name, _labels(node))
+                self._order = None
+            elif self._tree.update_node(name, _labels(old), _labels(node)):
+                self._order = None
             self._views[name] = node
             self._dirty.add(name)
             if action:
@@ -329,21 +398,26 @@ class ClusterState:
         """A DELETED node. Pods still bound to it keep counting until they are deleted."""
         name = node.metadata.name if node.metadata is not None else None
         with self._lock:
-            if name and self._views.pop(name, None) is not None:
+            old = self._views.pop(name, None) if name else None
+            if name and old is not None:
+                self._tree.remove_node(name, _labels(old))
+                self._order = None
                 self._dirty.add(name)
                 self._emit(NODE, ActionType.DELETE)
                 self._touch()
 
     # -- cluster events (the schedulers' queueing hints) -------------------------------------------
 
-    def _emit(self, resource: str, action: ActionType) -> None:
-        """Record one cluster event (under the lock); the log keeps the last
-        :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
+    def _emit(self, resource: str, action: ActionType, origin: str = "") -> None:
+        """Record one cluster event (under the lock), ``origin`` the pod UID whose own reservation
+        it is; the log keeps the last :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
         self.event_seq += 1
         self._events.append(ClusterEvent(resource, action))
+        self._origins.append(origin)
         if len(self._events) > 2 * EVENT_LOG_SIZE:
             drop = len(self._events) - EVENT_LOG_SIZE
             del self._events[:drop]
+            del self._origins[:drop]
             self._events_base += drop
 
     def record_event(self, resource: str, action: ActionType) -> None:
@@ -354,27 +428,25 @@ class ClusterState:
         with self._lock:
             self._emit(resource, action)
 
-    def add_kind(self, kind: str) -> None:
-        """Track another watched kind's sync and health (the storage kinds of
-        :mod:`app.cluster.volumes`): :meth:`has_synced`, :meth:`ready` and :meth:`stats` cover it
-        from now on, and its store reports through :meth:`mark_synced` and the others. Call
-        before the reflectors start; adding a kind twice does nothing."""
-        with self._lock:
-            self._kinds.setdefault(kind, _KindState())
-
-    def events_since(self, seq: int) -> tuple[int, list[ClusterEvent] | None]:
+    def events_since(self, seq: int, origin: str = "") -> tuple[int, list[ClusterEvent] | None]:
         """``(last, events)``: the cluster events after number ``seq`` up to number ``last``;
         ``events`` is ``None`` when some of them are no longer kept (treat it as every event).
         The events: a node added, deleted or changed in what scheduling reads (allocatable,
         labels, taints, ``spec.unschedulable``, annotations); a pod assigned to a node (Add), one
         whose labels changed (UpdatePodLabel), one deleted or gone terminal, a reservation
-        forgotten or expired (Delete); a relist (every event)."""
+        forgotten or expired (Delete); a relist (every event). ``origin``: leave out the events of
+        that pod's own reservation (its Unreserve is no event for itself)."""
         with self._lock:
             if seq >= self.event_seq:
                 return self.event_seq, []
             if seq + 1 < self._events_base:
                 return self.event_seq, None
-            return self.event_seq, self._events[seq + 1 - self._events_base :]
+            first = seq + 1 - self._events_base
+            if origin:
+                origins = self._origins
+                kept = [e for i, e in enumerate(self._events[first:], first) if origins[i] != origin]
+                return self.event_seq, kept
+            return self.event_seq, self._events[first:]
 
     # -- writes from the pod reflector -------------------------------------------------------------
 
@@ -387,6 +459,8 @@ class ClusterState:
         expired by what the list shows."""
         records = {p.uid: p for p in pods if p.uid and p.phase not in TERMINAL_PHASES}
         with self._lock:
+            for name, dirty in self._feeds.items():
+                dirty.update(dict.fromkeys(self._indexes[name][2]))
             self._pods = records
             for _, keys, by_uid in self._indexes.values():
                 keys.clear()
@@ -432,7 +506,7 @@ class ClusterState:
 
     def seed(self, nodes: Iterable[objects.Node], pods: Iterable[objects.Pod]) -> None:
         """Load ``nodes`` and ``pods`` as a completed list of each would, and mark every kind
-        synced (those added by :meth:`add_kind` empty): cluster state without an API server
+        synced (a :meth:`track_kind` one as listed empty): cluster state without an API server
         (``replay --cluster-state``, tests).
 
         Raises :class:`~app.framework.types.ObjectDecodeError` (a ``ValueError``) for a malformed
@@ -440,13 +514,19 @@ class ClusterState:
         """
         self.replace_nodes(nodes)
         self.replace_pods([self.record(p) for p in pods])
-        for kind in list(self._kinds):  # nodes, pods, and the kinds added (storage: none seeded)
+        for kind in list(self._kinds):
             self.mark_synced(kind)
 
     # -- reflector health --------------------------------------------------------------------------
 
+    def track_kind(self, kind: str) -> None:
+        """Count ``kind``'s list and watch in the state's health as nodes' and pods' (the
+        namespaces a plugin needs): :meth:`has_synced` and :meth:`ready` wait for it too."""
+        with self._lock:
+            self._kinds.setdefault(kind, _KindState())
+
     def mark_synced(self, kind: str) -> None:
-        """``kind`` (``nodes`` or ``pods``) completed a list."""
+        """``kind`` (``nodes``, ``pods``, or a :meth:`track_kind` one) completed a list."""
         with self._lock:
             state = self._kinds[kind]
             if not state.synced:
@@ -482,7 +562,7 @@ class ClusterState:
                 state.watch_restarts += 1
 
     def has_synced(self) -> bool:
-        """Whether nodes, pods and every kind added (:meth:`add_kind`) completed their first list."""
+        """Whether nodes, pods (and the :meth:`track_kind` kinds) completed their first list."""
         with self._lock:
             return self._synced()
 
@@ -534,8 +614,16 @@ class ClusterState:
             if self._snapshot is None:
                 self._flush()
                 nominated = self._nominated() if self._indexes[NOMINATED][1] else None
+                if self._order is None:
+                    self._order = tuple(self._tree.list())
                 self._snapshot = Snapshot(
-                    dict(self._infos), dict(self._known), self._synced(), nominated, tuple(self._pools)
+                    dict(self._infos),
+                    dict(self._known),
+                    self._synced(),
+                    nominated,
+                    tuple(self._pools),
+                    self._order,
+                    self.namespace_labels,
                 )
             return self._snapshot
 
@@ -619,16 +707,20 @@ class ClusterState:
             if existing is not None and existing.node == node:
                 del self._ledger[uid]
                 self._recount(uid)
+                self._changed(uid)
                 self.freed_generation += 1
-                self._emit(POD, ActionType.DELETE)  # the reserved room is free again
+                self._emit(POD, ActionType.DELETE, uid)  # the reserved room is free again
                 self._touch()
 
     # -- internals (hold the lock) -----------------------------------------------------------------
 
     def _index_pod(self, pod: PodInfo) -> None:
-        for index, keys, by_uid in self._indexes.values():
+        feeds = self._feeds
+        for name, (index, keys, by_uid) in self._indexes.items():
             key = index.key(pod)
             old = by_uid.get(pod.uid)
+            if feeds and (key is not None or old is not None) and name in feeds:
+                feeds[name][pod.uid] = None
             if old is not None and old != key:
                 members = keys.get(old)
                 if members is not None:
@@ -642,9 +734,12 @@ class ClusterState:
                 by_uid[pod.uid] = key
 
     def _unindex_pod(self, uid: str) -> None:
-        for _, keys, by_uid in self._indexes.values():
+        feeds = self._feeds
+        for name, (_, keys, by_uid) in self._indexes.items():
             old = by_uid.pop(uid, None)
             if old is not None:
+                if name in feeds:
+                    feeds[name][uid] = None
                 members = keys.get(old)
                 if members is not None:
                     members.pop(uid, None)
@@ -679,6 +774,7 @@ class ClusterState:
         expired = [uid for uid, a in self._ledger.items() if a.deadline <= now]
         for uid in expired:
             a = self._ledger.pop(uid)
+            self._changed(uid)
             self.expired += 1
             log.warning(
                 "assumed pod %s on %s expired: the watch did not show it bound within %.0fs",
@@ -767,6 +863,10 @@ class ClusterState:
 
 #: The built-in pod index of pending pods by ``status.nominatedNodeName``.
 NOMINATED = "cluster/nominated-node"
+
+
+def _labels(node: objects.Node) -> Mapping[str, str] | None:
+    return node.metadata.labels if node.metadata is not None else None
 
 
 def _nominated_node(pod: PodInfo) -> str | None:

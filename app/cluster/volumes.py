@@ -173,7 +173,7 @@ class VolumeStores:
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.kinds: list[str] = list(KINDS)
         for kind in KINDS:
-            state.add_kind(kind)
+            state.track_kind(kind)
         if capacities:
             self.want_capacities()
 
@@ -181,7 +181,7 @@ class VolumeStores:
         """Watch CSIStorageCapacities too (``ClusterNeeds.csi_storage_capacities``)."""
         if CAPACITIES not in self.kinds:
             self.kinds.append(CAPACITIES)
-            self.state.add_kind(CAPACITIES)
+            self.state.track_kind(CAPACITIES)
 
     @property
     def stores(self) -> dict[str, KindStore]:

@@ -12,7 +12,7 @@ every pod would not help: ``InsufficientResource.Unresolvable``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource_name
@@ -36,44 +36,83 @@ class InsufficientResource:
     unresolvable: bool
 
 
+#: ``shortages``'s native combinations, by bit (pods 1, cpu 2, memory 4, ephemeral-storage 8)
+_NATIVE_SHORT: tuple[tuple[str, ...], ...] = tuple(
+    tuple(name for bit, name in ((1, PODS), (2, CPU), (4, MEMORY), (8, EPHEMERAL_STORAGE)) if bits & bit)
+    for bits in range(16)
+)
+
+
+def shortages(
+    nodes: Sequence[NodeInfo],
+    requests: Mapping[str, int],
+    ignored: frozenset[str] = frozenset(),
+    ignored_groups: frozenset[str] = frozenset(),
+) -> list[tuple[str, ...] | None]:
+    """``fitsRequest`` for each of ``nodes``: the resources ``requests`` fall short of, in
+    upstream's order (``pods``, ``cpu``, ``memory``, ``ephemeral-storage``, then the others in
+    the requests' order); ``()`` when the pod fits; ``None`` for a node whose object is unknown.
+
+    ``ignored`` names extended resources not to check, ``ignored_groups`` their domains (the part
+    before ``/``): ``NodeResourcesFitArgs.ignoredResources``/``ignoredResourceGroups``, or the
+    resources an extender manages with ``ignoredByScheduler``. Each node's usage must hold the
+    pods already on it. One loop over the nodes' :class:`~app.framework.types.NodeResources`
+    (computed once per node version); extended resources read the node's maps. Raises
+    :class:`~app.framework.types.ObjectDecodeError` for a malformed node quantity.
+    """
+    cpu, memory, storage = requests.get(CPU, 0), requests.get(MEMORY, 0), requests.get(EPHEMERAL_STORAGE, 0)
+    anything = any(requests.values())  # fitsRequest checks resources only for a pod requesting any
+    skip_some = bool(ignored or ignored_groups)
+    scalars = [
+        (name, want)
+        for name, want in requests.items()
+        if want and name not in NATIVE and not (skip_some and is_ignored(name, ignored, ignored_groups))
+    ]
+    out: list[tuple[str, ...] | None] = []
+    append = out.append
+    for node in nodes:
+        r = node.resources
+        if r is None:
+            append(None)
+            continue
+        short = 1 if r.pod_count >= r.allowed_pod_number else 0
+        if anything:
+            if cpu and cpu > r.milli_cpu - r.requested_milli_cpu:
+                short |= 2
+            if memory and memory > r.memory - r.requested_memory:
+                short |= 4
+            if storage and storage > r.ephemeral_storage - r.requested_ephemeral_storage:
+                short |= 8
+        names = _NATIVE_SHORT[short]
+        if scalars:
+            allocatable, used = node.allocatable, node.requested
+            extra = tuple(name for name, want in scalars if want > allocatable.get(name, 0) - used.get(name, 0))
+            if extra:
+                names = names + extra
+        append(names)
+    return out
+
+
 def insufficient(
     node: NodeInfo,
     requests: Mapping[str, int],
     ignored: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
-    """The shortages of ``requests`` on ``node`` (empty when the pod fits), in upstream's order:
-    pods, cpu, memory, ephemeral-storage, then the other resources.
-
-    ``ignored`` names extended resources not to check, ``ignored_groups`` their domains (the part
-    before ``/``): ``NodeResourcesFitArgs.ignoredResources``/``ignoredResourceGroups``, or the
-    resources an extender manages with ``ignoredByScheduler``. ``node.usage`` must hold the pods
-    already on the node. Raises :class:`~app.framework.types.ObjectDecodeError` for a malformed
-    node quantity.
-    """
-    out: list[InsufficientResource] = []
-    allocatable = node.allocatable
-    requested = node.requested
-    pods = node.usage.pod_count
-    allowed = allocatable.get(PODS, 0)
-    if pods + 1 > allowed:
-        out.append(InsufficientResource(PODS, "Too many pods", 1, pods, allowed, False))
-    if not any(requests.values()):
-        return out
-    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
-        want = requests.get(name, 0)
-        have, used = allocatable.get(name, 0), requested.get(name, 0)
-        if want > 0 and want > have - used:
-            out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have, want > have))
-    skip_some = bool(ignored or ignored_groups)
-    for name, want in requests.items():
-        if want == 0 or name in NATIVE:
+    """The shortages of ``requests`` on ``node`` (:func:`shortages`) with their amounts
+    (``[]InsufficientResource``; empty when the pod fits or the node object is unknown)."""
+    names = shortages((node,), requests, ignored, ignored_groups)[0]
+    if not names:
+        return []
+    allocatable, requested = node.allocatable, node.requested
+    out = []
+    for name in names:
+        if name == PODS:
+            pods, allowed = node.usage.pod_count, allocatable.get(PODS, 0)
+            out.append(InsufficientResource(PODS, "Too many pods", 1, pods, allowed, False))
             continue
-        if skip_some and is_ignored(name, ignored, ignored_groups):
-            continue
-        have, used = allocatable.get(name, 0), requested.get(name, 0)
-        if want > have - used:
-            out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have, want > have))
+        want, have, used = requests.get(name, 0), allocatable.get(name, 0), requested.get(name, 0)
+        out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have, want > have))
     return out
 
 
@@ -83,4 +122,4 @@ def is_ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bo
     return is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in groups)
 
 
-__all__ = ["NATIVE", "InsufficientResource", "insufficient", "is_ignored"]
+__all__ = ["NATIVE", "InsufficientResource", "insufficient", "is_ignored", "shortages"]

@@ -13,9 +13,10 @@ composition root registers the needs before the cache is filled.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
+from app.framework.nominator import PodNominator
 from app.framework.objects import LabelSelector
 from app.framework.status import Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
@@ -87,6 +88,8 @@ class ClusterNeeds:
     also watch CSIStorageCapacities (``storage.k8s.io/v1``; VolumeBinding's capacity check).
     Render derives the RBAC of both from these flags (``system:volume-scheduler``'s and
     ``system:kube-scheduler``'s rules for those kinds).
+    ``namespaces``: watch Namespaces (their labels only) for :meth:`NodeLister.namespace_labels`
+    (InterPodAffinity's ``namespaceSelector``).
     """
 
     pools: tuple[PoolSpec, ...] = ()
@@ -101,6 +104,7 @@ class ClusterNeeds:
     spread_selectors: bool = False
     volumes: bool = False
     csi_storage_capacities: bool = False
+    namespaces: bool = False
 
     @property
     def guards_capacity(self) -> bool:
@@ -130,7 +134,7 @@ class NodeLister(Protocol):
         ...
 
     def list(self) -> Sequence[NodeInfo]:
-        """Every known node's NodeInfo."""
+        """Every known node's NodeInfo, in the node tree's order (zone by zone, round robin)."""
         ...
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
@@ -144,15 +148,6 @@ class NodeLister(Protocol):
 
     def without_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
         """``info`` with ``pods`` no longer counted (``NodeInfo.RemovePod``)."""
-        ...
-
-    def nominated_pods(self, node: str) -> Sequence[PodInfo]:
-        """The pending pods nominated to ``node`` (``NominatedPodsForNode``)."""
-        ...
-
-    def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
-        """``info`` with the pods nominated to its node of at least ``pod``'s priority (``pod``
-        itself excepted) counted there (``addNominatedPods``); ``info`` itself when none apply."""
         ...
 
 
@@ -268,28 +263,10 @@ class ClusterHandle(Protocol):
     ) -> None:
         """Carry out a preemption (``prepareCandidate``): delete ``victims`` (each with its UID as
         precondition), clear the ``status.nominatedNodeName`` of the pods in ``unnominate`` (the
-        lower-priority pods nominated to ``node``: they may no longer fit there) and set
-        ``preemptor``'s to ``node``. Does not block: the API calls run off the event loop;
-        failures are logged."""
+        lower-priority pods nominated to ``node``: they may no longer fit there). The preemptor's
+        own nomination is the scheduler's to write (``handleSchedulingFailure``). Does not block:
+        the API calls run off the event loop; failures are logged."""
         ...
-
-
-class FilterRunner:
-    """Runs the profile's Filter plugins for a pod on one node as a preemption dry run does
-    (``RunFilterPluginsWithNominatedPods`` after ``RemovePod``): ``runner(state, pod, node)``
-    judges ``node`` first with the pods nominated to it of at least the pod's priority counted
-    there (``state.snapshot``'s :meth:`NodeLister.with_nominated`), then as it is, each time
-    recomputing every PreFilter with the node standing in for the node of that name in
-    ``state.snapshot``, and returns the first verdict that is no success, else ``SUCCESS``
-    (``Framework.run_filter_with_nominated``). Set by the framework once it is built."""
-
-    def __init__(self) -> None:
-        self.run: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None
-
-    def __call__(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        if self.run is None:
-            raise RuntimeError("the framework is not built yet")
-        return self.run(state, pod, node)
 
 
 class PodActivator(Protocol):
@@ -306,38 +283,172 @@ class PodActivator(Protocol):
 PODS_TO_ACTIVATE = "kubernetes.io/pods-to-activate"
 
 
-@dataclass(frozen=True)
+class NoCluster:
+    """The cluster handle of a profile without a ``cluster:`` section (a null object): nothing is
+    watched, so reads find nothing; Reserve checks a node known only by name and counts nothing;
+    a bind or a preemption cannot be carried out."""
+
+    podgroups: PodGroupLister | None = None
+    #: no storage object is watched
+    volumes: VolumeLister | None = None
+
+    async def update_volume(self, write: VolumeWrite, timeout: float) -> VolumeWriteResult:
+        """An error: there is no API server to write to."""
+        return VolumeWriteResult(error="the profile has no cluster state (a cluster: section) to write volumes through")
+
+    def snapshot(self) -> NodeLister:
+        """No node."""
+        return _NO_NODES
+
+    def pod(self, uid: str) -> PodInfo | None:
+        """No pod."""
+        return None
+
+    def indexed(self, index: str, key: str) -> tuple[PodInfo, ...]:
+        """No pod."""
+        return ()
+
+    def placement(self, uid: str) -> str | None:
+        """Nowhere."""
+        return None
+
+    async def read_pod(self, pod: PodRef, timeout: float) -> PodInfo | None:
+        """A pod known only by its identity (nothing to read it from)."""
+        return PodInfo.placeholder(pod.namespace, pod.name, pod.uid)
+
+    def assume(self, pod: PodInfo, node: str, check: Callable[[NodeInfo], Status] | None = None) -> Reservation:
+        """``check`` on the node known only by name; nothing is counted."""
+        status = check(NodeInfo(node)) if check is not None else None
+        if status is not None and not status.is_success():
+            return Reservation(False, reason=status.message, status=status)
+        return Reservation(True)
+
+    def forget(self, uid: str, node: str) -> None:
+        """Nothing was counted."""
+
+    def finish_binding(self, uid: str) -> None:
+        """Nothing was counted."""
+
+    async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
+        """An ``ERROR``: there is no API server to bind through."""
+        return Status.error("the profile has no cluster state (a cluster: section) to bind through")
+
+    def bind_admission(self, warm_up: bool = True) -> str | None:
+        """Always admitted: nothing can over-commit."""
+        return None
+
+    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+        """Admitted now."""
+        return 0.0
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        """None watched."""
+        return ()
+
+    def default_selector(self, pod: PodInfo) -> LabelSelector | None:
+        """Nothing watched."""
+        return None
+
+    def preempt(
+        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
+    ) -> None:
+        """Cannot be carried out: there is no API server."""
+
+
+class _NoNodes:
+    """The :class:`NodeLister` of :class:`NoCluster`: no node, no namespace."""
+
+    def get(self, name: str) -> NodeInfo | None:
+        return None
+
+    def list(self) -> Sequence[NodeInfo]:
+        return ()
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return None
+
+    def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        return info
+
+    def without_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        return info
+
+
+_NO_NODES = _NoNodes()
+#: the one :class:`NoCluster`
+NO_CLUSTER = NoCluster()
+
+
 class Handle:
-    """What the framework gives a plugin factory (kube-scheduler's ``framework.Handle``).
+    """What the framework gives a plugin factory (kube-scheduler's ``framework.Handle``,
+    pkg/scheduler/framework/interface.go): the profile's services.
 
     ``profile`` is the profile name; ``http_timeout`` the profile's ``httpTimeout`` in seconds
-    (a plugin that waits must answer well inside it). ``cluster`` is the cluster state when the
-    configuration has a ``cluster:`` section, else ``None``; plugins registered with
-    ``needs_cluster=True`` are built only with one. ``waiting_pods``: the profile's pods waiting
-    at Permit (``IterateOverWaitingPods``, ``GetWaitingPod``). ``run_filter``: the profile's
-    Filter on one node (:class:`FilterRunner`, preemption).
+    (a plugin that waits must answer well inside it). ``cluster`` is the cluster state, or
+    :data:`NO_CLUSTER` when the configuration has no ``cluster:`` section (:attr:`has_cluster`;
+    plugins registered with ``needs_cluster=True`` are built only with one). ``waiting_pods``: the
+    profile's pods waiting at Permit (``IterateOverWaitingPods``, ``GetWaitingPod``).
+    ``nominator``: the pods nominated to nodes (``PodNominator``; the standalone schedulers' own,
+    shared by their profiles). The profile's :class:`~app.framework.runtime.Framework` is itself a
+    Handle, and the one its plugins are built with: it also runs the profile's Filter for a
+    preemption's dry run (:meth:`run_filter_plugins_with_nominated_pods` and the PreFilter
+    extensions). A bare Handle (tests building one plugin) has no plugins to run: those methods
+    raise ``RuntimeError``.
     """
 
-    profile: str
-    http_timeout: float = 5.0
-    cluster: ClusterHandle | None = None
-    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
-    #: the profile's Filter on one node, for preemption's dry runs
-    run_filter: FilterRunner = field(default_factory=FilterRunner)
+    def __init__(
+        self,
+        profile: str,
+        http_timeout: float = 5.0,
+        cluster: ClusterHandle | None = None,
+        waiting_pods: WaitingPods | None = None,
+        nominator: PodNominator | None = None,
+    ) -> None:
+        self.profile = profile
+        self.http_timeout = http_timeout
+        self.cluster: ClusterHandle = cluster if cluster is not None else NO_CLUSTER
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
+        self.nominator = nominator if nominator is not None else PodNominator()
+
+    @property
+    def has_cluster(self) -> bool:
+        """Whether the profile has cluster state (a ``cluster:`` section)."""
+        return self.cluster is not NO_CLUSTER
 
     def require_cluster(self, plugin: str) -> ClusterHandle:
         """:attr:`cluster`; raises ``ValueError`` naming ``plugin`` when there is none."""
-        if self.cluster is None:
+        if not self.has_cluster:
             raise ValueError(f"{plugin} needs cluster state: add a `cluster:` section")
         return self.cluster
 
+    def nominated_pods_for_node(self, node: str) -> list[PodInfo]:
+        """The pods nominated to ``node`` (``NominatedPodsForNode``)."""
+        return self.nominator.nominated_pods_for_node(node)
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``RunFilterPluginsWithNominatedPods`` for ``node`` (implemented by the Framework)."""
+        raise RuntimeError("a bare Handle runs no plugins: build the plugin through its profile's Framework")
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, added: PodInfo, node: NodeInfo
+    ) -> Status:
+        """``RunPreFilterExtensionAddPod`` (implemented by the Framework)."""
+        raise RuntimeError("a bare Handle runs no plugins: build the plugin through its profile's Framework")
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, removed: PodInfo, node: NodeInfo
+    ) -> Status:
+        """``RunPreFilterExtensionRemovePod`` (implemented by the Framework)."""
+        raise RuntimeError("a bare Handle runs no plugins: build the plugin through its profile's Framework")
+
 
 __all__ = [
+    "NO_CLUSTER",
     "PODS_TO_ACTIVATE",
     "ClusterHandle",
     "ClusterNeeds",
-    "FilterRunner",
     "Handle",
+    "NoCluster",
     "NodeLister",
     "PodActivator",
     "PodGroupLister",

@@ -1,24 +1,34 @@
-"""Extension-point protocols, in kube-scheduler's vocabulary (``framework/interface.go``).
+"""Extension-point protocols, in kube-scheduler's vocabulary (pkg/scheduler/framework/interface.go).
 
-A plugin is any object with a ``name`` that implements one or more of these methods; the runtime
-finds the points a plugin implements with ``isinstance`` against these runtime-checkable protocols.
-Plugins are constructed once per profile and shared by concurrent requests: keep per-request data
-in the :class:`~app.framework.types.CycleState`, never on ``self``.
+A plugin is any object with a ``name`` that implements one or more of these methods; the profile's
+framework puts it, when built, in the ordered list of each point it is enabled at and implements
+(``isinstance`` against these runtime-checkable protocols). Plugins are constructed once per
+profile and shared by concurrent requests: keep per-request data in the
+:class:`~app.framework.types.CycleState`, never on ``self``.
 
-Errors: a plugin signals "cannot decide" by returning ``Status.error(...)`` (or, from ``score``,
-by raising); any exception a plugin raises is caught and becomes an ``ERROR`` status naming the
-plugin. What an ``ERROR`` does is the plugin's configured ``failurePolicy`` (``Fail`` or
-``Ignore``), see :mod:`app.framework.runtime`.
+Every point returns a :class:`~app.framework.status.Status` (Score and PreFilter with their value);
+a plugin signals "cannot decide" with ``Status.error(...)``. An exception a plugin raises is caught
+and becomes an ``ERROR`` status naming the plugin. What an ``ERROR`` does is the plugin's
+configured ``failurePolicy`` (``Fail`` or ``Ignore``), see :mod:`app.framework.runtime`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from app.framework.events import ClusterEvent
-from app.framework.status import Status
-from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo, QueuedPodInfo, Victims
+from app.framework.nominator import NominatingInfo
+from app.framework.status import SUCCESS, Status
+from app.framework.types import (
+    CycleState,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PreFilterResult,
+    QueuedPodInfo,
+    Victims,
+)
 
 
 @runtime_checkable
@@ -30,30 +40,78 @@ class Plugin(Protocol):
 
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
-    """Runs once per filter request before Filter.
+    """Runs once per pod before Filter (``PreFilterPlugin.PreFilter``); ``nodes`` are the
+    candidate nodes (every node of the cluster is ``state.snapshot.list()`` when there is cluster
+    state).
 
-    Return ``SUCCESS`` to go on, ``SKIP`` to skip this plugin's Filter for this pod, or a
-    rejection (``UNSCHEDULABLE``/``UNSCHEDULABLE_AND_UNRESOLVABLE``) that applies to every node.
+    Returns ``(result, status)``. ``status``: ``SUCCESS`` to go on, ``SKIP`` to skip this
+    plugin's Filter (and its PreFilter extensions) for this pod, or a rejection
+    (``UNSCHEDULABLE``/``UNSCHEDULABLE_AND_UNRESOLVABLE``) that applies to every node.
+    ``result``: a :class:`~app.framework.types.PreFilterResult` naming the only nodes worth
+    evaluating, or ``None`` for all of them (the framework intersects the plugins' results).
     """
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status: ...
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Plugin, Protocol):
+    """``PreFilterExtensions``: keep what PreFilter wrote in ``state`` true when the framework
+    evaluates ``pod`` as if ``pod_to_add`` ran on ``node`` (``add_pod``: a nominated pod, a
+    reprieved victim) or as if ``pod_to_remove`` no longer did (``remove_pod``: a victim of a
+    preemption's dry run). ``node`` already shows the change. ``state`` is a clone the framework
+    made for that what-if: state a plugin changes here must implement ``clone()``
+    (:meth:`~app.framework.types.CycleState.clone`). Returns ``SUCCESS`` or an ``ERROR``."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status: ...
+
+
+class PreFilterStateExtensions:
+    """:class:`PreFilterExtensions` for a plugin whose PreFilter writes, under
+    :attr:`pre_filter_key`, a state with ``update_with_pod(pod, node, delta)`` (and ``clone()``):
+    ``add_pod`` counts ``pod_to_add`` on ``node`` (``delta`` 1), ``remove_pod`` uncounts
+    ``pod_to_remove`` (-1), as upstream's InterPodAffinity and PodTopologySpread extensions do.
+    An ``ERROR`` when PreFilter wrote nothing (``reading "<key>" from cycleState``)."""
+
+    #: the cycle-state key of the plugin's PreFilter state
+    pre_filter_key: str
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status:
+        """``AddPod``."""
+        return self._update_pre_filter_state(state, pod_to_add, node, 1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status:
+        """``RemovePod``."""
+        return self._update_pre_filter_state(state, pod_to_remove, node, -1)
+
+    def _update_pre_filter_state(self, state: CycleState, other: PodInfo, node: NodeInfo, delta: int) -> Status:
+        found = state.get(self.pre_filter_key)
+        if found is None:
+            return Status.error(f'reading "{self.pre_filter_key}" from cycleState: not found')
+        found.update_with_pod(other, node, delta)
+        return SUCCESS
 
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
-    """Decides whether ``pod`` may run on ``node``: ``SUCCESS`` or a rejection with a reason."""
+    """Decides whether ``pod`` may run on ``node``: ``SUCCESS`` or a rejection with a reason
+    (``ERROR`` when it cannot decide)."""
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
 
 
 @runtime_checkable
 class BatchFilterPlugin(FilterPlugin, Protocol):
-    """A Filter plugin that can also judge many nodes in one call: ``filter_nodes`` returns, per
-    node of ``nodes`` and in their order, exactly the status :meth:`FilterPlugin.filter` would
-    (kube-scheduler runs Filter per node on 16 goroutines; here one tight loop over nodes does
-    the work instead of one call per node). The runtime uses it when present and evaluates a
-    plugin only on the nodes the earlier plugins passed. If it raises, the runtime calls
-    ``filter`` per node to find the failing node and apply the failure policy there.
+    """A Filter plugin whose one implementation judges many nodes per call: ``filter_nodes``
+    returns, per node of ``nodes`` and in their order, its status (kube-scheduler runs Filter per
+    node on 16 goroutines; here one tight loop over nodes does the work instead of one call per
+    node). Its ``filter`` is then that batch of one node (``filter_nodes(state, pod, (node,))[0]``):
+    one evaluation path, never two copies of the logic. The framework calls ``filter_nodes``
+    whenever the plugin has it, on the nodes every earlier plugin passed.
     """
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Sequence[Status]: ...
@@ -61,28 +119,29 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
-    """Runs once per prioritize request before Score; ``SKIP`` skips this plugin's Score."""
+    """Runs once per pod before Score, with the nodes to score; ``SKIP`` skips this plugin's
+    Score for the pod."""
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status: ...
 
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
-    """Scores ``node`` for ``pod``: an integer in 0..100 (``MaxNodeScore``), or any integer when
-    the plugin also implements :class:`NormalizeScorePlugin` to map its raw scores onto 0..100."""
+    """Scores ``node`` for ``pod`` (``ScorePlugin.Score``): ``(score, status)``, the score an
+    integer in 0..100 (``MaxNodeScore``), or any integer when the plugin also implements
+    :class:`NormalizeScorePlugin` to map its raw scores onto 0..100; the status ``SUCCESS`` or an
+    ``ERROR`` (the score is then ignored)."""
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int: ...
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]: ...
 
 
 @runtime_checkable
 class BatchScorePlugin(ScorePlugin, Protocol):
-    """A Score plugin that can also score many nodes in one call: ``score_nodes`` returns, per
-    node of ``nodes`` and in their order, exactly what :meth:`ScorePlugin.score` would. The
-    runtime uses it when present; if it raises, the runtime calls ``score`` per node to name the
-    failing node.
-    """
+    """A Score plugin whose one implementation scores many nodes per call: ``score_nodes``
+    returns ``(scores, status)``, one score per node of ``nodes`` in their order (its ``score`` is
+    that batch of one node). The framework calls ``score_nodes`` whenever the plugin has it."""
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]: ...
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]: ...
 
 
 @runtime_checkable
@@ -97,27 +156,31 @@ class PreemptionPlugin(Plugin, Protocol):
     """The extender's part of preemption (kube-scheduler's PostFilter calls the ``preempt`` verb).
 
     Receives the candidate nodes and their victims as kube-scheduler proposed them and returns
-    the candidates it accepts: a node may be dropped, and its victims may be trimmed or
-    reordered. The runtime drops a node whose victim list a plugin emptied (an empty list for a
-    node that had victims is an error upstream, PROTOCOL.md 3.6) and refuses victims that were
-    not proposed for that node.
+    ``(candidates, status)``: the candidates it accepts (a node may be dropped, and its victims
+    may be trimmed or reordered) and ``SUCCESS``, or an ``ERROR`` status. The runtime drops a node
+    whose victim list a plugin emptied (an empty list for a node that had victims is an error
+    upstream, PROTOCOL.md 3.6) and refuses victims that were not proposed for that node.
     """
 
     def process_preemption(
         self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]
-    ) -> dict[str, Victims]: ...
+    ) -> tuple[dict[str, Victims], Status]: ...
 
 
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     """Runs when no node passed Filter (kube-scheduler's PostFilter, e.g. DefaultPreemption).
 
-    ``statuses`` maps each node name to the status Filter gave it. Returns a nominated node name
-    (``""`` when there is none) and a status: ``SUCCESS`` when it made room (the pod is retried),
-    a rejection otherwise.
+    ``statuses`` maps each node name to the status Filter gave it (a node without a status was
+    not evaluated: outside the PreFilterResult). Returns ``(result, status)``: the result a
+    :class:`~app.framework.nominator.NominatingInfo` (``PostFilterResult``: the node the pod is
+    nominated to; a plain node name reads as ``ModeOverride``, ``""`` as nil) and the status:
+    ``SUCCESS`` when it made room (the pod is retried), a rejection otherwise.
     """
 
-    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str, Status]: ...
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[NominatingInfo | str, Status]: ...
 
 
 @runtime_checkable
@@ -150,9 +213,9 @@ class ReservePlugin(Plugin, Protocol):
     ``unreserve(state, pod, node_name)`` undoes whatever ``reserve`` (or later points) did. The
     framework calls it on every Reserve plugin, in reverse order, whenever the pod fails after
     Reserve (a Reserve or Permit rejection, a failed PreBind or Bind), whether or not this plugin's
-    own ``reserve`` ran: it must be idempotent. Every plugin of a profile that implements Reserve
-    takes part, whatever points it is enabled at (upstream enables Reserve with the plugin's other
-    points).
+    own ``reserve`` ran: it must be idempotent. A plugin of the profile that implements Reserve
+    takes part whatever points it is enabled at, unless disabled at ``reserve``
+    (:func:`~app.framework.build.build_framework`).
     """
 
     def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
@@ -207,12 +270,3 @@ class EnqueueExtensions(Plugin, Protocol):
     back only on an event one of its rejecting plugins registered."""
 
     def events_to_register(self) -> Sequence[ClusterEvent]: ...
-
-
-#: Profile extension-point names and the protocol a plugin must implement to be enabled there.
-EXTENSION_POINTS: dict[str, Any] = {
-    "filter": FilterPlugin,
-    "score": ScorePlugin,
-    "preemption": PreemptionPlugin,
-    "bind": BindPlugin,
-}

@@ -1,21 +1,26 @@
-"""The framework runtime: runs a profile's plugins for each verb.
+"""The framework runtime: a profile's plugins in one ordered list per extension point, each point
+run as kube-scheduler's ``frameworkImpl`` runs it (pkg/scheduler/framework/runtime/framework.go,
+v1.30).
 
-Verb -> extension points (DESIGN.md section 3):
+The points and what runs them:
 
-- ``filter``: PreFilter once per pod, then Filter per node in profile order; the first non-success
-  status decides the node (kube-scheduler's ``RunFilterPlugins``).
-- ``prioritize``: PreScore, Score per node, NormalizeScore, then the weighted mean of the plugins'
-  0..100 scores, scaled to the extender range 0..``MaxExtenderPriority`` (10) and rounded half up.
-  kube-scheduler multiplies that by the extender ``weight`` x 10 (PROTOCOL.md 3.4).
-- ``preempt``: each preemption plugin in turn narrows the candidates (nodes and victims).
-- the cycle after a node is chosen, in kube-scheduler's order (``schedule_one.go``): Reserve (the
-  pod assumed in the cluster state and every Reserve plugin, atomically), Permit (a pod may wait,
-  keeping its reservation, :mod:`app.framework.waiting`), then the binding cycle: WaitOnPermit,
-  PreBind, Bind (the first bind plugin that does not return ``SKIP`` decides), PostBind; any
-  failure after Reserve runs Unreserve on every Reserve plugin in reverse order and forgets the
-  assumption. The standalone scheduler runs Reserve and Permit in its scheduling cycle and the
-  rest as a task; the extender's ``bind`` verb runs all of it (:meth:`Framework.run_bind_verb`)
-  within :data:`BIND_BUDGET` of the profile's ``httpTimeout``.
+- QueueSort, PreEnqueue: the standalone scheduler's queue (:mod:`app.scheduler.queue`).
+- PreFilter (:meth:`Framework.run_pre_filter_plugins`: ``RunPreFilterPlugins`` with its
+  :class:`~app.framework.types.PreFilterResult`), Filter (:meth:`Framework.run_filter_plugins`, a
+  node's verdict the first status that is no success, plugin by plugin over the nodes still
+  passing), the nominated pods' second pass (:meth:`Framework.run_filter_plugins_with_nominated_pods`)
+  and the PreFilter extensions (``AddPod``/``RemovePod``) a what-if updates the cycle's state with.
+- PostFilter (:meth:`Framework.run_post_filter`), PreScore and Score
+  (:meth:`Framework.run_pre_score_plugins`, :meth:`Framework.run_score_plugins`: each node's
+  weighted plugin scores and their sum, ``TotalScore``).
+- the cycle after a node is chosen: Reserve (the pod assumed in the cluster state and every
+  Reserve plugin, atomically), Permit (a pod may wait, keeping its reservation,
+  :mod:`app.framework.waiting`), then the binding cycle: WaitOnPermit, PreBind, Bind (the first
+  bind plugin that does not return ``SKIP`` decides), PostBind; any failure after Reserve runs
+  Unreserve on every Reserve plugin in reverse order and forgets the assumption.
+- this service's own: the extender's ``filter`` (:meth:`Framework.run_filter`: PreFilter and
+  Filter over the nodes sent), ``preempt`` (:meth:`Framework.run_preemption`) and ``bind``
+  (:meth:`Framework.run_bind_verb`, within :data:`BIND_BUDGET` of the profile's ``httpTimeout``).
 
 An ``ERROR`` status (or an exception) from a plugin follows that plugin's ``failurePolicy``.
 """
@@ -25,16 +30,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from functools import partial
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 from app.framework.errors import SchedulerExtenderError
 from app.framework.events import ANY_EVENT, ClusterEvent
-from app.framework.handle import Handle
+from app.framework.handle import ClusterHandle, Handle
 from app.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -44,21 +46,37 @@ from app.framework.interfaces import (
     PermitPlugin,
     Plugin,
     PostBindPlugin,
+    PostFilterPlugin,
     PreBindPlugin,
     PreemptionPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
 )
+from app.framework.nominator import NOMINATING_NOOP, NominatingInfo, NominatingMode, PodNominator
 from app.framework.status import SUCCESS, Code, Status
-from app.framework.types import CycleState, NodeInfo, NodeScore, ObjectDecodeError, PodInfo, PodRef, Victims
-from app.framework.waiting import MAX_TIMEOUT, WaitingPod
+from app.framework.types import (
+    CycleState,
+    NodeInfo,
+    NodePluginScores,
+    NodeScore,
+    ObjectDecodeError,
+    PluginScore,
+    PodInfo,
+    PodRef,
+    PreFilterResult,
+    Victims,
+)
+from app.framework.waiting import MAX_TIMEOUT, WaitingPod, WaitingPods
 
 log = logging.getLogger(__name__)
 
-#: ``framework.MaxNodeScore``: the top of a Score plugin's range.
-MAX_NODE_SCORE = 100
+#: ``framework.MaxNodeScore`` and ``MinNodeScore``: the range of a Score plugin's score.
+MAX_NODE_SCORE, MIN_NODE_SCORE = 100, 0
 #: ``extenderv1.MaxExtenderPriority``: the top of the score range on the wire.
 MAX_EXTENDER_PRIORITY = 10
 #: CycleState key of a binding cycle: the ``time.monotonic()`` by which it must end (the
@@ -74,6 +92,12 @@ BIND_BUDGET = 0.9
 #: (the watch's first sync, the warm-up): a bind admitted later than its deadline minus this
 #: answers ``Error`` at once instead of waiting.
 ADMISSION_MARGIN = 1.0
+#: What kube-scheduler v1.30 gives a node the extender's filter was sent but a PreFilterResult
+#: excludes (the extender must answer every node; the scheduler leaves such nodes out)
+ERR_REASON_PRE_FILTER_RESULT = "node is filtered out by the prefilter result"
+_FILTERED_OUT = Status(
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_PRE_FILTER_RESULT,), reason_code="PreFilterResult"
+)
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> Status:
@@ -92,73 +116,6 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
         score = max_priority * s.score // highest
         s.score = max_priority - score if reverse else score
     return SUCCESS
-
-
-#: The verdict of a node a Filter search stopped before (enough feasible nodes were found).
-UNEVALUATED = Status(Code.SKIP, ("not evaluated: enough feasible nodes were found first",))
-
-#: kube-scheduler's ``minFeasibleNodesToFind`` and ``minFeasibleNodesPercentageToFind``.
-MIN_FEASIBLE_NODES_TO_FIND, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 100, 5
-
-
-def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes: int) -> int:
-    """kube-scheduler's ``numFeasibleNodesToFind`` (pkg/scheduler/schedule_one.go): every node below
-    100; else ``percentageOfNodesToScore`` percent of them (0: adaptive, 50 % less one per 125
-    nodes, at least 5 %), and at least 100."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    percentage = percentage_of_nodes_to_score
-    if percentage == 0:
-        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class NominatingMode(Enum):
-    """``framework.NominatingMode`` (pkg/scheduler/framework/types.go): how a scheduling failure
-    treats the pod's ``status.nominatedNodeName``."""
-
-    #: ``ModeNoop``: leave it as it is
-    NOOP = "Noop"
-    #: ``ModeOverride``: set it to the result's node (``""`` clears it)
-    OVERRIDE = "Override"
-
-
-class NominatingInfo(str):
-    """``framework.NominatingInfo`` of a PostFilter result (``PostFilterResult``,
-    pkg/scheduler/framework/types.go): the nominated node name (the string itself, ``""`` for none)
-    and its :class:`NominatingMode` (:attr:`mode`). ``NominatingInfo(node)`` is
-    ``NewPostFilterResultWithNominatedNode(node)`` (``OVERRIDE``; with ``""`` it clears the pod's
-    nomination); :data:`NOMINATING_NOOP` stands for upstream's nil result. A plugin may return a
-    plain ``str``, read by :meth:`of`."""
-
-    mode: NominatingMode
-
-    def __new__(cls, node: str = "", mode: NominatingMode = NominatingMode.OVERRIDE) -> Self:
-        info = super().__new__(cls, node)
-        info.mode = mode
-        return info
-
-    @classmethod
-    def of(cls, value: str) -> NominatingInfo:
-        """``value`` as a result: itself when it is one, else ``OVERRIDE`` when it names a node
-        and ``NOOP`` (nil) when it is ``""``."""
-        if isinstance(value, NominatingInfo):
-            return value
-        return cls(value, NominatingMode.OVERRIDE if value else NominatingMode.NOOP)
-
-    def clears(self) -> bool:
-        """Whether it clears the pod's nomination (``ModeOverride`` with ``""``)."""
-        return self.mode is NominatingMode.OVERRIDE and not self
-
-    def __repr__(self) -> str:
-        return f"NominatingInfo({str(self)!r}, {self.mode.name})"
-
-
-#: upstream's nil ``PostFilterResult`` (``ModeNoop``): the nomination stays as it is
-NOMINATING_NOOP = NominatingInfo("", NominatingMode.NOOP)
-#: ``clearNominatedNode`` (pkg/scheduler/schedule_one.go), also
-#: ``NewPostFilterResultWithNominatedNode("")``: ``ModeOverride`` with no node
-CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
 
 
 class FrameworkError(SchedulerExtenderError):
@@ -185,6 +142,97 @@ class EnabledPlugin:
         return self.failure_policy == "Ignore"
 
 
+#: point -> the protocol a plugin implements to take part in it
+PROTOCOLS: dict[str, Any] = {
+    "queue_sort": QueueSortPlugin,
+    "pre_enqueue": PreEnqueuePlugin,
+    "pre_filter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "post_filter": PostFilterPlugin,
+    "pre_score": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "pre_bind": PreBindPlugin,
+    "bind": BindPlugin,
+    "post_bind": PostBindPlugin,
+    "preemption": PreemptionPlugin,
+}
+
+
+@dataclass(frozen=True)
+class PluginLists:
+    """A profile's plugins, one ordered list per extension point (``frameworkImpl``'s
+    ``preFilterPlugins``, ``filterPlugins``...), as ``expandMultiPointPlugins`` builds them
+    (:func:`app.framework.build.build_framework`; :func:`plugin_lists` for a hand-made profile).
+    ``preemption`` is the extender's ``preempt`` verb."""
+
+    queue_sort: tuple[EnabledPlugin, ...] = ()
+    pre_enqueue: tuple[EnabledPlugin, ...] = ()
+    pre_filter: tuple[EnabledPlugin, ...] = ()
+    filter: tuple[EnabledPlugin, ...] = ()
+    post_filter: tuple[EnabledPlugin, ...] = ()
+    pre_score: tuple[EnabledPlugin, ...] = ()
+    score: tuple[EnabledPlugin, ...] = ()
+    reserve: tuple[EnabledPlugin, ...] = ()
+    permit: tuple[EnabledPlugin, ...] = ()
+    pre_bind: tuple[EnabledPlugin, ...] = ()
+    bind: tuple[EnabledPlugin, ...] = ()
+    post_bind: tuple[EnabledPlugin, ...] = ()
+    preemption: tuple[EnabledPlugin, ...] = ()
+
+
+def implementing(point: str, plugins: Sequence[EnabledPlugin]) -> tuple[EnabledPlugin, ...]:
+    """The plugins of ``plugins`` that implement ``point``, once each, in their order."""
+    seen: set[int] = set()
+    out = []
+    for ep in plugins:
+        if id(ep.plugin) not in seen and isinstance(ep.plugin, PROTOCOLS[point]):
+            seen.add(id(ep.plugin))
+            out.append(ep)
+    return tuple(out)
+
+
+def plugin_lists(
+    *,
+    queue_sort: Sequence[EnabledPlugin] = (),
+    pre_enqueue: Sequence[EnabledPlugin] = (),
+    filter: Sequence[EnabledPlugin] = (),
+    post_filter: Sequence[EnabledPlugin] = (),
+    score: Sequence[EnabledPlugin] = (),
+    reserve: Sequence[EnabledPlugin] | None = None,
+    permit: Sequence[EnabledPlugin] | None = None,
+    bind: Sequence[EnabledPlugin] = (),
+    preemption: Sequence[EnabledPlugin] = (),
+    pre_filter: Sequence[EnabledPlugin] | None = None,
+    pre_score: Sequence[EnabledPlugin] | None = None,
+    pre_bind: Sequence[EnabledPlugin] | None = None,
+    post_bind: Sequence[EnabledPlugin] | None = None,
+) -> PluginLists:
+    """:class:`PluginLists` from the points a profile configures; a point left ``None`` is this
+    service's implied list: PreFilter the Filter plugins that implement it, PreScore the Score
+    plugins that do, Reserve, Permit, PreBind and PostBind every plugin given that implements it
+    (in the order given, first point first). The :class:`Framework` checks the lists."""
+    every = [*queue_sort, *pre_enqueue, *filter, *post_filter, *score, *bind, *preemption]
+    every += [*(reserve or ()), *(permit or ())]
+    lists = PluginLists(
+        queue_sort=tuple(queue_sort),
+        pre_enqueue=tuple(pre_enqueue),
+        pre_filter=tuple(pre_filter) if pre_filter is not None else implementing("pre_filter", filter),
+        filter=tuple(filter),
+        post_filter=tuple(post_filter),
+        pre_score=tuple(pre_score) if pre_score is not None else implementing("pre_score", score),
+        score=tuple(score),
+        reserve=tuple(reserve) if reserve is not None else implementing("reserve", every),
+        permit=tuple(permit) if permit is not None else implementing("permit", every),
+        pre_bind=tuple(pre_bind) if pre_bind is not None else implementing("pre_bind", every),
+        bind=tuple(bind),
+        post_bind=tuple(post_bind) if post_bind is not None else implementing("post_bind", every),
+        preemption=tuple(preemption),
+    )
+    return lists
+
+
 #: What an answer says of a plugin's unexpected exception: the exception itself (class, message,
 #: traceback, which may name hosts or objects) goes to the log only.
 PLUGIN_FAILED = "plugin failed unexpectedly (the extender's log has the details)"
@@ -199,42 +247,15 @@ def _describe(exc: BaseException) -> str:
     return PLUGIN_FAILED
 
 
-class _Points(NamedTuple):
-    """The optional points one enabled Filter or Score plugin implements, found once when the
-    framework is built (``isinstance`` against a runtime-checkable protocol inspects every member:
-    several microseconds, too much per plugin per request): each is the plugin, or ``None``."""
-
-    pre_filter: PreFilterPlugin | None
-    batch_filter: BatchFilterPlugin | None
-    pre_score: PreScorePlugin | None
-    batch_score: BatchScorePlugin | None
-    normalize_score: NormalizeScorePlugin | None
-
-
-def _points(plugin: Plugin) -> _Points:
-    return _Points(
-        plugin if isinstance(plugin, PreFilterPlugin) else None,
-        plugin if isinstance(plugin, BatchFilterPlugin) else None,
-        plugin if isinstance(plugin, PreScorePlugin) else None,
-        plugin if isinstance(plugin, BatchScorePlugin) else None,
-        plugin if isinstance(plugin, NormalizeScorePlugin) else None,
-    )
-
-
-def _guarded(call: Callable[[], Status]) -> Status:
-    """Run a once-per-request plugin method; an exception becomes an ``ERROR`` status, except a
-    request decode error, which is the client's and propagates (HTTP 400)."""
-    try:
-        return call()
-    except ObjectDecodeError:
-        raise
-    except Exception as exc:
-        return Status.error(_describe(exc))
+def _error_text(status: Status) -> str:
+    if status.code is Code.ERROR:
+        return status.message or "error"
+    return f"unexpected status {status.code.name}" + (f": {status.message}" if status.reasons else "")
 
 
 @dataclass
 class FilterOutcome:
-    """Result of :meth:`Framework.run_filter`.
+    """Result of :meth:`Framework.run_filter` (the extender's filter).
 
     ``statuses[i]`` is the verdict for ``nodes[i]`` (``SUCCESS`` for a node that passes, otherwise
     the rejecting plugin's status). ``error`` is set when a fail-closed plugin errored; the node
@@ -243,266 +264,379 @@ class FilterOutcome:
 
     statuses: list[Status]
     error: str = ""
-    ignored_errors: Counter[str] = field(default_factory=Counter)
+    ignored_errors: dict[str, int] = field(default_factory=dict)
     #: the fail-closed plugin whose error set ``error``, and its status's ``reason_code``
     error_plugin: str = ""
     error_code: str = ""
     #: a PreFilter's rejection, which every node then carries (FitError's ``PreFilterMsg``)
     pre_filter: Status | None = None
-    #: how many nodes were judged, in the search order (all of them unless ``feasible_wanted``)
-    evaluated: int = 0
 
 
 @dataclass
-class ScoreOutcome:
-    """Result of :meth:`Framework.run_score`: ``scores[i]`` in 0..10 for ``nodes[i]``.
+class ScoreResult:
+    """Result of :meth:`Framework.run_score_plugins` (``RunScorePlugins``), by column: for the
+    plugins that scored (in profile order), ``plugin_scores[name][i]`` is the 0..100 score of
+    ``nodes[i]`` after NormalizeScore and ``weights[name]`` the plugin's weight; ``totals[i]`` is
+    the node's ``TotalScore``, the sum of weight x score. ``skipped`` names the plugins that did
+    not score and why (PreScore ``Skip``, an ignored error)."""
 
-    ``plugin_scores`` holds each plugin's 0..100 scores (after NormalizeScore); ``skipped`` names
-    plugins that did not contribute and why (PreScore ``SKIP`` or an ignored error).
-    """
-
-    scores: list[int]
+    nodes: Sequence[NodeInfo]
     plugin_scores: dict[str, list[int]] = field(default_factory=dict)
+    weights: dict[str, int] = field(default_factory=dict)
+    totals: list[int] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
 
+    def node_plugin_scores(self) -> list[NodePluginScores]:
+        """The same by row (``[]framework.NodePluginScores``): each node's weighted plugin scores
+        in profile order and their sum."""
+        out = []
+        for i, node in enumerate(self.nodes):
+            scores = [PluginScore(name, values[i] * self.weights[name]) for name, values in self.plugin_scores.items()]
+            out.append(NodePluginScores(node.name, scores, self.totals[i]))
+        return out
 
-class Framework:
-    """A profile's plugins, ready to run. Shared by concurrent requests; holds no request state."""
+
+class _FilterCall(NamedTuple):
+    """One Filter plugin as the framework calls it: its per-node ``filter`` and, when its
+    implementation is a batch, ``filter_nodes`` (found once when the framework is built:
+    ``isinstance`` against a runtime-checkable protocol costs microseconds)."""
+
+    ep: EnabledPlugin
+    one: Callable[[CycleState, PodInfo, NodeInfo], Status]
+    batch: Callable[[CycleState, PodInfo, Sequence[NodeInfo]], Sequence[Status]] | None
+
+
+class _ScoreCall(NamedTuple):
+    ep: EnabledPlugin
+    one: Callable[[CycleState, PodInfo, NodeInfo], tuple[int, Status]]
+    batch: Callable[[CycleState, PodInfo, Sequence[NodeInfo]], tuple[list[int], Status]] | None
+    normalize: NormalizeScorePlugin | None
+
+
+class Framework(Handle):
+    """A profile's plugins, ready to run: one per profile, shared by concurrent requests, holding no
+    request state. It is the :class:`~app.framework.handle.Handle` its plugins are built with.
+
+    ``plugins``: the per-point lists (:class:`PluginLists`), or a function building them from this
+    framework as the plugins' handle (what :func:`~app.framework.build.build_framework` passes, as
+    upstream's ``NewFramework`` builds each plugin with the framework it joins). ``cluster``: the
+    cluster state (``None``: :data:`~app.framework.handle.NO_CLUSTER`). ``nominator``: the pods
+    nominated to nodes (the standalone schedulers'). ``shared_reserve``: Reserve plugins of other
+    profiles whose reservations hold cluster-wide (a live list: profiles built later add theirs);
+    checked after this profile's own. Raises ``ValueError`` for a plugin at a point it does not
+    implement.
+    """
 
     def __init__(
         self,
         profile: str,
-        filter_plugins: Sequence[EnabledPlugin] = (),
-        score_plugins: Sequence[EnabledPlugin] = (),
-        preemption_plugins: Sequence[EnabledPlugin] = (),
-        bind_plugins: Sequence[EnabledPlugin] = (),
+        plugins: PluginLists | Callable[[Framework], PluginLists] = PluginLists(),
+        *,
         http_timeout: float = 5.0,
+        cluster: ClusterHandle | None = None,
+        waiting_pods: WaitingPods | None = None,
+        nominator: PodNominator | None = None,
         shared_reserve: Sequence[ReservePlugin] = (),
-        handle: Handle | None = None,
-        queue_sort_plugins: Sequence[EnabledPlugin] = (),
-        pre_enqueue_plugins: Sequence[EnabledPlugin] = (),
-        post_filter_plugins: Sequence[EnabledPlugin] = (),
-        other_plugins: Sequence[EnabledPlugin] = (),
     ) -> None:
-        self.profile = profile
-        self.http_timeout = http_timeout
-        #: what the plugins were built with: the cluster state and the pods waiting at Permit
-        self.handle = handle if handle is not None else Handle(profile, http_timeout)
-        self.cluster = self.handle.cluster
-        self.waiting_pods = self.handle.waiting_pods
-        #: Reserve plugins of other profiles whose reservations hold cluster-wide (a live list:
-        #: profiles built later add theirs); checked after this profile's own at bind
+        super().__init__(profile, http_timeout, cluster, waiting_pods, nominator)
+        lists = plugins(self) if callable(plugins) else plugins
         self.shared_reserve = shared_reserve
         #: whether this profile's binds wait out the cluster's warm-up (a Reserve of its guards
         #: capacity: :attr:`~app.framework.handle.ClusterNeeds.guards_capacity`); set by the assembly
         self.bind_warm_up = True
-        self.filter_plugins = tuple(filter_plugins)
-        self.score_plugins = tuple(score_plugins)
-        self.preemption_plugins = tuple(preemption_plugins)
-        self.bind_plugins = tuple(bind_plugins)
-        #: the standalone scheduler's points: QueueSort (one), PreEnqueue, PostFilter
-        self.queue_sort_plugins = tuple(queue_sort_plugins)
-        self.pre_enqueue_plugins = tuple(pre_enqueue_plugins)
-        self.post_filter_plugins = tuple(post_filter_plugins)
-        if len(self.queue_sort_plugins) > 1:
+        for point, protocol in PROTOCOLS.items():
+            for ep in getattr(lists, point):
+                if not isinstance(ep.plugin, protocol):
+                    raise ValueError(f"plugin {ep.name} does not implement the {point} extension point")
+        if len(lists.queue_sort) > 1:
             raise ValueError("only one QueueSort plugin can be enabled")
-        for ep in self.filter_plugins:
-            _require(ep, FilterPlugin, "filter")
-        #: the optional points of each filter and score plugin, in their order
-        self._filter_points = tuple(_points(ep.plugin) for ep in self.filter_plugins)
-        self._score_points = tuple(_points(ep.plugin) for ep in self.score_plugins)
-        for ep in self.score_plugins:
-            _require(ep, ScorePlugin, "score")
+        self.lists = lists
+        self.queue_sort_plugins = lists.queue_sort
+        self.pre_enqueue_plugins = lists.pre_enqueue
+        self.pre_filter_plugins = lists.pre_filter
+        self.filter_plugins = lists.filter
+        self.post_filter_plugins = lists.post_filter
+        self.pre_score_plugins = lists.pre_score
+        self.score_plugins = lists.score
+        self.preemption_plugins = lists.preemption
+        self.bind_plugins = lists.bind
+        #: the plain plugins of the cycle after a node is chosen, in their order
+        self.reserve_plugins: tuple[ReservePlugin, ...] = tuple(ep.plugin for ep in lists.reserve)  # type: ignore[misc]
+        self.permit_plugins: tuple[PermitPlugin, ...] = tuple(ep.plugin for ep in lists.permit)  # type: ignore[misc]
+        self.pre_bind_plugins: tuple[PreBindPlugin, ...] = tuple(ep.plugin for ep in lists.pre_bind)  # type: ignore[misc]
+        self.post_bind_plugins: tuple[PostBindPlugin, ...] = tuple(ep.plugin for ep in lists.post_bind)  # type: ignore[misc]
+        for ep in lists.score:
             if ep.weight <= 0:
                 raise ValueError(f"score plugin {ep.name}: weight must be > 0")
-        for ep in self.preemption_plugins:
-            _require(ep, PreemptionPlugin, "preemption")
-        for ep in self.bind_plugins:
-            _require(ep, BindPlugin, "bind")
+        self._filters = tuple(
+            _FilterCall(
+                ep,
+                ep.plugin.filter,  # type: ignore[attr-defined]
+                ep.plugin.filter_nodes if isinstance(ep.plugin, BatchFilterPlugin) else None,
+            )
+            for ep in lists.filter
+        )
+        self._scores = tuple(
+            _ScoreCall(
+                ep,
+                ep.plugin.score,  # type: ignore[attr-defined]
+                ep.plugin.score_nodes if isinstance(ep.plugin, BatchScorePlugin) else None,
+                ep.plugin if isinstance(ep.plugin, NormalizeScorePlugin) else None,
+            )
+            for ep in lists.score
+        )
+        self._extensions = tuple(
+            (ep.name, ep.plugin) for ep in lists.pre_filter if isinstance(ep.plugin, PreFilterExtensions)
+        )
         unique: dict[int, Plugin] = {}
-        for ep in (
-            *self.filter_plugins,
-            *self.score_plugins,
-            *self.preemption_plugins,
-            *self.bind_plugins,
-            *self.queue_sort_plugins,
-            *self.pre_enqueue_plugins,
-            *self.post_filter_plugins,
-            *other_plugins,
-        ):
-            unique.setdefault(id(ep.plugin), ep.plugin)
-        #: every plugin of the profile, once, in profile order
+        for point in PROTOCOLS:
+            for ep in getattr(lists, point):
+                unique.setdefault(id(ep.plugin), ep.plugin)
+        #: every plugin of the profile, once, in point order
         self.plugins = tuple(unique.values())
-        #: every plugin of the profile implementing Reserve / Permit / PreBind / PostBind, in profile order
-        self.reserve_plugins = tuple(p for p in unique.values() if isinstance(p, ReservePlugin))
-        self.permit_plugins = tuple(p for p in unique.values() if isinstance(p, PermitPlugin))
-        self.pre_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PreBindPlugin))
-        self.handle.run_filter.run = self.run_filter_with_nominated
-        self.post_bind_plugins = tuple(p for p in unique.values() if isinstance(p, PostBindPlugin))
 
-    # -- filter ---------------------------------------------------------------------------------
+    # -- PreFilter and Filter ---------------------------------------------------------------------
 
-    def run_filter(
-        self,
-        pod: PodInfo,
-        nodes: Sequence[NodeInfo],
-        state: CycleState | None = None,
-        feasible_wanted: int | None = None,
-        start: int = 0,
-        nominated: Mapping[str, Sequence[PodInfo]] | None = None,
-    ) -> FilterOutcome:
-        """Run PreFilter and Filter for ``pod`` over ``nodes``; see :class:`FilterOutcome`.
-        ``state``: the cycle's state when the cycle goes on past Filter (the standalone scheduler).
-        ``feasible_wanted``: stop once that many nodes passed, judging ``nodes`` from index
-        ``start`` on, wrapping around (kube-scheduler's ``numFeasibleNodesToFind`` and
-        ``nextStartNodeIndex``); the nodes not reached keep :data:`UNEVALUATED`.
-
-        ``nominated``: node name -> the pods nominated to it, by default ``state.snapshot``'s
-        (``Snapshot.nominated``; ``{}``: judge every node by the batch pass alone). A node with
-        nominations is judged as ``findNodesThatPassFilters`` (pkg/scheduler/schedule_one.go)
-        judges it, with ``RunFilterPluginsWithNominatedPods`` (:meth:`run_filter_with_nominated`,
-        its pass as it is being the batch pass with the cycle's PreFilter), before it counts as
-        feasible."""
-        state = state if state is not None else CycleState()
-        if nominated is None:
-            nominated = getattr(state.snapshot, "nominated", None) or {}
-        ignored: Counter[str] = Counter()
-        active: list[tuple[EnabledPlugin, BatchFilterPlugin | None]] = []
-        # RunPreFilterPlugins: an Unschedulable PreFilter lets the others run (preemption may need
-        # their state) and rejects every node at the end; UnschedulableAndUnresolvable at once
-        unschedulable: Status | None = None
-        for ep, points in zip(self.filter_plugins, self._filter_points, strict=True):
-            pre_filter = points.pre_filter
-            if pre_filter is not None:
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``RunPreFilterPlugins``: each PreFilter in order; a ``Skip`` puts the plugin in
+        ``state.skip_filter_plugins``. Returns the intersection of their results (``None``: every
+        node) and ``SUCCESS``; an ``UnschedulableAndUnresolvable`` at once; an ``Unschedulable``
+        after every PreFilter ran (preemption may need their state); ``UnschedulableAndUnresolvable``
+        ``node(s) didn't satisfy plugin(s) [A B] simultaneously`` when the results leave no node;
+        an ``ERROR`` naming the plugin (its message the plugin's; an ignored one counted in
+        ``state.ignored_errors``)."""
+        skipped: set[str] = set()
+        result: PreFilterResult | None = None
+        with_nodes: list[str] = []
+        rejected: Status | None = None
+        try:
+            for ep in self.pre_filter_plugins:
                 try:
-                    status = pre_filter.pre_filter(state, pod, nodes)
+                    answer, status = ep.plugin.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
                 except ObjectDecodeError:
                     raise
                 except Exception as exc:
-                    status = Status.error(_describe(exc))
-                if status.code is Code.SKIP:
+                    answer, status = None, Status.error(_describe(exc))
+                code = status.code
+                if code is Code.SKIP:
+                    skipped.add(ep.name)
                     continue
-                if status.code is Code.ERROR or not (status.is_success() or status.is_rejected()):
-                    if ep.ignores_errors:
-                        ignored[ep.name] += 1
-                        continue
-                    message = f"{ep.name}: PreFilter: {_error_text(status)}"
-                    return FilterOutcome([], message, ignored, ep.name, status.reason_code)
-                if status.is_rejected():
+                if code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     if not status.reasons:
-                        status = Status(status.code, (f"rejected by {ep.name}",))
-                    rejected = status.with_plugin(ep.name)
-                    if rejected.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                        return FilterOutcome([rejected] * len(nodes), "", ignored, pre_filter=rejected)
-                    unschedulable = unschedulable or rejected
+                        status = Status(code, (f"rejected by {ep.name}",), reason_code=status.reason_code)
+                    status = status.with_plugin(ep.name)
+                    if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        return None, status
+                    rejected = status
                     continue
-            active.append((ep, points.batch_filter))
-        if unschedulable is not None:
-            return FilterOutcome([unschedulable] * len(nodes), "", ignored, pre_filter=unschedulable)
-
-        # plugin by plugin (profile order), each on the nodes every earlier plugin passed: a node's
-        # verdict is still the first non-success status in profile order, as RunFilterPlugins.
-        # With ``feasible_wanted``, the nodes are judged in chunks in the order starting at
-        # ``start`` until that many passed (findNodesThatPassFilters); the rest stay unevaluated.
-        count = len(nodes)
-        if feasible_wanted is None or feasible_wanted >= count:
-            order: Sequence[int] = range(count)
-            chunk_size = count
-            statuses: list[Status] = [SUCCESS] * count
-        else:
-            order = [(start + i) % count for i in range(count)]
-            chunk_size = max(feasible_wanted, 1)
-            statuses = [UNEVALUATED] * count
-        position = found = 0
-        while position < count:
-            chunk = order[position : position + chunk_size]
-            pending = list(chunk)
-            for ep, batch in active:
-                if not pending:
-                    break
-                subset = nodes if len(pending) == count else [nodes[i] for i in pending]
-                verdicts = _filter_nodes(ep, batch, state, pod, subset)
-                still: list[int] = []
-                attributed: dict[int, Status] = {}
-                for i, node, status in zip(pending, subset, verdicts, strict=True):
-                    code = status.code
-                    if code is Code.SUCCESS:
-                        still.append(i)
-                    elif code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                        # one attributed copy per distinct status object, not one per node
-                        named = attributed.get(id(status))
-                        if named is None:
-                            named = status if status.reasons else Status(code, (f"rejected by {ep.name}",))
-                            named = attributed[id(status)] = named.with_plugin(ep.name)
-                        statuses[i] = named
-                    elif ep.ignores_errors:
-                        ignored[ep.name] += 1
-                        still.append(i)
-                    else:
-                        message = f"{ep.name}: node {node.name}: {_error_text(status)}"
-                        return FilterOutcome([], message, ignored, ep.name, status.reason_code)
-                pending = still
-            for i in pending:
-                statuses[i] = SUCCESS
-            if nominated:  # RunFilterPluginsWithNominatedPods on each node of the chunk
-                for i in chunk:
-                    if nodes[i].name not in nominated:
+                if code is not Code.SUCCESS:
+                    if ep.ignores_errors:
+                        state.ignore_error(ep.name)
                         continue
-                    status = self.run_filter_with_nominated(state, pod, nodes[i], statuses[i])
-                    if status.code is Code.ERROR:
-                        return FilterOutcome([], status.message, ignored, status.plugin, status.reason_code)
-                    statuses[i] = status
-                pending = [i for i in pending if statuses[i].code is Code.SUCCESS]
-            position += len(chunk)
-            found += len(pending)
-            if feasible_wanted is not None and found >= feasible_wanted:
+                    return None, Status(Code.ERROR, (_error_text(status),), ep.name, status.reason_code)
+                if answer is not None and not answer.all_nodes():
+                    with_nodes.append(ep.name)
+                result = answer.merge(result) if answer is not None else result
+                if result is not None and not result.all_nodes() and not result.node_names:
+                    if len(with_nodes) == 1:
+                        message = f"node(s) didn't satisfy plugin {with_nodes[0]}"
+                    else:
+                        message = f"node(s) didn't satisfy plugin(s) [{' '.join(with_nodes)}] simultaneously"
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+        finally:
+            state.skip_filter_plugins = frozenset(skipped)
+        return result, rejected or SUCCESS
+
+    def filter_statuses(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """Each node's Filter verdict (``RunFilterPlugins`` per node), plugin by plugin over the
+        nodes every earlier plugin passed (a batch plugin in one call): ``SUCCESS``, the first
+        rejection (attributed to its plugin), or an ``ERROR`` with the plugin's own message and
+        name (a ``failurePolicy: Ignore`` plugin's error counted in ``state.ignored_errors`` and
+        passed). The plugins PreFilter skipped are not run."""
+        return self._filter_statuses(state, pod, nodes)[0]
+
+    def _filter_statuses(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[Status], int]:
+        """:meth:`filter_statuses` and the index of the first node with an ``ERROR`` (-1: none)."""
+        first_error = -1
+        count = len(nodes)
+        statuses: list[Status] = [SUCCESS] * count
+        pending: list[int] | None = None  # None: every node
+        skip = state.skip_filter_plugins
+        for call in self._filters:
+            ep = call.ep
+            if skip and ep.name in skip:
+                continue
+            subset = nodes if pending is None else [nodes[i] for i in pending]
+            if not subset:
                 break
-        return FilterOutcome(statuses, "", ignored, evaluated=position)
+            # the plugin's verdict on each node of subset: its batch in one call, else filter per
+            # node; an exception is an ERROR (of every node of a batch that raised)
+            verdicts: Sequence[Status]
+            if call.batch is not None:
+                try:
+                    verdicts = call.batch(state, pod, subset)
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    verdicts = [Status.error(_describe(exc))] * len(subset)
+                if len(verdicts) != len(subset):
+                    message = f"filter_nodes returned {len(verdicts)} statuses for {len(subset)} nodes"
+                    verdicts = [Status.error(message)] * len(subset)
+            else:
+                one = call.one
+                verdicts = []
+                append = verdicts.append
+                for node in subset:
+                    try:
+                        append(one(state, pod, node))
+                    except ObjectDecodeError:
+                        raise
+                    except Exception as exc:
+                        append(Status.error(_describe(exc)))
+            still: list[int] = []
+            attributed: dict[int, Status] = {}
+            for i, status in zip(range(count) if pending is None else pending, verdicts, strict=True):
+                code = status.code
+                if code is Code.SUCCESS:
+                    still.append(i)
+                elif code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    # one attributed copy per distinct status object, not one per node
+                    named = attributed.get(id(status))
+                    if named is None:
+                        named = status if status.reasons else Status(code, (f"rejected by {ep.name}",))
+                        named = attributed[id(status)] = named.with_plugin(ep.name)
+                    statuses[i] = named
+                elif ep.ignores_errors:
+                    state.ignore_error(ep.name)
+                    still.append(i)
+                else:
+                    statuses[i] = Status(Code.ERROR, (_error_text(status),), ep.name, status.reason_code)
+                    if first_error < 0 or i < first_error:
+                        first_error = i
+            pending = still
+        return statuses, first_error
 
-    def run_filter_on(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """The profile's PreFilter and Filter for ``pod`` on ``node`` alone, ``node`` standing in
-        for the node of its name in ``state.snapshot`` (PreFilter recomputed over the cluster so
-        changed, as upstream's ``AddPod``/``RemovePod`` extensions update the cycle state): the
-        node's verdict, or an ``ERROR`` naming the fail-closed plugin that erred."""
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``RunFilterPlugins`` for one node: ``SUCCESS``, the first rejection, or an ``ERROR``
+        ``running "<plugin>" filter plugin: <message>``."""
+        return filter_error(self.filter_statuses(state, pod, (node,))[0])
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``RunFilterPluginsWithNominatedPods``: when pods of at least ``pod``'s priority are
+        nominated to ``node`` (``pod`` itself excepted: ``addNominatedPods``), Filter first with
+        them counted there (the node with them added, the cycle's state cloned and updated by the
+        PreFilter extensions' ``AddPod``), and, when that passes, again on ``node`` as it is; else
+        once, as it is. The first status that is no success, else ``SUCCESS``: a preemptor's room
+        is not given away, and an affinity only a nominated pod satisfies does not count."""
+        added = self.nominated_to_add(pod, node)
+        if added:
+            outcome, state_out, node_out = self._add_nominated(state, pod, node, added)
+            if outcome is not None:
+                return outcome
+            status = self.run_filter_plugins(state_out, pod, node_out)
+            if not status.is_success():
+                return status
+        return self.run_filter_plugins(state, pod, node)
+
+    def nominated_to_add(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo]:
+        """The pods ``addNominatedPods`` counts on ``node`` for ``pod``: those nominated there with
+        a priority at least ``pod``'s, ``pod`` itself excepted."""
+        nominated = self.nominator.nominated_pods_for_node(node.name)
+        if not nominated:
+            return nominated
+        priority, uid = pod.priority, pod.uid
+        return [p for p in nominated if p.priority >= priority and p.uid != uid]
+
+    def _add_nominated(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo]
+    ) -> tuple[Status | None, CycleState, NodeInfo]:
+        """``addNominatedPods``: the node with ``added`` counted and a clone of ``state`` their
+        ``AddPod`` updated; an ``ERROR`` first when an extension failed."""
         snapshot = state.snapshot
-        lister = _Replaced(snapshot, node) if snapshot is not None else None
-        outcome = self.run_filter(pod, [node], CycleState(lister), nominated={})
-        if outcome.error:
-            return Status(Code.ERROR, (outcome.error,), outcome.error_plugin, outcome.error_code)
-        return outcome.statuses[0] if outcome.statuses else SUCCESS
+        node_out = snapshot.with_pods(node, added) if snapshot is not None else node
+        state_out = state.clone()
+        for nominated in added:
+            status = self.run_pre_filter_extension_add_pod(state_out, pod, nominated, node_out)
+            if not status.is_success():
+                return status, state, node
+        return None, state_out, node_out
 
-    def run_filter_with_nominated(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo, as_is: Status | None = None
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, added: PodInfo, node: NodeInfo
     ) -> Status:
-        """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go) for
-        ``node``: the profile's Filter first with the pods nominated to it of at least ``pod``'s
-        priority (``pod`` itself excepted) counted there (``addNominatedPods``:
-        ``state.snapshot.with_nominated``), then, when there were any and that passed, on ``node``
-        as it is, each through :meth:`run_filter_on`; the first status that is no success, else
-        ``SUCCESS``. So a nominated preemptor's room is not given away, and a pod affinity only a
-        nominated pod satisfies does not count (it may never run there). ``as_is``: the verdict of
-        ``node`` as it is when the caller has it (the search's batch pass), else computed here.
-        The Filter of preemption's dry run (:class:`~app.framework.handle.FilterRunner`) and of
-        the standalone scheduler's search (:meth:`run_filter`)."""
-        snapshot = state.snapshot
-        if snapshot is not None:
-            added = snapshot.with_nominated(node, pod)
-            if added is not node:  # podsAdded
-                status = self.run_filter_on(state, pod, added)
-                if not status.is_success():
-                    return status
-        return as_is if as_is is not None else self.run_filter_on(state, pod, node)
+        """``RunPreFilterExtensionAddPod``: every PreFilter plugin with extensions (not skipped)
+        updates ``state`` as if ``added`` ran on ``node``; ``ERROR`` ``running AddPod on PreFilter
+        plugin "<plugin>": <message>`` when one fails."""
+        return self._extend(state, pod, added, node, "AddPod")
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, removed: PodInfo, node: NodeInfo
+    ) -> Status:
+        """``RunPreFilterExtensionRemovePod``: as :meth:`run_pre_filter_extension_add_pod`, for
+        ``removed`` no longer running on ``node``."""
+        return self._extend(state, pod, removed, node, "RemovePod")
+
+    def _extend(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, which: str) -> Status:
+        skip = state.skip_filter_plugins
+        for name, plugin in self._extensions:
+            if skip and name in skip:
+                continue
+            try:
+                if which == "AddPod":
+                    status = plugin.add_pod(state, pod, other, node)
+                else:
+                    status = plugin.remove_pod(state, pod, other, node)
+            except ObjectDecodeError:
+                raise
+            except Exception as exc:
+                status = Status.error(_describe(exc))
+            if not status.is_success():
+                message = f'running {which} on PreFilter plugin "{name}": {status.message or "error"}'
+                return Status(Code.ERROR, (message,), name)
+        return SUCCESS
+
+    def run_filter(self, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None) -> FilterOutcome:
+        """The extender's filter: PreFilter, then Filter over ``nodes`` (see :class:`FilterOutcome`).
+        A node a PreFilterResult excludes gets what v1.30 records for it,
+        ``UnschedulableAndUnresolvable`` "node is filtered out by the prefilter result". Errors
+        read ``<plugin>: PreFilter: <message>`` and ``<plugin>: node <name>: <message>``."""
+        state = state if state is not None else CycleState()
+        result, status = self.run_pre_filter_plugins(state, pod, nodes)
+        ignored = state.ignored_errors
+        if status.code is Code.ERROR:
+            message = f"{status.plugin}: PreFilter: {status.message}"
+            return FilterOutcome([], message, ignored, status.plugin, status.reason_code)
+        if status.is_rejected():
+            return FilterOutcome([status] * len(nodes), "", ignored, pre_filter=status)
+        if result is None or result.node_names is None:
+            statuses, first_error = self._filter_statuses(state, pod, nodes)
+        else:
+            names = result.node_names
+            kept = [i for i, n in enumerate(nodes) if n.name in names]
+            statuses = [_FILTERED_OUT] * len(nodes)
+            verdicts, first_error = self._filter_statuses(state, pod, [nodes[i] for i in kept])
+            for i, verdict in zip(kept, verdicts, strict=True):
+                statuses[i] = verdict
+            first_error = kept[first_error] if first_error >= 0 else -1
+        if first_error >= 0:
+            verdict = statuses[first_error]
+            message = f"{verdict.plugin}: node {nodes[first_error].name}: {verdict.message}"
+            return FilterOutcome([], message, ignored, verdict.plugin, verdict.reason_code)
+        return FilterOutcome(statuses, "", ignored)
+
+    # -- PostFilter -------------------------------------------------------------------------------
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
     ) -> tuple[NominatingInfo, Status]:
-        """PostFilter (``RunPostFilterPlugins``, pkg/scheduler/framework/runtime/framework.go), for
-        a pod no node passed: the first plugin that succeeds decides (its result, as a
-        :class:`NominatingInfo`: its nominated node); an ``UnschedulableAndUnresolvable`` stops with
-        that plugin's result; an error stops with :data:`NOMINATING_NOOP` (nil); else
-        ``Unschedulable`` with every plugin's reasons and the last result of them that is not
-        ``NOOP`` (DefaultPreemption's :data:`CLEAR_NOMINATED_NODE` when it found no candidate),
-        :data:`NOMINATING_NOOP` when none."""
+        """PostFilter (``RunPostFilterPlugins``), for a pod no node passed: the first plugin that
+        succeeds decides (its result, as a :class:`NominatingInfo`: its nominated node); an
+        ``UnschedulableAndUnresolvable`` stops with that plugin's result; an error stops with
+        :data:`NOMINATING_NOOP` (nil); else ``Unschedulable`` with every plugin's reasons and the
+        last result of them that is not ``NOOP`` (DefaultPreemption's clearing result when it found
+        no candidate), :data:`NOMINATING_NOOP` when none."""
         reasons: list[str] = []
         rejector = ""
         result = NOMINATING_NOOP
@@ -524,83 +658,130 @@ class Framework:
             rejector = rejector or ep.name
         return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
-    # -- score ----------------------------------------------------------------------------------
+    # -- PreScore and Score -----------------------------------------------------------------------
 
-    def run_score(self, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None) -> ScoreOutcome:
-        """Score ``nodes`` for ``pod``: the weighted mean of the plugins' 0..100 scores, scaled to
-        0..10 and rounded half up. Raises :class:`FrameworkError` when a fail-closed plugin errs.
-        With no contributing plugin every node scores 0."""
-        state = state if state is not None else CycleState()
-        totals = [0] * len(nodes)
-        weight_sum = 0
-        outcome = ScoreOutcome([])
-        for ep, points in zip(self.score_plugins, self._score_points, strict=True):
-            try:
-                scores = self._score_one(ep, points, state, pod, nodes)
-            except FrameworkError as exc:
-                if not ep.ignores_errors:
-                    raise
-                outcome.skipped[ep.name] = str(exc)
-                continue
-            if scores is None:
-                outcome.skipped[ep.name] = "PreScore returned Skip"
-                continue
-            outcome.plugin_scores[ep.name] = scores
-            weight = ep.weight
-            weight_sum += weight
-            totals = [t + weight * s for t, s in zip(totals, scores, strict=True)]
-        if weight_sum:
-            # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
-            divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
-            outcome.scores = [(t + divisor // 2) // divisor for t in totals]
-        else:
-            outcome.scores = [0] * len(nodes)
-        return outcome
-
-    def _score_one(
-        self, ep: EnabledPlugin, points: _Points, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> list[int] | None:
-        plugin = ep.plugin
-        if points.pre_score is not None:
-            status = _guarded(partial(points.pre_score.pre_score, state, pod, nodes))
-            if status.code is Code.SKIP:
-                return None
-            if not status.is_success():
-                raise FrameworkError(ep.name, f"PreScore: {_error_text(status)}")
-        values: list[Any] | None = None
-        if points.batch_score is not None:
-            values = _batch(ep.name, "score_nodes", partial(points.batch_score.score_nodes, state, pod, nodes))
-            if values is not None and len(values) != len(nodes):
-                raise FrameworkError(ep.name, f"score_nodes returned {len(values)} scores for {len(nodes)} nodes")
-        if values is None:
-            values = []
-            score = plugin.score  # type: ignore[attr-defined]
-            append = values.append
-            for node in nodes:
+    def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """``RunPreScorePlugins``: each PreScore in order; a ``Skip`` (or an ignored error) puts
+        the plugin in ``state.skip_score_plugins``. ``SUCCESS``, or an ``ERROR`` ``running PreScore
+        plugin "<plugin>": <message>``."""
+        skipped: set[str] = set()
+        try:
+            for ep in self.pre_score_plugins:
                 try:
-                    append(score(state, pod, node))
+                    status = ep.plugin.pre_score(state, pod, nodes)  # type: ignore[attr-defined]
                 except ObjectDecodeError:
                     raise
                 except Exception as exc:
-                    raise FrameworkError(ep.name, f"node {node.name}: {_describe(exc)}") from exc
+                    status = Status.error(_describe(exc))
+                if status.code is Code.SKIP:
+                    skipped.add(ep.name)
+                elif not status.is_success():
+                    if ep.ignores_errors:
+                        state.ignore_error(ep.name)
+                        skipped.add(ep.name)
+                        continue
+                    message = f'running PreScore plugin "{ep.name}": {_error_text(status)}'
+                    return Status(Code.ERROR, (message,), ep.name, status.reason_code)
+        finally:
+            state.skip_score_plugins = frozenset(skipped)
+        return SUCCESS
+
+    def run_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[ScoreResult, Status]:
+        """``RunScorePlugins``: each Score plugin PreScore did not skip scores every node (a batch
+        plugin in one call), NormalizeScore maps its scores onto 0..100, and each node's
+        ``TotalScore`` sums weight x score (:class:`ScoreResult`). An ``ERROR`` (the result then
+        partial) ``running Score plugins: plugin "<p>" failed with: <message>``, ``running
+        Normalize on Score plugins: ...`` or ``applying score defaultWeights on Score plugins:
+        plugin "<p>" returns an invalid score <s>, it should in the range of [0, 100] after
+        normalizing``; a ``failurePolicy: Ignore`` plugin's error drops the plugin instead."""
+        count = len(nodes)
+        result = ScoreResult(nodes, totals=[0] * count)
+        skip = state.skip_score_plugins
+        for call in self._scores:
+            ep = call.ep
+            if skip and ep.name in skip:
+                result.skipped[ep.name] = "PreScore returned Skip"
+                continue
+            values, status, stage = self._score(call, state, pod, nodes)
+            if not status.is_success():
+                message = _error_text(status)
+                if ep.ignores_errors:
+                    state.ignore_error(ep.name)
+                    result.skipped[ep.name] = message
+                    continue
+                if stage == "defaultWeights":
+                    text = f"applying score defaultWeights on Score plugins: {message}"
+                elif stage == "Normalize":
+                    text = f'running Normalize on Score plugins: plugin "{ep.name}" failed with: {message}'
+                else:
+                    text = f'running Score plugins: plugin "{ep.name}" failed with: {message}'
+                return result, Status(Code.ERROR, (text,), ep.name, status.reason_code)
+            weight = ep.weight
+            result.plugin_scores[ep.name] = values
+            result.weights[ep.name] = weight
+            if len(result.weights) == 1:
+                result.totals = [weight * v for v in values]
+            else:
+                result.totals = [t + weight * v for t, v in zip(result.totals, values, strict=True)]
+        return result, SUCCESS
+
+    def _score(
+        self, call: _ScoreCall, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status, str]:
+        """One plugin's scores of ``nodes`` after NormalizeScore, a status, and the stage that
+        failed (``Score``, ``Normalize``, ``defaultWeights``)."""
+        ep = call.ep
+        values: list[int] = []
+        if call.batch is not None:
+            try:
+                values, status = call.batch(state, pod, nodes)
+            except ObjectDecodeError:
+                raise
+            except Exception as exc:
+                return [], Status.error(_describe(exc)), "Score"
+            if not status.is_success():
+                return [], status, "Score"
+            if len(values) != len(nodes):
+                return [], Status.error(f"score_nodes returned {len(values)} scores for {len(nodes)} nodes"), "Score"
+        else:
+            one = call.one
+            append = values.append
+            for node in nodes:
+                try:
+                    value, status = one(state, pod, node)
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    return [], Status.error(f"node {node.name}: {_describe(exc)}"), "Score"
+                if status is not SUCCESS and not status.is_success():
+                    return [], Status(Code.ERROR, (f"node {node.name}: {_error_text(status)}",)), "Score"
+                append(value)
         if values and not set(map(type, values)) <= {int}:
             i = next(i for i, v in enumerate(values) if type(v) is not int)
-            raise FrameworkError(ep.name, f"node {nodes[i].name}: score {values[i]!r} is not an integer")
-        if points.normalize_score is not None:
+            return [], Status.error(f"node {nodes[i].name}: score {values[i]!r} is not an integer"), "Score"
+        if call.normalize is not None:
             node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
-            status = _guarded(partial(points.normalize_score.normalize_score, state, pod, node_scores))
+            try:
+                status = call.normalize.normalize_score(state, pod, node_scores)
+            except ObjectDecodeError:
+                raise
+            except Exception as exc:
+                status = Status.error(_describe(exc))
             if not status.is_success():
-                raise FrameworkError(ep.name, f"NormalizeScore: {_error_text(status)}")
+                return [], status, "Normalize"
             values = [ns.score for ns in node_scores]
-        if values and (min(values) < 0 or max(values) > MAX_NODE_SCORE):
-            i = next(i for i, v in enumerate(values) if not 0 <= v <= MAX_NODE_SCORE)
-            raise FrameworkError(
-                ep.name,
-                f"node {nodes[i].name}: score {values[i]} is outside 0..{MAX_NODE_SCORE} after normalizing",
+        if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
+            bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+            message = (
+                f'plugin "{ep.name}" returns an invalid score {bad}, it should in the range of '
+                f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
             )
-        return values
+            return [], Status.error(message), "defaultWeights"
+        return values, SUCCESS, ""
 
-    # -- preempt --------------------------------------------------------------------------------
+    # -- preempt (the extender's verb) --------------------------------------------------------------
 
     def run_preemption(
         self, pod: PodInfo, candidates: dict[str, Victims], dropped: dict[str, str] | None = None
@@ -614,7 +795,9 @@ class Framework:
         for ep in self.preemption_plugins:
             state = CycleState()
             try:
-                proposed = ep.plugin.process_preemption(state, pod, dict(current))  # type: ignore[attr-defined]
+                proposed, status = ep.plugin.process_preemption(state, pod, dict(current))  # type: ignore[attr-defined]
+                if not status.is_success():
+                    raise ValueError(_error_text(status))
                 checked = _checked_victims(current, proposed)
                 if dropped is not None:
                     dropped.update((node, ep.name) for node in current.keys() - checked.keys())
@@ -644,12 +827,12 @@ class Framework:
         return (*own, *(p for p in self.shared_reserve if p not in own))
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Reserve: assume ``pod`` on ``node_name`` in the cluster state and run every Reserve
-        plugin (the profile's, then the cluster-wide ones of other profiles), atomically
-        (``assume`` with the plugins as its check). Returns ``SUCCESS``, or the refusal (the
-        refusing plugin's status, or an ``ERROR`` from the cluster state: bound or being bound
-        elsewhere); on refusal every Reserve plugin's Unreserve has run and nothing is assumed.
-        Without cluster state the plugins see a node known only by name."""
+        """Reserve (``AssumePod`` and ``RunReservePluginsReserve``): assume ``pod`` on ``node_name``
+        in the cluster state and run every Reserve plugin (the profile's, then the cluster-wide
+        ones of other profiles), atomically (``assume`` with the plugins as its check). Returns
+        ``SUCCESS``; the refusing plugin's rejection; an ``ERROR`` ``running Reserve plugin
+        "<plugin>": <message>``, or of the cluster state (bound or being bound elsewhere). On
+        refusal every Reserve plugin's Unreserve has run and nothing is assumed."""
         plugins = self._reserve_plugins()
 
         def check(node: NodeInfo) -> Status:
@@ -659,25 +842,25 @@ class Framework:
                 except Exception as exc:
                     status = Status.error(_describe(exc))
                 if not status.is_success():
-                    return status.with_plugin(plugin.name)
+                    if status.is_rejected():
+                        return status.with_plugin(plugin.name)
+                    message = f'running Reserve plugin "{plugin.name}": {_error_text(status)}'
+                    return Status(Code.ERROR, (message,), plugin.name, status.reason_code)
             return SUCCESS
 
-        if self.cluster is None:
-            status = check(NodeInfo(node_name))
-        else:
-            reservation = self.cluster.assume(pod, node_name, check if plugins else None)
-            if reservation.ok:
-                return SUCCESS
-            status = reservation.status or Status(Code.ERROR, (reservation.reason,), "ClusterState")
-        if not status.is_success():
-            self.run_unreserve(state, pod, node_name, forget=False)
+        reservation = self.cluster.assume(pod, node_name, check if plugins else None)
+        if reservation.ok:
+            return SUCCESS
+        status = reservation.status or Status(Code.ERROR, (reservation.reason,), "ClusterState")
+        self.run_unreserve(state, pod, node_name, forget=False)
         return status
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Permit (``RunPermitPlugins``): ``SUCCESS``; the first rejection (or ``ERROR``); or
-        ``WAIT`` when one or more plugins asked the pod to wait and none rejected it (the pod is
-        then in :attr:`waiting_pods`, each such plugin's timeout capped at 15 minutes). Call
-        :meth:`run_unreserve` after a rejection. On the event loop."""
+        """Permit (``RunPermitPlugins``): ``SUCCESS``; the first rejection; an ``ERROR`` ``running
+        Permit plugin "<plugin>": <message>``; or ``WAIT`` when one or more plugins asked the pod
+        to wait and none rejected it (the pod is then in :attr:`waiting_pods`, each such plugin's
+        timeout capped at 15 minutes). Call :meth:`run_unreserve` after a rejection. On the
+        event loop."""
         timeouts: dict[str, float] = {}
         for plugin in self.permit_plugins:
             try:
@@ -691,11 +874,11 @@ class Framework:
             if status.code is Code.WAIT:
                 timeouts[plugin.name] = min(max(timeout, 0.0), MAX_TIMEOUT)
                 continue
-            message = f"running Permit plugin {plugin.name}: {_error_text(status)}"
+            message = f'running Permit plugin "{plugin.name}": {_error_text(status)}'
             return Status(Code.ERROR, (message,), plugin.name)
         if timeouts:
             self.waiting_pods.add(WaitingPod(pod, node_name, timeouts))
-            message = f"one or more plugins asked to wait and no plugin rejected pod {pod.name!r}"
+            message = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
             return Status(Code.WAIT, (message,))
         return SUCCESS
 
@@ -773,7 +956,7 @@ class Framework:
                 plugin.unreserve(state, pod, node_name)
             except Exception as exc:
                 _describe(exc)
-        if forget and self.cluster is not None:
+        if forget:
             self.cluster.forget(pod.uid, node_name)
 
     async def run_binding_cycle(
@@ -789,13 +972,12 @@ class Framework:
         if status.is_success():
             status = await self.run_bind_plugins(state, pod, node_name)
         if status.is_success():
-            if self.cluster is not None:
-                self.cluster.finish_binding(pod.uid)
+            self.cluster.finish_binding(pod.uid)
             self.run_post_bind(state, pod, node_name)
             return status
         uncertain = status.reason_code == BINDING_UNCERTAIN
         self.run_unreserve(state, pod, node_name, forget=not uncertain)
-        if uncertain and self.cluster is not None:
+        if uncertain:
             self.cluster.finish_binding(pod.uid)
         return status
 
@@ -809,13 +991,10 @@ class Framework:
             return Status.error(f"no binder is configured in profile {self.profile!r}")
         state = CycleState()
         state.write(BIND_DEADLINE, deadline)
-        if self.cluster is None:
-            pod: PodInfo | None = PodInfo.placeholder(ref.namespace, ref.name, ref.uid)
-        else:
-            refusal = await self._admitted(deadline)
-            if refusal is not None:
-                return Status.error(refusal)
-            pod = await self.cluster.read_pod(ref, max((deadline - time.monotonic()) / 2, 0.001))
+        refusal = await self._admitted(deadline)
+        if refusal is not None:
+            return Status.error(refusal)
+        pod = await self.cluster.read_pod(ref, max((deadline - time.monotonic()) / 2, 0.001))
         if pod is None:
             return Status.error(f"cannot bind to {node_name}: pod {ref.namespace}/{ref.name} not found")
         if pod.uid != ref.uid:  # the name now belongs to another pod: never bind it in this one's place
@@ -844,7 +1023,6 @@ class Framework:
     async def _admitted(self, deadline: float) -> str | None:
         """Wait for the cluster's bind admission while it can come with :data:`ADMISSION_MARGIN`
         left before ``deadline`` (monotonic seconds); the refusal when it cannot, else ``None``."""
-        assert self.cluster is not None
         while True:
             refusal = self.cluster.bind_admission(self.bind_warm_up)
             if refusal is None:
@@ -855,99 +1033,20 @@ class Framework:
             await asyncio.sleep(max(wait, 0.001))
 
 
+def filter_error(status: Status) -> Status:
+    """A Filter verdict as ``RunFilterPlugins`` returns it: an ``ERROR`` reads ``running
+    "<plugin>" filter plugin: <message>``; any other status is itself."""
+    if status.code is not Code.ERROR or not status.plugin:
+        return status
+    return Status(Code.ERROR, (f'running "{status.plugin}" filter plugin: {status.message}',), status.plugin)
+
+
 def _failed(node_name: str, status: Status, point: str) -> Status:
     """The bind verb's ``ERROR`` for a pod refused at ``point`` before any Binding was sent."""
     who = f"{status.plugin}: " if status.plugin and status.plugin != "ClusterState" else ""
     where = f"{point}: " if who else ""
-    message = f"cannot bind to {node_name}: {who}{where}{status.message or code_name_of(status)}"
+    message = f"cannot bind to {node_name}: {who}{where}{status.message or status.code.name}"
     return Status(Code.ERROR, (message,), status.plugin, status.reason_code)
-
-
-def code_name_of(status: Status) -> str:
-    """The status's code name, for a status without a message."""
-    return status.code.name
-
-
-class _Replaced:
-    """A :class:`NodeLister` with one node standing in for the node of its name."""
-
-    def __init__(self, base: Any, node: NodeInfo) -> None:
-        self.base, self.node = base, node
-
-    def get(self, name: str) -> NodeInfo | None:
-        found: NodeInfo | None = self.node if name == self.node.name else self.base.get(name)
-        return found
-
-    def list(self) -> list[NodeInfo]:
-        name = self.node.name
-        return [self.node if n.name == name else n for n in self.base.list()]
-
-    def nominated_pods(self, node: str) -> Any:
-        return self.base.nominated_pods(node)
-
-    def with_nominated(self, info: NodeInfo, pod: PodInfo) -> NodeInfo:
-        return self.base.with_nominated(info, pod)  # type: ignore[no-any-return]
-
-    def namespace_labels(self, namespace: str) -> Any:
-        return self.base.namespace_labels(namespace)
-
-    def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
-        return self.base.with_pods(info, pods)  # type: ignore[no-any-return]
-
-    def without_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
-        return self.base.without_pods(info, pods)  # type: ignore[no-any-return]
-
-
-def _batch(plugin: str, method: str, call: Callable[[], Any]) -> Any:
-    """``call()`` (a plugin's ``filter_nodes``/``score_nodes``), or ``None`` when it raised: the
-    caller then asks node by node, which names the failing node (a request decode error
-    propagates: it is the client's)."""
-    try:
-        return call()
-    except ObjectDecodeError:
-        raise
-    except Exception as exc:
-        log.warning("plugin %s: %s raised %s; asking node by node", plugin, method, type(exc).__name__)
-        return None
-
-
-def _filter_nodes(
-    ep: EnabledPlugin, batch: BatchFilterPlugin | None, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-) -> Sequence[Status]:
-    """``ep``'s Filter verdict on each of ``nodes``: one :meth:`BatchFilterPlugin.filter_nodes`
-    call when the plugin has it (``batch``), else ``filter`` per node; an exception becomes an
-    ``ERROR`` status of the node that raised it (a batch that raises is re-run per node to find it)."""
-    plugin = ep.plugin
-    if batch is not None:
-        verdicts: Sequence[Status] | None = _batch(
-            ep.name, "filter_nodes", partial(batch.filter_nodes, state, pod, nodes)
-        )
-        if verdicts is not None:
-            if len(verdicts) != len(nodes):
-                message = f"filter_nodes returned {len(verdicts)} statuses for {len(nodes)} nodes"
-                return [Status.error(message)] * len(nodes)
-            return verdicts
-    out: list[Status] = []
-    filter_one = plugin.filter  # type: ignore[attr-defined]
-    for node in nodes:
-        try:
-            out.append(filter_one(state, pod, node))
-        except ObjectDecodeError:
-            raise
-        except Exception as exc:
-            out.append(Status.error(_describe(exc)))
-    return out
-
-
-def _require(ep: EnabledPlugin, protocol: Any, point: str) -> None:
-    if not isinstance(ep.plugin, protocol):
-        raise ValueError(f"plugin {ep.name} does not implement the {point} extension point")
-
-
-def _error_text(status: Status) -> str:
-    if status.code is Code.ERROR:
-        return status.message or "error"
-    return f"unexpected status {status.code.name}" + (f": {status.message}" if status.reasons else "")
 
 
 def _checked_victims(before: dict[str, Victims], after: dict[str, Victims]) -> dict[str, Victims]:
@@ -972,3 +1071,27 @@ def _checked_victims(before: dict[str, Victims], after: dict[str, Victims]) -> d
             continue
         checked[node] = victims
     return checked
+
+
+__all__ = [
+    "ADMISSION_MARGIN",
+    "BINDING_UNCERTAIN",
+    "BIND_BUDGET",
+    "BIND_DEADLINE",
+    "ERR_REASON_PRE_FILTER_RESULT",
+    "MAX_EXTENDER_PRIORITY",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "PLUGIN_FAILED",
+    "PROTOCOLS",
+    "EnabledPlugin",
+    "FilterOutcome",
+    "Framework",
+    "FrameworkError",
+    "PluginLists",
+    "ScoreResult",
+    "default_normalize_score",
+    "filter_error",
+    "implementing",
+    "plugin_lists",
+]

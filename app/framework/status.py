@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 
@@ -111,18 +111,60 @@ SKIP = Status(Code.SKIP)
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 
 
-def fit_error_message(total: int, statuses: Iterable[Status], pre_filter: Status | None = None) -> str:
+def fit_error_message(
+    total: int, statuses: Iterable[Status], pre_filter: Status | str | None = None, post_filter: str = ""
+) -> str:
     """kube-scheduler's ``FitError.Error()`` (pkg/scheduler/framework/types.go): ``0/N nodes are
-    available: `` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
+    available:`` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
     period; else ``"<count> <reason>"`` for each distinct reason of the rejected nodes (a node
-    counts once per reason it has), sorted as strings, joined by ``, `` and ended with a period."""
-    if pre_filter is not None:
-        return f"{NO_NODE_AVAILABLE.format(total)}: {pre_filter.message}."
-    histogram: dict[str, int] = {}
-    for status in statuses:
-        if status.code is not Code.SUCCESS:
-            for reason in status.reasons:
-                histogram[reason] = histogram.get(reason, 0) + 1
-    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+    counts once per reason it has), sorted as strings, joined by ``, `` and ended with a period;
+    then the PostFilter's message (``PostFilterMsg``) and a period (``SeparatorFormat`` ``" %v."``
+    each time: a PostFilter message that ends with a period ends with two)."""
     message = NO_NODE_AVAILABLE.format(total) + ":"
-    return message + (f" {', '.join(parts)}." if parts else "")
+    pre = pre_filter.message if isinstance(pre_filter, Status) else pre_filter
+    if pre:
+        message += f" {pre}."
+    else:
+        histogram: dict[str, int] = {}
+        for status in statuses:
+            if status.code is not Code.SUCCESS:
+                for reason in status.reasons:
+                    histogram[reason] = histogram.get(reason, 0) + 1
+        parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        if parts:
+            message += f" {', '.join(parts)}."
+    if post_filter:
+        message += f" {post_filter}."
+    return message
+
+
+@dataclass
+class Diagnosis:
+    """Why no node fit (``framework.Diagnosis``): each evaluated node's status
+    (``NodeToStatusMap``: a node cut by a PreFilterResult has none), the plugins that rejected the
+    pod (``UnschedulablePlugins``: what moves it out of the unschedulable pool), and the messages
+    of a PreFilter that rejected it and of the PostFilter."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def add_plugin_status(self, status: Status) -> None:
+        """``AddPluginStatus``: a rejection's plugin joins :attr:`unschedulable_plugins`."""
+        if status.plugin and status.is_rejected():
+            self.unschedulable_plugins.add(status.plugin)
+
+
+@dataclass
+class FitError:
+    """No node fits the pod (``framework.FitError``): how many nodes there were and the
+    :class:`Diagnosis`; :meth:`error` is kube-scheduler's message."""
+
+    num_all_nodes: int
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+
+    def error(self) -> str:
+        """``FitError.Error()`` (:func:`fit_error_message`)."""
+        d = self.diagnosis
+        return fit_error_message(self.num_all_nodes, d.node_to_status.values(), d.pre_filter_msg, d.post_filter_msg)

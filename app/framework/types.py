@@ -607,13 +607,19 @@ def _used_ports(info: NodeInfo) -> frozenset[tuple[str, str, int]]:
 
 
 class CycleState:
-    """Per-request scratch space shared by the plugins of one scheduling call.
+    """Per-cycle scratch space shared by the plugins of one scheduling call (kube-scheduler's
+    ``CycleState``, pkg/scheduler/framework/cycle_state.go).
 
-    Mirrors kube-scheduler's ``CycleState``: PreFilter writes what Filter reads for every node,
-    PreScore what Score reads. Keys are strings, by convention ``"<PluginName>/<what>"``.
+    PreFilter writes what Filter reads for every node, PreScore what Score reads. Keys are
+    strings, by convention ``"<PluginName>/<what>"``. :attr:`skip_filter_plugins` and
+    :attr:`skip_score_plugins` name the plugins whose PreFilter/PreScore returned ``Skip`` (their
+    Filter/Score is not run, nor their PreFilterExtensions). :meth:`clone` copies the state for a
+    what-if (the pods nominated to a node, preemption's dry run): a value with a ``clone()``
+    method is cloned, any other value is shared, so a plugin whose ``add_pod``/``remove_pod``
+    change its state gives that state a ``clone()``.
     """
 
-    __slots__ = ("_data", "snapshot")
+    __slots__ = ("_data", "ignored_errors", "skip_filter_plugins", "skip_score_plugins", "snapshot")
 
     def __init__(self, snapshot: Any = None) -> None:
         self._data: dict[str, Any] = {}
@@ -622,6 +628,12 @@ class CycleState:
         #: for plugins whose PreFilter or PreScore looks beyond the candidate nodes (pod affinity,
         #: topology spread); ``None`` without cluster state (then only the candidates are known)
         self.snapshot = snapshot
+        #: the plugins whose PreFilter returned ``Skip`` (``SkipFilterPlugins``)
+        self.skip_filter_plugins: frozenset[str] = frozenset()
+        #: the plugins whose PreScore returned ``Skip`` (``SkipScorePlugins``)
+        self.skip_score_plugins: frozenset[str] = frozenset()
+        #: plugin name -> errors a ``failurePolicy: Ignore`` plugin made in this cycle
+        self.ignored_errors: dict[str, int] = {}
 
     def read(self, key: str) -> Any:
         """Return the value stored under ``key``; raises ``KeyError`` if nothing was written."""
@@ -639,8 +651,67 @@ class CycleState:
         """Forget ``key`` (no error when absent)."""
         self._data.pop(key, None)
 
+    def clone(self) -> CycleState:
+        """A copy (``CycleState.Clone``): each value with a ``clone()`` method cloned, the others
+        shared; the snapshot and the skip sets shared (they are not changed after PreFilter and
+        PreScore)."""
+        copy = CycleState(self.snapshot)
+        copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        copy.skip_filter_plugins = self.skip_filter_plugins
+        copy.skip_score_plugins = self.skip_score_plugins
+        copy.ignored_errors = self.ignored_errors
+        return copy
+
+    def ignore_error(self, plugin: str) -> None:
+        """Count an error of ``plugin`` its ``failurePolicy: Ignore`` swallowed."""
+        self.ignored_errors[plugin] = self.ignored_errors.get(plugin, 0) + 1
+
     def __contains__(self, key: str) -> bool:
         return key in self._data
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """What a PreFilter may return besides its status (``framework.PreFilterResult``,
+    pkg/scheduler/framework/types.go): ``node_names``, the only nodes worth evaluating, ``None``
+    for every node (``AllNodes``)."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        """Whether every node is worth evaluating (``AllNodes``)."""
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult | None:
+        """``Merge``: the intersection of the two node sets; ``None`` when both allow every node."""
+        mine = self.node_names
+        theirs = other.node_names if other is not None else None
+        if mine is None and theirs is None:
+            return None
+        if mine is None:
+            return PreFilterResult(theirs)
+        if theirs is None:
+            return PreFilterResult(mine)
+        return PreFilterResult(mine & theirs)
+
+
+@dataclass(slots=True)
+class PluginScore:
+    """One plugin's weighted score of a node (``framework.PluginScore``: its 0..100 score after
+    NormalizeScore times its weight)."""
+
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class NodePluginScores:
+    """A node's scores (``framework.NodePluginScores``): each plugin's weighted score and their
+    sum, ``total_score``, what ``selectHost`` compares."""
+
+    name: str
+    scores: list[PluginScore] = field(default_factory=list)
+    total_score: int = 0
 
 
 @dataclass(slots=True)

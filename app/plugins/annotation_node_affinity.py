@@ -15,7 +15,7 @@ from app.framework.args import PluginArgs
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Status
-from app.framework.types import CycleState, NodeInfo, PodInfo
+from app.framework.types import CycleState, NodeInfo, PodInfo, PreFilterResult
 
 NAME = "AnnotationNodeAffinity"
 _STATE_KEY = f"{NAME}/matches"
@@ -63,13 +63,15 @@ class AnnotationNodeAffinity:
             code="NodeReserved",
         )
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """Record whether the pod carries the annotation; ``SKIP`` when nothing can reject it."""
         matches = pod.annotations.get(self.args.annotation_key) == self.args.annotation_value
         if not matches and not self.args.exclusive:
-            return SKIP
+            return None, SKIP
         state.write(_STATE_KEY, matches)
-        return SUCCESS
+        return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Reject a node that lacks the label for an annotated pod, or (``exclusive``) a labelled

@@ -68,6 +68,7 @@ from app.framework import (
     PodIndex,
     PodInfo,
     PolicyRule,
+    PreFilterResult,
     Status,
     Victims,
     WaitingPod,
@@ -201,40 +202,42 @@ class Coscheduling:
                 return float(found)
         return self.schedule_timeout
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """``Skip`` for a pod outside any group; ``Error`` while the group is denied or still
         gathering (kube-scheduler retries it within seconds); a rejection on every node when the
         group is unknown or has been short of ``minMember`` pods for its schedule timeout."""
         group = self.group_of(pod)
         if group is None:
-            return SKIP
+            return None, SKIP
         until = self.denied_until(group)
         if until is not None:
-            return Status.error(
+            return None, Status.error(
                 f"pod group {group} is denied for {until - self._clock():.0f}s more after its Permit timed out "
                 "(kube-scheduler retries it with backoff)",
                 code="PodGroupDenied",
             )
         need = self.min_member(pod, group)
         if isinstance(need, Status):
-            return need
+            return None, need
         members = self.members(group)
         total = len(members) + (0 if any(m.uid == pod.uid for m in members) else 1)
         if total >= need:
             self._forming.pop(group, None)
-            return SUCCESS
+            return None, SUCCESS
         now = self._clock()
         if len(self._forming) > 10_000:  # forget groups that were abandoned long ago
             self._forming = {g: t for g, t in self._forming.items() if now - t < 10 * self.timeout_of(g)}
         since = self._forming.setdefault(group, now)
         timeout = self.timeout_of(group)
         if now - since <= timeout:
-            return Status.error(
+            return None, Status.error(
                 f"pod group {group} has {total} of minMember {need} pods: waiting up to {timeout:g}s for the "
                 "rest to be created (kube-scheduler retries it with backoff)",
                 code="PodGroupWaiting",
             )
-        return Status.unresolvable(
+        return None, Status.unresolvable(
             f"pod group {group} has {total} of minMember {need} pods after {timeout:g}s", code="PodGroupIncomplete"
         )
 
@@ -302,7 +305,9 @@ class Coscheduling:
 
     # -- preemption --------------------------------------------------------------------------------
 
-    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+    def process_preemption(
+        self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]
+    ) -> tuple[dict[str, Victims], Status]:
         """Drop the candidates whose victims are part, but not all, of a group's pods."""
         kept: dict[str, Victims] = {}
         for node, victims in candidates.items():
@@ -313,7 +318,7 @@ class Coscheduling:
                     by_group.setdefault(group, set()).add(victim.uid)
             if all({m.uid for m in self.members(group)} <= uids for group, uids in by_group.items()):
                 kept[node] = victims
-        return kept
+        return kept, SUCCESS
 
 
 PLUGIN = PluginEntry(

@@ -16,16 +16,17 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
   until it holds ``numCandidates`` candidates, one of them without PDB violations
   (``minCandidateNodesPercentage`` 10 % of the nodes, at least ``minCandidateNodesAbsolute`` 100;
   the candidates with and without violations are each kept up to that many, those without first).
-- **Victims on a node** (``SelectVictimsOnNode``): every pod of lower priority is removed; when the
-  pod still does not fit (the profile's Filter, PreFilter recomputed with the node so changed, as
+- **Victims on a node** (``SelectVictimsOnNode``), on a copy of the node and of the cycle's state:
+  every pod of lower priority is removed (``RemovePod`` of the PreFilter extensions keeps the
+  state true); when the pod still does not fit (the profile's
   ``RunFilterPluginsWithNominatedPods``: first with the pods nominated to the node of equal or
   higher priority, the pod itself excepted, counted as running there, then, when there were any
   and it passed, without them; it fits only if both pass), the node is no candidate (its Filter
-  status); else the removed pods are put back one by one, most important first
+  status); else the removed pods are put back one by one (``AddPod``), most important first
   (``MoreImportantPod``: higher priority, then the earlier ``status.startTime``),
   PodDisruptionBudget-violating ones first, and each that still lets the pod fit (both passes) is
-  reprieved; the others are the victims. No lower-priority pod: "No preemption victims found for
-  incoming pod" (UnschedulableAndUnresolvable).
+  reprieved; the others are removed again and are the victims. No lower-priority pod: "No
+  preemption victims found for incoming pod" (UnschedulableAndUnresolvable).
 - **PodDisruptionBudgets** (``filterPodsWithPDBViolation``): walking the potential victims most
   important first, each budget of the pod's namespace whose non-empty selector matches the pod's
   labels, and that does not list the pod in ``status.disruptedPods``, loses one of its
@@ -37,11 +38,11 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
 - **Preparing it** (``prepareCandidate``): a victim waiting at Permit is rejected there
   ("preempted"); the others are marked ``DisruptionTarget=True`` (``PreemptionByScheduler``) and
   deleted (UID preconditions); the lower-priority pods nominated to the node lose their
-  nomination (``getLowerPriorityNominatedPods``, ``ClearNominatedNodeName``); the pod is
-  nominated to the node (``status.nominatedNodeName``); all through the cluster state
-  (:meth:`~app.framework.handle.ClusterHandle.preempt`). Pods nominated to a node count there for
-  pods of lower or equal priority, so the room is kept for it. Not written: the ``Preempted``
-  Event on each victim.
+  nomination (``getLowerPriorityNominatedPods`` of the nominator, ``ClearNominatedNodeName``);
+  through the cluster state (:meth:`~app.framework.handle.ClusterHandle.preempt`). The result
+  nominates the pod to the node: the scheduler records it in the nominator at once and writes
+  ``status.nominatedNodeName`` (``handleSchedulingFailure``). Pods nominated to a node count there
+  for pods of lower or equal priority, so the room is kept for it.
 
 Every message gets upstream's ``preemption: `` prefix (``PostFilter``). The result carries
 upstream's ``NominatingInfo`` (:class:`~app.framework.runtime.NominatingInfo`): the chosen node, or
@@ -81,7 +82,7 @@ from app.framework import (
     Status,
 )
 from app.framework.labels import label_selector_matches
-from app.framework.runtime import CLEAR_NOMINATED_NODE, NOMINATING_NOOP, NominatingInfo
+from app.framework.nominator import CLEAR_NOMINATED_NODE, NOMINATING_NOOP, NominatingInfo
 from app.framework.status import fit_error_message
 from app.framework.validation import aggregate
 
@@ -212,7 +213,8 @@ class DefaultPreemption:
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle, rng: random.Random | None = None) -> None:
         self.args = args
         self.cluster: ClusterHandle = handle.require_cluster(NAME)
-        self.run_filter = handle.run_filter
+        #: the profile's framework: its Filter, PreFilter extensions and nominator
+        self.handle = handle
         self.waiting_pods = handle.waiting_pods
         self._rng = rng or random.Random()
 
@@ -251,29 +253,38 @@ class DefaultPreemption:
         budgets: Sequence[PodDisruptionBudget] = (),
     ) -> tuple[list[PodInfo], int, Status]:
         """``SelectVictimsOnNode``: the victims (most important first), how many violate one of
-        ``budgets``, and the status (``SUCCESS``, or why the node is no candidate). Each Filter is
-        the profile's ``RunFilterPluginsWithNominatedPods`` through the handle
-        (:class:`~app.framework.handle.FilterRunner`)."""
-        snapshot = state.snapshot
+        ``budgets``, and the status (``SUCCESS``, or why the node is no candidate). ``state`` is
+        this node's own copy of the cycle's state: the PreFilter extensions change it as pods are
+        removed and put back. Each Filter is the profile's ``RunFilterPluginsWithNominatedPods``."""
+        snapshot, handle = state.snapshot, self.handle
         potential = [p for p in node.pods if p.priority < pod.priority]
         if not potential:
             return [], 0, _NO_VICTIMS
-        without = snapshot.without_pods(node, potential)
-        status = self.run_filter(state, pod, without)
+        current = snapshot.without_pods(node, potential)
+        for removed in potential:
+            status = handle.run_pre_filter_extension_remove_pod(state, pod, removed, current)
+            if not status.is_success():
+                return [], 0, status
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, current)
         if not status.is_success():
             return [], 0, status
         ordered = sorted(potential, key=lambda p: (-p.priority, start_time(p, now)))
         violating, non_violating = filter_pods_with_pdb_violation(ordered, budgets)
         victims: list[PodInfo] = []
         violations = 0
-        current = without
         for candidate in (*violating, *non_violating):  # the PDB-violating ones reprieved first
             trial = snapshot.with_pods(current, [candidate])
-            if self.run_filter(state, pod, trial).is_success():
+            status = handle.run_pre_filter_extension_add_pod(state, pod, candidate, trial)
+            if not status.is_success():
+                return [], 0, status
+            if handle.run_filter_plugins_with_nominated_pods(state, pod, trial).is_success():
                 current = trial  # reprieved
-            else:
-                victims.append(candidate)
-                violations += candidate in violating
+                continue
+            status = handle.run_pre_filter_extension_remove_pod(state, pod, candidate, current)
+            if not status.is_success():
+                return [], 0, status
+            victims.append(candidate)
+            violations += candidate in violating
         if violating and non_violating:  # most important first again
             victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
         return victims, violations, SUCCESS
@@ -299,7 +310,7 @@ class DefaultPreemption:
         now = datetime.now(UTC).timestamp()
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
-            victims, violations, status = self.select_victims(state, pod, node, now, budgets)
+            victims, violations, status = self.select_victims(state.clone(), pod, node, now, budgets)
             if status.is_success() and victims:
                 held = violating if violations else non_violating
                 if len(held) < wanted:
@@ -336,9 +347,9 @@ class DefaultPreemption:
             return candidates[0]
         return pick_one_node(candidates, datetime.now(UTC).timestamp())
 
-    def prepare_candidate(self, candidate: Candidate, pod: PodInfo, nodes: NodeLister) -> None:
-        """``prepareCandidate``: reject the victims waiting at Permit, evict the others, clear the
-        nomination of lower-priority pods nominated to the node and nominate ``pod`` there."""
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
+        """``prepareCandidate``: reject the victims waiting at Permit, evict the others, and clear
+        the nomination of the lower-priority pods nominated to the node."""
         deleted = []
         for victim in candidate.victims:  # a victim waiting at Permit is rejected, not deleted
             waiting = self.waiting_pods.get(victim.uid)
@@ -347,7 +358,7 @@ class DefaultPreemption:
             else:
                 deleted.append(victim)
         # lower-priority pods nominated to the node may no longer fit there (getLowerPriorityNominatedPods)
-        nominated = nodes.nominated_pods(candidate.name)
+        nominated = self.handle.nominated_pods_for_node(candidate.name)
         lower = [p for p in nominated if p.priority < pod.priority and p.uid != pod.uid]
         self.cluster.preempt(pod, candidate.name, deleted, lower)
 
@@ -376,7 +387,7 @@ class DefaultPreemption:
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return NOMINATING_NOOP, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-        self.prepare_candidate(best, pod, snapshot)
+        self.prepare_candidate(best, pod)
         return NominatingInfo(best.name), SUCCESS
 
     def post_filter(

@@ -142,16 +142,12 @@ class ImageLocality:
         state.write(_PRE_SCORE, image_state(pod, cluster_nodes))
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """0..100 for ``node``. Raises ``KeyError`` when PreScore has not run."""
-        images: ImageState = state.read(_PRE_SCORE)
-        return calculate_priority(sum_image_scores(images, node), images.num_containers)
-
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
-        """:meth:`score` for every node of ``nodes``, in their order."""
-        images: ImageState = state.read(_PRE_SCORE)
-        n = images.num_containers
-        return [calculate_priority(sum_image_scores(images, node), n) for node in nodes]
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """0..100 for ``node``; ``Error`` when PreScore has not run."""
+        images: ImageState | None = state.get(_PRE_SCORE)
+        if images is None:
+            return 0, Status.error(f'reading "{_PRE_SCORE}" from cycleState: not found')
+        return calculate_priority(sum_image_scores(images, node), images.num_containers), SUCCESS
 
 
 PLUGIN = PluginEntry(

@@ -19,11 +19,14 @@ It returns ``Skip`` when the pod has no required term and no existing pod's anti
 matches it, and ``UnschedulableAndUnresolvable`` ``parsing pod: ...`` when one of the pod's label
 selectors is invalid (``metav1.LabelSelectorAsSelector``'s error, byte for byte).
 
+**AddPod/RemovePod** (PreFilter extensions) update those counts as if a pod were added to or
+removed from a node: the pods nominated to a node, a preemption's dry run.
+
 **Filter**, per node, in upstream's order (a few dict lookups):
 
 1. the pod's required affinity: the node must have every term's topology key, and a matching pod
-   must exist in the node's domain of each term; unless no existing pod matches at all and the pod
-   matches its own terms (the first pod of a group) -> ``UnschedulableAndUnresolvable``
+   must exist in the node's domain of each term; unless no pod matches at all (``affinityCounts``
+   is empty) and the pod matches its own terms (the first pod of a group) -> ``UnschedulableAndUnresolvable``
    "node(s) didn't match pod affinity rules";
 2. the pod's required anti-affinity -> ``Unschedulable`` "node(s) didn't match pod anti-affinity
    rules";
@@ -44,7 +47,8 @@ incoming pod's terms the selector is resolved against the known namespaces
 (``mergeAffinityTermNamespacesIfNotEmpty``: ``state.snapshot.namespace_labels``; an unknown
 namespace is not selected), an empty selector ``{}`` selects every namespace. For existing pods'
 terms the selector is matched against the incoming pod's namespace labels, an empty set when the
-namespace is unknown (``GetNamespaceLabelsSnapshot``). Label selectors follow
+namespace is unknown (``GetNamespaceLabelsSnapshot``). The cluster state watches the namespaces'
+labels for this plugin (``ClusterNeeds.namespaces``). Label selectors follow
 ``metav1.LabelSelectorAsSelector`` (:func:`app.framework.labels.label_selector_matches`: ``None``
 selects nothing, ``{}`` everything). ``matchLabelKeys``/``mismatchLabelKeys`` of terms are alpha
 in v1.30 (``MatchLabelKeysInPodAffinity``, off by default) and ignored. Needs cluster state.
@@ -53,19 +57,19 @@ in v1.30 (``MatchLabelKeysInPodAffinity``, off by default) and ignored. Needs cl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from pydantic import Field, field_validator
 
 from app.framework import objects
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
-from app.framework.handle import Handle
+from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.labels import label_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult
 from app.framework.validation import aggregate, selector_error
 
 NAME = "InterPodAffinity"
@@ -262,47 +266,113 @@ def _all_nodes(state: CycleState, nodes: Sequence[NodeInfo]) -> Sequence[NodeInf
 Pair = tuple[str, str]
 
 
-@dataclass(frozen=True, slots=True)
+def _update(counts: dict[Pair, int], labels: Mapping[str, str], key: str, value: int) -> None:
+    """``topologyToMatchedTermCount.update``: add ``value`` to the node's pair of ``key`` (when
+    the node has the label), dropping a count that reaches 0."""
+    found = labels.get(key)
+    if found is None:
+        return
+    pair = (key, found)
+    total = counts.get(pair, 0) + value
+    if total:
+        counts[pair] = total
+    else:
+        counts.pop(pair, None)
+
+
 class PreFilterState:
-    """What Filter reads: the three counts by ``(topologyKey, value)`` and the keys to look up.
+    """What Filter reads (``preFilterState``): the three counts by ``(topologyKey, value)``, the
+    incoming pod's required terms, its namespace's labels and whether it matches all its own
+    affinity terms. :meth:`update_with_pod` keeps the counts true when a pod is added to or
+    removed from a node (the PreFilter extensions); :meth:`clone` copies the counts."""
 
-    ``affinity_keys``: the topology key of each required affinity term (in order, repeats kept);
-    ``first_of_group``: no existing pod matches all affinity terms and the pod matches them itself.
-    """
+    __slots__ = (
+        "affinity_counts",
+        "affinity_terms",
+        "anti_affinity_counts",
+        "anti_terms",
+        "existing_anti_affinity_counts",
+        "ns_labels",
+        "pod",
+        "self_match",
+    )
 
-    existing_anti_affinity_counts: dict[Pair, int]
-    existing_anti_affinity_keys: tuple[str, ...]
-    affinity_counts: dict[Pair, int]
-    affinity_keys: tuple[str, ...]
-    anti_affinity_counts: dict[Pair, int]
-    anti_affinity_keys: tuple[str, ...]
-    first_of_group: bool
+    def __init__(
+        self,
+        pod: PodInfo,
+        affinity_terms: Sequence[IncomingTerm],
+        anti_terms: Sequence[IncomingTerm],
+        ns_labels: Mapping[str, str],
+        existing_anti_affinity_counts: dict[Pair, int],
+        affinity_counts: dict[Pair, int],
+        anti_affinity_counts: dict[Pair, int],
+    ) -> None:
+        self.pod = pod
+        self.affinity_terms = tuple(affinity_terms)
+        self.anti_terms = tuple(anti_terms)
+        self.ns_labels = ns_labels
+        self.existing_anti_affinity_counts = existing_anti_affinity_counts
+        self.affinity_counts = affinity_counts
+        self.anti_affinity_counts = anti_affinity_counts
+        #: ``podMatchesAllAffinityTerms(RequiredAffinityTerms, pod)``: the pod may be the first
+        #: of a group with affinity to itself
+        self.self_match = _all_match(self.affinity_terms, pod)
+
+    def clone(self) -> PreFilterState:
+        """A copy whose counts can change on their own (``preFilterState.Clone``)."""
+        copy = PreFilterState.__new__(PreFilterState)
+        copy.pod, copy.ns_labels, copy.self_match = self.pod, self.ns_labels, self.self_match
+        copy.affinity_terms, copy.anti_terms = self.affinity_terms, self.anti_terms
+        copy.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
+        copy.affinity_counts = dict(self.affinity_counts)
+        copy.anti_affinity_counts = dict(self.anti_affinity_counts)
+        return copy
+
+    def update_with_pod(self, other: PodInfo, node: NodeInfo, multiplier: int) -> None:
+        """``updateWithPod``: count (``multiplier`` 1) or uncount (-1) ``other`` on ``node``:
+        its required anti-affinity terms that match the incoming pod, the incoming pod's
+        affinity terms when ``other`` matches them all, and each of its anti-affinity terms
+        ``other`` matches. Nothing for a node without its object."""
+        if node.node is None:
+            return
+        labels = node.labels
+        aff = other.affinity
+        if aff is not None:
+            for term in _required(aff.pod_anti_affinity):
+                if existing_term_matches(term, other.namespace, self.pod, self.ns_labels):
+                    _update(self.existing_anti_affinity_counts, labels, term.topology_key or "", multiplier)
+        if _all_match(self.affinity_terms, other):
+            for t in self.affinity_terms:
+                _update(self.affinity_counts, labels, t.topology_key, multiplier)
+        for t in self.anti_terms:
+            if t.matches(other):
+                _update(self.anti_affinity_counts, labels, t.topology_key, multiplier)
 
 
 def _verdict(s: PreFilterState, labels: Mapping[str, str]) -> Status:
     """``Filter``: satisfyPodAffinity, satisfyPodAntiAffinity, satisfyExistingPodsAntiAffinity."""
-    if s.affinity_keys:
+    if s.affinity_terms:
         counts = s.affinity_counts
         pods_exist = True
-        for key in s.affinity_keys:
-            value = labels.get(key)
+        for t in s.affinity_terms:
+            value = labels.get(t.topology_key)
             if value is None:
                 return _AFFINITY_FAIL  # all topology labels must exist on the node
-            if counts.get((key, value), 0) <= 0:
+            if counts.get((t.topology_key, value), 0) <= 0:
                 pods_exist = False
-        if not pods_exist and not s.first_of_group:
+        # the first pod of a group with affinity to itself: no other pod matches, it does
+        if not pods_exist and not (not counts and s.self_match):
             return _AFFINITY_FAIL
     anti = s.anti_affinity_counts
     if anti:
-        for key in s.anti_affinity_keys:
-            value = labels.get(key)
-            if value is not None and anti.get((key, value), 0) > 0:
+        for t in s.anti_terms:
+            value = labels.get(t.topology_key)
+            if value is not None and anti.get((t.topology_key, value), 0) > 0:
                 return _ANTI_AFFINITY_FAIL
     existing = s.existing_anti_affinity_counts
     if existing:
-        for key in s.existing_anti_affinity_keys:
-            value = labels.get(key)
-            if value is not None and existing.get((key, value), 0) > 0:
+        for pair in labels.items():
+            if existing.get(pair, 0) > 0:
                 return _EXISTING_ANTI_AFFINITY_FAIL
     return SUCCESS
 
@@ -317,10 +387,12 @@ _EVENTS = (
 )
 
 
-class InterPodAffinity:
-    """PreFilter + Filter + PreScore + Score + NormalizeScore (see the module doc)."""
+class InterPodAffinity(PreFilterStateExtensions):
+    """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter + PreScore + Score +
+    NormalizeScore (see the module doc)."""
 
     name = NAME
+    pre_filter_key = _PRE_FILTER
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
@@ -328,11 +400,13 @@ class InterPodAffinity:
 
     # -- filter ----------------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """Count the topology pairs over every node of the cluster; ``Skip`` when nothing applies."""
         error = pod_parse_error(pod)
         if error is not None:
-            return Status.unresolvable(f"parsing pod: {error}")
+            return None, Status.unresolvable(f"parsing pod: {error}")
         aff = pod.affinity
         lookup = _namespace_lookup(state)
         affinity_terms = [IncomingTerm(t, pod, lookup) for t in _required(aff.pod_affinity)] if aff else []
@@ -346,20 +420,12 @@ class InterPodAffinity:
         if affinity_terms or anti_terms:
             self._incoming_counts(affinity_terms, anti_terms, all_nodes, affinity_counts, anti_counts)
         if not existing and not affinity_terms and not anti_terms:
-            return SKIP
+            return None, SKIP
         state.write(
             _PRE_FILTER,
-            PreFilterState(
-                existing_anti_affinity_counts=existing,
-                existing_anti_affinity_keys=tuple({k for k, _ in existing}),
-                affinity_counts=affinity_counts,
-                affinity_keys=tuple(t.topology_key for t in affinity_terms),
-                anti_affinity_counts=anti_counts,
-                anti_affinity_keys=tuple(t.topology_key for t in anti_terms),
-                first_of_group=not affinity_counts and _all_match(affinity_terms, pod),
-            ),
+            PreFilterState(pod, affinity_terms, anti_terms, ns_labels, existing, affinity_counts, anti_counts),
         )
-        return SUCCESS
+        return None, SUCCESS
 
     @staticmethod
     def _existing_anti_affinity_counts(
@@ -411,17 +477,14 @@ class InterPodAffinity:
                         anti_counts[pair] = anti_counts.get(pair, 0) + 1
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """The node's verdict from PreFilter's counts; ``Error`` for an unknown node object.
-        Raises ``KeyError`` when PreFilter did not run."""
-        s: PreFilterState = state.read(_PRE_FILTER)
+        """The node's verdict from PreFilter's counts; ``Error`` for an unknown node object and
+        when PreFilter did not run."""
+        s: PreFilterState | None = state.get(_PRE_FILTER)
+        if s is None:
+            return Status.error(f'reading "{_PRE_FILTER}" from cycleState: not found')
         if node.node is None:
             return _NO_NODE_STATUS
         return _verdict(s, node.labels)
-
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for every node of ``nodes``, in order."""
-        s: PreFilterState = state.read(_PRE_FILTER)
-        return [_verdict(s, n.labels) if n.node is not None else _NO_NODE_STATUS for n in nodes]
 
     # -- score -----------------------------------------------------------------------------------
 
@@ -489,19 +552,22 @@ class InterPodAffinity:
         ]
         return out
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         """The sum of PreScore's weights over the node's topology pairs (may be negative; see
-        :meth:`normalize_score`). Raises ``LookupError`` for an unknown node object."""
-        scores: dict[str, dict[str, int]] = state.read(_PRE_SCORE)
+        :meth:`normalize_score`). ``Error`` for an unknown node object and when PreScore did not
+        run."""
+        scores: dict[str, dict[str, int]] | None = state.get(_PRE_SCORE)
+        if scores is None:
+            return 0, Status.error(f'reading "{_PRE_SCORE}" from cycleState: not found')
         if node.node is None:
-            raise LookupError(NO_NODE)
+            return 0, _NO_NODE_STATUS
         labels = node.labels
         total = 0
         for key, by_value in scores.items():
             value = labels.get(key)
             if value is not None:
                 total += by_value.get(value, 0)
-        return total
+        return total, SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """Map min..max of ``scores`` onto 0..100 in place (``int(100 * (s - min) / (max - min))``,
@@ -525,5 +591,7 @@ PLUGIN = PluginEntry(
     factory=InterPodAffinity,
     args=InterPodAffinityArgs,
     needs_cluster=True,
+    # the namespaces' labels, for namespaceSelector (listed and watched as kube-scheduler's informer)
+    needs=lambda args, http_timeout: ClusterNeeds(namespaces=True),
     summary="filter+score: kube-scheduler's InterPodAffinity (pod affinity and anti-affinity) on the cluster state",
 )

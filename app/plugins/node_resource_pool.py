@@ -47,6 +47,7 @@ from app.framework import (
     PluginEntry,
     PodInfo,
     PoolSpec,
+    PreFilterResult,
     Status,
     Victims,
 )
@@ -188,22 +189,23 @@ class NodeResourcePool:
 
     # -- Filter --------------------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """``Skip`` for a pod that takes no slot."""
         slots = self.slots(pod)
         if not slots:
-            return SKIP
+            return None, SKIP
         state.write(_SLOTS, slots)
-        return SUCCESS
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """Reject a node outside the pool or without enough free slots."""
-        return self._refusal(node, state.read(_SLOTS)) or SUCCESS
+        return None, SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for every node in one loop; nodes with free slots (most of them) are
-        passed after two lookups (the capacity is kept per node version)."""
-        slots = state.read(_SLOTS)
+        """Reject each node outside the pool or without enough free slots, in one loop; nodes
+        with free slots (most of them) are passed after two lookups (the capacity is kept per node
+        version). ``Error`` when PreFilter did not run."""
+        slots: int | None = state.get(_SLOTS)
+        if slots is None:
+            return [Status.error(f'reading "{_SLOTS}" from cycleState: not found')] * len(nodes)
         key, capacity_of, pool = (NAME, self.pool), self._capacity, self.pool
         out: list[Status] = []
         append = out.append
@@ -220,21 +222,19 @@ class NodeResourcePool:
             append(refusal)
         return out
 
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """:meth:`filter_nodes` for one node."""
+        return self.filter_nodes(state, pod, (node,))[0]
+
     # -- Score ---------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """``Skip`` for a pod that takes no slot."""
-        return self.pre_filter(state, pod, nodes)
+        return self.pre_filter(state, pod, nodes)[1]
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """Free slots on the node (0 outside the pool); raw, see :meth:`normalize_score`."""
-        if node.node is None:
-            raise LookupError(NO_NODE)
-        capacity = self.capacity(node)
-        return 0 if isinstance(capacity, str) else max(capacity - self.used(node), 0)
-
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
-        """:meth:`score` for every node in one loop."""
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        """Free slots on each node (0 outside the pool), raw (see :meth:`normalize_score`), in
+        one loop; ``Error`` naming a node whose object is unknown."""
         key, capacity_of, pool = (NAME, self.pool), self._capacity, self.pool
         out: list[int] = []
         append = out.append
@@ -244,10 +244,15 @@ class NodeResourcePool:
                 free = capacity - node.usage.pool_usage.get(pool, 0)
                 append(free if free > 0 else 0)
             elif capacity == NO_NODE:
-                raise LookupError(NO_NODE)
+                return [], Status.error(f"node {node.name}: {NO_NODE}")
             else:
                 append(0)
-        return out
+        return out, SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """:meth:`score_nodes` for one node."""
+        scores, status = self.score_nodes(state, pod, (node,))
+        return (scores[0] if scores else 0), status
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``free * 100 / max(free)`` (kube-scheduler's ``DefaultNormalizeScore``); all 0 stay 0."""
@@ -272,12 +277,14 @@ class NodeResourcePool:
 
     # -- preemption ----------------------------------------------------------------------------------
 
-    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+    def process_preemption(
+        self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]
+    ) -> tuple[dict[str, Victims], Status]:
         """For a consuming preemptor, keep only the candidates where evicting the victims frees
         enough slots (victims the cache cannot resolve free none)."""
         slots = self.slots(pod)
         if not slots:
-            return candidates
+            return candidates, SUCCESS
         snapshot = self.cluster.snapshot()
         kept: dict[str, Victims] = {}
         for name, victims in candidates.items():
@@ -290,7 +297,7 @@ class NodeResourcePool:
             freed = sum(self.slots(v) for v in victims.pods)
             if self.used(node) - freed + slots <= capacity:
                 kept[name] = victims
-        return kept
+        return kept, SUCCESS
 
 
 PLUGIN = PluginEntry(

@@ -53,9 +53,12 @@ def go_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
+_NO_NODE = Status.error("node object unavailable (NodeNames-only request without cluster state)")
+
+
 class NodeResourcesAllocatable:
     """Score + NormalizeScore (see module doc). A node whose object is unknown (cache mode without
-    cluster state) raises, which the runtime turns into an ``Error`` for the failure policy."""
+    cluster state) is an ``Error`` for the failure policy."""
 
     name = NAME
 
@@ -64,14 +67,15 @@ class NodeResourcesAllocatable:
         self.weights = [(r.name, r.weight) for r in args.resources]
         self.weight_sum = sum(w for _, w in self.weights)
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """The raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any integer)."""
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """The raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any integer);
+        ``Error`` for a node whose object is unknown (a NodeNames request without cluster state)."""
+        if node.node is None:
+            return 0, _NO_NODE
         result: int = node.memo(self, self._raw_score)  # depends on allocatable only
-        return result
+        return result, SUCCESS
 
     def _raw_score(self, node: NodeInfo) -> int:
-        if node.node is None:
-            raise LookupError("node object unavailable (NodeNames-only request without cluster state)")
         get = node.allocatable.get
         total = 0
         for name, weight in self.weights:

@@ -10,11 +10,9 @@ with the matching of k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nod
 
 - PreFilter: ``Skip`` when the pod has no required node affinity, no ``nodeSelector`` and the
   profile no added required affinity. When every required term pins ``metadata.name`` with
-  ``matchFields`` ``In``, the union over terms of the intersection within a term is upstream's
-  ``PreFilterResult``; an empty one is ``UnschedulableAndUnresolvable`` ``pod affinity terms
-  conflict``. This framework's PreFilter cannot return a node subset, so Filter applies it: a
-  node outside the set gets what kube-scheduler v1.30 records for it (``findNodesThatFitPod``):
-  ``UnschedulableAndUnresolvable`` ``node is filtered out by the prefilter result``.
+  ``matchFields`` ``In``, the union over terms of the intersection within a term is the
+  ``PreFilterResult`` (the only nodes worth evaluating); an empty one is
+  ``UnschedulableAndUnresolvable`` ``pod affinity terms conflict``.
 - Filter: the added required affinity first (``node(s) didn't match scheduler-enforced node
   affinity``), then ``nodeSelector`` AND the pod's required terms (``node(s) didn't match Pod's
   node affinity/selector``); both ``UnschedulableAndUnresolvable``. A term with an invalid
@@ -51,7 +49,7 @@ from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult
 from app.framework.validation import aggregate, is_qualified_name, is_valid_label_value
 
 NAME = "NodeAffinity"
@@ -65,17 +63,12 @@ ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 #: ``errReasonConflict``
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
-#: what kube-scheduler v1.30 records for a node outside a PreFilterResult (schedule_one.go)
-ERR_REASON_PRE_FILTER_RESULT = "node is filtered out by the prefilter result"
 #: ``metav1.ObjectNameField``
 OBJECT_NAME_FIELD = "metadata.name"
 
 _POD = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,), reason_code="NodeAffinityMismatch")
 _ENFORCED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,), reason_code="EnforcedAffinityMismatch")
 _CONFLICT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_CONFLICT,), reason_code="AffinityTermsConflict")
-_FILTERED_OUT = Status(
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_PRE_FILTER_RESULT,), reason_code="PreFilterResult"
-)
 _NO_NODE_STATUS = Status.error(NO_NODE)
 
 # -- operators and Gt/Lt values (label keys and values: app.framework.validation) -------------------
@@ -339,7 +332,6 @@ def preferred_terms(pod: PodInfo) -> PreferredTerms | None:
 @dataclass(frozen=True, slots=True)
 class _PreFilterState:
     required: RequiredNodeAffinity
-    node_names: frozenset[str] | None
 
 
 # -- args -------------------------------------------------------------------------------------------
@@ -484,49 +476,39 @@ class NodeAffinity:
 
     # -- filter -----------------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``Skip`` when there is nothing to check; ``pod affinity terms conflict`` when the
-        ``metadata.name`` pins exclude every node; else ``SUCCESS`` with the parsed requirements
-        (and pinned node names) in the cycle state."""
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``Skip`` when there is nothing to check; else the parsed requirements in the cycle
+        state and, when the terms pin ``metadata.name``, those node names as the
+        ``PreFilterResult`` (``pod affinity terms conflict`` when they exclude every node)."""
         required = _required_selector(pod)
         spec_selector = pod.pod.spec.node_selector if pod.pod is not None and pod.pod.spec is not None else None
         has_selector = spec_selector is not None if pod.pod is not None else bool(pod.node_selector)
         if required is None and self.added_required is None and not has_selector:
-            return SKIP
+            return None, SKIP
+        state.write(PRE_FILTER_KEY, _PreFilterState(required_node_affinity(pod)))
         names = pinned_node_names(required) if required is not None and required.node_selector_terms else None
-        state.write(PRE_FILTER_KEY, _PreFilterState(required_node_affinity(pod), names))
-        if names is not None and not names:
-            return _CONFLICT
-        return SUCCESS
-
-    def _prepared(self, state: CycleState, pod: PodInfo) -> _PreFilterState:
-        found: _PreFilterState | None = state.get(PRE_FILTER_KEY)
-        if found is None:  # PreFilter did not run: compute here, as upstream's fallback
-            found = _PreFilterState(required_node_affinity(pod), None)
-        return found
-
-    def _judge(self, pre: _PreFilterState, node: NodeInfo) -> Status:
-        if node.node is None:
-            return _NO_NODE_STATUS
-        name = node.name
-        if pre.node_names is not None and name not in pre.node_names:
-            return _FILTERED_OUT
-        labels = node.labels
-        if self.added_required is not None and not terms_match(self.added_required, name, labels):
-            return _ENFORCED
-        if not pre.required.matches(name, labels):
-            return _POD
-        return SUCCESS
+        if names is None:
+            return None, SUCCESS
+        if not names:
+            return None, _CONFLICT
+        return PreFilterResult(names), SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``SUCCESS`` or an ``UnschedulableAndUnresolvable`` rejection (see the module doc);
         ``ERROR`` for a node without its object."""
-        return self._judge(self._prepared(state, pod), node)
-
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for each of ``nodes``, in order."""
-        pre = self._prepared(state, pod)
-        return [self._judge(pre, node) for node in nodes]
+        if node.node is None:
+            return _NO_NODE_STATUS
+        found: _PreFilterState | None = state.get(PRE_FILTER_KEY)
+        if found is None:  # PreFilter did not run: compute here, as upstream's fallback
+            found = _PreFilterState(required_node_affinity(pod))
+        name, labels = node.name, node.labels
+        if self.added_required is not None and not terms_match(self.added_required, name, labels):
+            return _ENFORCED
+        if not found.required.matches(name, labels):
+            return _POD
+        return SUCCESS
 
     # -- score ------------------------------------------------------------------------------------
 
@@ -542,20 +524,24 @@ class NodeAffinity:
         state.write(PRE_SCORE_KEY, preferred)
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         """The raw score: the weights of the matching preferred terms, added ones included.
-        Raises ``LookupError`` for a node without its object, ``ValueError`` for an invalid term
-        when PreScore did not run."""
+        ``Error`` for a node without its object, and for an invalid term when PreScore did not
+        run."""
         if node.node is None:
-            raise LookupError(NO_NODE)
+            return 0, _NO_NODE_STATUS
         name, labels = node.name, node.labels
         count = self.added_preferred.score(name, labels) if self.added_preferred is not None else 0
-        preferred: PreferredTerms | None = (
-            state.read(PRE_SCORE_KEY) if PRE_SCORE_KEY in state else preferred_terms(pod)
-        )  # fallback when PreScore is disabled, as upstream
+        if PRE_SCORE_KEY in state:
+            preferred: PreferredTerms | None = state.read(PRE_SCORE_KEY)
+        else:  # fallback when PreScore is disabled, as upstream
+            try:
+                preferred = preferred_terms(pod)
+            except ValueError as exc:
+                return 0, Status.error(str(exc))
         if preferred is not None:
             count += preferred.score(name, labels)
-        return count
+        return count, SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``DefaultNormalizeScore(MaxNodeScore, false, scores)``."""

@@ -47,13 +47,6 @@ class NodeName:
         """``SUCCESS`` or ``UnschedulableAndUnresolvable`` ``node(s) didn't match the requested node name``."""
         return SUCCESS if fits(pod, node) else _REJECTED
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for each of ``nodes``, in order."""
-        wanted = pod.node_name
-        if not wanted:
-            return [SUCCESS] * len(nodes)
-        return [SUCCESS if n.name == wanted else _REJECTED for n in nodes]
-
     def events_to_register(self) -> Sequence[ClusterEvent]:
         """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
         return _EVENTS

@@ -23,7 +23,7 @@ from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import CycleState, NodeInfo, PodInfo
+from app.framework.types import CycleState, NodeInfo, PodInfo, PreFilterResult
 
 NAME = "NodePorts"
 #: upstream's ``preFilterStateKey`` ("PreFilter" + Name)
@@ -78,13 +78,15 @@ class NodePorts:
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         pass
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """Writes the pod's host ports to the cycle state; ``Skip`` when it has none."""
         ports = pod.host_ports
         if not ports:
-            return SKIP
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, ports)
-        return SUCCESS
+        return None, SUCCESS
 
     def _wanted(self, state: CycleState) -> Sequence[HostPort] | None:
         return state.get(PRE_FILTER_STATE_KEY)  # type: ignore[no-any-return]
@@ -97,14 +99,6 @@ class NodePorts:
         if want is None:
             return _not_found()
         return SUCCESS if fits_ports(want, node) else _NO_FREE_PORTS
-
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Sequence[Status]:
-        """:meth:`filter` for every node of ``nodes``, in their order, in one loop."""
-        want = self._wanted(state)
-        if want is None:
-            error = _not_found()
-            return [error] * len(nodes)
-        return [SUCCESS if fits_ports(want, node) else _NO_FREE_PORTS for node in nodes]
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         """``EventsToRegister`` (v1.30, queueing hints off): Pod Delete, Node Add|Update."""

@@ -62,11 +62,6 @@ class NodeUnschedulable:
             return _REJECTED
         return SUCCESS
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for each of ``nodes``, in order (the toleration is checked once)."""
-        rejected = SUCCESS if tolerates_unschedulable(pod) else _REJECTED
-        return [_NO_NODE_STATUS if n.node is None else rejected if n.unschedulable else SUCCESS for n in nodes]
-
     def events_to_register(self) -> Sequence[ClusterEvent]:
         """``EventsToRegister`` (v1.30, queueing hints off): Node Add|UpdateNodeTaint."""
         return _EVENTS

@@ -15,11 +15,15 @@ NodeInclusionPolicy and MatchLabelKeys on).
   NoSchedule/NoExecute taint), the number of pods in the pod's namespace, not being deleted,
   matching the constraint's selector (``labelSelector`` plus the pod's values of
   ``matchLabelKeys``), per topology value. ``Skip`` when the pod has no such constraint.
+- **AddPod/RemovePod** (PreFilter extensions): a pod added to or removed from a node (the pods
+  nominated to it, a preemption's dry run) changes its domain's count and the critical paths
+  (``updateWithPod``).
 - **Filter**: a node without one of the topology keys is ``UnschedulableAndUnresolvable``
   "node(s) didn't match pod topology spread constraints (missing required label)"; a node where
   ``matching pods in its domain + (1 if the pod matches its own selector) - global minimum >
   maxSkew`` is ``Unschedulable`` "node(s) didn't match pod topology spread constraints". The global
-  minimum is 0 when there are fewer domains than ``minDomains`` (1 when unset).
+  minimum is the first of the constraint's two critical paths (``criticalPaths``), 0 when there
+  are fewer domains than ``minDomains`` (1 when unset).
 - **PreScore/Score/NormalizeScore** (``ScheduleAnyway`` constraints): a node's raw score is
   ``sum(count * log(domains + 2) + maxSkew - 1)`` over the constraints, rounded half away from
   zero; NormalizeScore maps it to ``100 * (max + min - score) / max`` so that fewer matching pods
@@ -54,12 +58,13 @@ from app.framework import objects
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.labels import node_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.taints import find_matching_untolerated_taint
-from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult
 from app.framework.validation import is_qualified_name, selector_error
 
 NAME = "PodTopologySpread"
@@ -389,16 +394,109 @@ def topology_normalizing_weight(size: int) -> float:
 # -- cycle state ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class PreFilterState:
-    """What Filter reads: per hard constraint ``(topologyKey, limit, counts)``, where ``counts``
-    maps a topology value to its matching pods and a node passes when ``counts.get(value, 0) <=
-    limit`` (``limit = maxSkew + global minimum - selfMatch``); plus the constraints themselves and
-    the counts' global minimum and domain count (for tests and explanations)."""
+class CriticalPaths:
+    """``criticalPaths``: the two domains of a hard constraint with the fewest matching pods
+    (``values[i]`` with ``counts[i]``); ``counts[0]`` is the global minimum. As upstream, only two
+    are tracked: after an update the minimum can be a domain's old count (upstream's
+    approximation, kept as is)."""
 
-    constraints: tuple[Constraint, ...]
-    checks: tuple[tuple[str, int, dict[str, int]], ...]
-    min_match: tuple[int, ...]
+    __slots__ = ("counts", "values")
+
+    def __init__(self) -> None:
+        self.values = ["", ""]
+        self.counts = [_MAX_INT32, _MAX_INT32]
+
+    def update(self, value: str, count: int) -> None:
+        """``criticalPaths.update``: record ``value``'s new ``count``."""
+        values, counts = self.values, self.counts
+        i = 0 if value == values[0] else 1 if value == values[1] else -1
+        if i >= 0:
+            counts[i] = count
+            if counts[0] > counts[1]:
+                values.reverse()
+                counts.reverse()
+        elif count < counts[0]:
+            values[1], counts[1] = values[0], counts[0]
+            values[0], counts[0] = value, count
+        elif count < counts[1]:
+            values[1], counts[1] = value, count
+
+    @property
+    def minimum(self) -> int:
+        """The tracked global minimum (``paths[0].MatchNum``)."""
+        return self.counts[0]
+
+    def clone(self) -> CriticalPaths:
+        """A copy."""
+        copy = CriticalPaths()
+        copy.values, copy.counts = list(self.values), list(self.counts)
+        return copy
+
+
+class PreFilterState:
+    """What Filter reads (``preFilterState``): the hard constraints and, per constraint, the
+    matching pods per topology value of its key (``TpPairToMatchNum``), its critical paths
+    (``TpKeyToCriticalPaths``: the global minimum) and its number of domains
+    (``TpKeyToDomainsNum``). :meth:`update_with_pod` keeps it true when a pod is added to or
+    removed from a node (the PreFilter extensions); :meth:`clone` copies what that changes."""
+
+    __slots__ = ("affinity", "constraints", "counts", "domains", "matchers", "namespace", "paths", "tolerations")
+
+    def __init__(
+        self,
+        pod: PodInfo,
+        constraints: Sequence[Constraint],
+        counts: list[dict[str, int]],
+    ) -> None:
+        self.constraints = tuple(constraints)
+        self.counts = counts
+        self.domains = tuple(len(c) for c in counts)
+        self.paths = []
+        for domain_counts in counts:
+            paths = CriticalPaths()
+            for value, count in domain_counts.items():
+                paths.update(value, count)
+            self.paths.append(paths)
+        self.matchers = tuple(c.selector.matcher() for c in constraints)
+        self.namespace = pod.namespace
+        self.affinity = required_node_affinity(pod)
+        self.tolerations = pod.tolerations
+
+    def min_match(self, i: int) -> int:
+        """``minMatchNum`` of constraint ``i``: its tracked global minimum, 0 when it has fewer
+        domains than ``minDomains``."""
+        if self.domains[i] < self.constraints[i].min_domains:
+            return 0
+        return self.paths[i].minimum
+
+    def clone(self) -> PreFilterState:
+        """A copy whose counts and critical paths can change on their own."""
+        copy = PreFilterState.__new__(PreFilterState)
+        copy.constraints, copy.domains, copy.matchers = self.constraints, self.domains, self.matchers
+        copy.namespace, copy.affinity, copy.tolerations = self.namespace, self.affinity, self.tolerations
+        copy.counts = [dict(c) for c in self.counts]
+        copy.paths = [p.clone() for p in self.paths]
+        return copy
+
+    def update_with_pod(self, other: PodInfo, node: NodeInfo, delta: int) -> None:
+        """``updateWithPod``: count (``delta`` 1) or uncount (-1) ``other`` on ``node`` for each
+        constraint whose selector matches it and whose inclusion policies the node passes, when
+        ``other`` is in the incoming pod's namespace and the node has every topology key."""
+        if other.namespace != self.namespace or node.node is None:
+            return
+        labels = node.labels
+        if not all(c.topology_key in labels for c in self.constraints):
+            return
+        memo: list[bool | None] = [None, None]
+        for i, c in enumerate(self.constraints):
+            if not self.matchers[i](other.labels):
+                continue
+            if not _included(c, node, labels, self.affinity, self.tolerations, memo):
+                continue
+            value = labels[c.topology_key]
+            count = self.counts[i].get(value, 0) + delta
+            self.counts[i][value] = count
+            self.paths[i].update(value, count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,9 +523,9 @@ _EVENTS = (
 )
 
 
-class PodTopologySpread:
-    """PreFilter + Filter (``DoNotSchedule``), PreScore + Score + NormalizeScore
-    (``ScheduleAnyway``); see the module doc.
+class PodTopologySpread(PreFilterStateExtensions):
+    """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter (``DoNotSchedule``),
+    PreScore + Score + NormalizeScore (``ScheduleAnyway``); see the module doc.
 
     ``default_selector(pod)``: the selector of the Services/controllers selecting ``pod``
     (``helper.DefaultSelector``) for the default constraints; when not given, that of
@@ -436,6 +534,7 @@ class PodTopologySpread:
     """
 
     name = NAME
+    pre_filter_key = _PRE_FILTER
 
     def __init__(
         self,
@@ -478,49 +577,35 @@ class PodTopologySpread:
 
     # -- filter -----------------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """Count the matching pods per topology domain of each ``DoNotSchedule`` constraint over
         every node of the cluster; ``Skip`` without such constraints."""
         try:
             constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         except SelectorError as exc:
-            return Status.error(f"obtaining pod's hard topology spread constraints: {exc}")
+            return None, Status.error(f"obtaining pod's hard topology spread constraints: {exc}")
         if not constraints:
-            return SKIP
+            return None, SKIP
         snapshot = state.snapshot
         all_nodes = snapshot.list() if snapshot is not None else nodes
-        counts = _count_domains(pod, constraints, all_nodes)
-        checks = []
-        minimums = []
-        pod_labels = pod.labels
-        for c, domain_counts in zip(constraints, counts, strict=True):
-            min_match = min(domain_counts.values(), default=_MAX_INT32)
-            if len(domain_counts) < c.min_domains:
-                min_match = 0
-            minimums.append(min_match)
-            self_match = 1 if c.selector.matcher()(pod_labels) else 0
-            checks.append((c.topology_key, c.max_skew + min_match - self_match, domain_counts))
-        state.write(_PRE_FILTER, PreFilterState(tuple(constraints), tuple(checks), tuple(minimums)))
-        return SUCCESS
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """``SUCCESS``, ``UnschedulableAndUnresolvable`` for a missing topology label, or
-        ``Unschedulable`` for a skew above ``maxSkew``; ``Error`` for an unknown node object."""
-        s: PreFilterState = state.read(_PRE_FILTER)
-        if node.node is None:
-            return _NO_NODE
-        labels = node.labels
-        for key, limit, counts in s.checks:
-            value = labels.get(key)
-            if value is None:
-                return _LABEL_MISSING
-            if counts.get(value, 0) > limit:
-                return _SKEWED
-        return SUCCESS
+        state.write(_PRE_FILTER, PreFilterState(pod, constraints, _count_domains(pod, constraints, all_nodes)))
+        return None, SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for every node of ``nodes``, in one loop."""
-        checks = state.read(_PRE_FILTER).checks
+        """For each node: ``SUCCESS``; ``UnschedulableAndUnresolvable`` when it lacks a topology
+        label; ``Unschedulable`` when ``matching pods in its domain + selfMatch - global minimum
+        > maxSkew``; ``Error`` for an unknown node object, and when PreFilter did not run."""
+        s: PreFilterState | None = state.get(_PRE_FILTER)
+        if s is None:
+            return [Status.error(f'reading "{_PRE_FILTER}" from cycleState: not found')] * len(nodes)
+        pod_labels = pod.labels
+        # a node passes a constraint when counts.get(value, 0) <= maxSkew + minimum - selfMatch
+        checks = [
+            (c.topology_key, c.max_skew + s.min_match(i) - (1 if s.matchers[i](pod_labels) else 0), s.counts[i])
+            for i, c in enumerate(s.constraints)
+        ]
         out: list[Status] = []
         append = out.append
         for node in nodes:
@@ -539,6 +624,10 @@ class PodTopologySpread:
                     break
             append(verdict)
         return out
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """:meth:`filter_nodes` for one node."""
+        return self.filter_nodes(state, pod, (node,))[0]
 
     # -- score ------------------------------------------------------------------------------------
 
@@ -598,12 +687,15 @@ class PodTopologySpread:
         )
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         """The raw score: ``sum(count * weight + maxSkew - 1)`` over the constraints whose key the
-        node has, rounded half away from zero; 0 for an ignored node."""
-        s: PreScoreState = state.read(_PRE_SCORE)
+        node has, rounded half away from zero; 0 for an ignored node. ``Error`` when PreScore did
+        not run."""
+        s: PreScoreState | None = state.get(_PRE_SCORE)
+        if s is None:
+            return 0, Status.error(f'reading "{_PRE_SCORE}" from cycleState: not found')
         if node.name in s.ignored:
-            return 0
+            return 0, SUCCESS
         labels = node.labels
         total = 0.0
         for i, c in enumerate(s.constraints):
@@ -615,7 +707,7 @@ class PodTopologySpread:
             else:
                 count = s.counts[i].get(value, 0)
             total += count * s.weights[i] + (c.max_skew - 1)
-        return go_round(total)
+        return go_round(total), SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``100 * (max + min - score) // max`` for the scored nodes (100 each when the highest is

@@ -27,6 +27,7 @@ from pydantic import Field
 from app.framework.args import PluginArgs
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
+from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, PodInfo, Victims
 
 NAME = "PreemptionRules"
@@ -90,7 +91,9 @@ class PreemptionRules:
                 return f"annotation {key} is protected"
         return None
 
-    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
+    def process_preemption(
+        self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]
+    ) -> tuple[dict[str, Victims], Status]:
         """Drop nodes with a protected (or unknown) victim, then keep the fewest-PDB-violation ones."""
         kept: dict[str, Victims] = {}
         for node, victims in candidates.items():
@@ -100,7 +103,7 @@ class PreemptionRules:
         if self.fewest_pdb and kept:
             fewest = min(v.num_pdb_violations for v in kept.values())
             kept = {n: v for n, v in kept.items() if v.num_pdb_violations == fewest}
-        return kept
+        return kept, SUCCESS
 
 
 def needs(args: PreemptionRulesArgs, http_timeout: float) -> ClusterNeeds:

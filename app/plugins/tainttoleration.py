@@ -92,36 +92,21 @@ class TaintToleration:
             return SUCCESS
         return untolerated_status(taint.key or "", taint.value or "")
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for each of ``nodes``, in order."""
-        tolerations = pod.tolerations
-        out: list[Status] = []
-        append = out.append
-        for node in nodes:
-            if node.node is None:
-                append(_NO_NODE_STATUS)
-                continue
-            taints = node.taints
-            if not taints:
-                append(SUCCESS)
-                continue
-            taint = find_matching_untolerated_taint(taints, tolerations)
-            append(SUCCESS if taint is None else untolerated_status(taint.key or "", taint.value or ""))
-        return out
-
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """Keep the pod's PreferNoSchedule (or effect-less) tolerations for Score."""
         state.write(_PRE_SCORE, prefer_no_schedule_tolerations(pod.tolerations))
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         """The raw score: the count of intolerable PreferNoSchedule taints (0..len(taints)).
-        Raises ``LookupError`` for a node without its object, ``KeyError`` when PreScore did
-        not run (upstream's error reading the cycle state)."""
+        ``Error`` for a node without its object, and when PreScore did not run (upstream's
+        ``failed to read "PreScoreTaintToleration" from cycleState``)."""
         if node.node is None:
-            raise LookupError(NO_NODE)
-        tolerations: tuple[objects.Toleration, ...] = state.read(_PRE_SCORE)
-        return count_intolerable_prefer_no_schedule(node.taints, tolerations)
+            return 0, _NO_NODE_STATUS
+        tolerations: tuple[objects.Toleration, ...] | None = state.get(_PRE_SCORE)
+        if tolerations is None:
+            return 0, Status.error(f'failed to read "PreScore{NAME}" from cycleState: not found')
+        return count_intolerable_prefer_no_schedule(node.taints, tolerations), SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``DefaultNormalizeScore(MaxNodeScore, true, scores)``: fewer intolerable taints score higher."""

@@ -1,20 +1,27 @@
 """The standalone scheduler's scheduling queue, as kube-scheduler's ``PriorityQueue``
-(pkg/scheduler/backend/queue/scheduling_queue.go, v1.30's ``internal/queue``):
+(pkg/scheduler/internal/queue/scheduling_queue.go, v1.30):
 
 - **activeQ**: pods ready to be tried, highest ``spec.priority`` first, then the earliest added
-  (``PrioritySort``: ``pInfo.Timestamp``, the time the pod entered the queue);
+  (``PrioritySort``: ``pInfo.Timestamp``, the time the pod last entered the queue);
 - **backoffQ**: pods that failed with an error, or that left the unschedulable pool while still
-  backing off; a pod's backoff is ``initial_backoff`` (1 s) doubled per attempt up to
-  ``max_backoff`` (10 s) (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``);
+  backing off, ordered by the end of their backoff; a pod's backoff is ``initial_backoff`` (1 s)
+  doubled per attempt up to ``max_backoff`` (10 s) (``podInitialBackoffSeconds``,
+  ``podMaxBackoffSeconds``), counted from its last failure;
 - **unschedulable pool**: pods no node fits. They move back (to activeQ, or to backoffQ while
   backing off) on a cluster event that one of the plugins that rejected them registered
-  (``move_on``, kube-scheduler's ``MoveAllToActiveOrBackoffQueue`` with each plugin's
-  ``EventsToRegister``; a plugin that registers none is woken by every event, and so is a pod no
-  plugin rejected by name), when their own object changes, when a sibling of their pod group
-  arrives (``activate``, as Coscheduling's ``ActivateSiblings``), or after ``max_unschedulable``
-  seconds (``podMaxInUnschedulablePodsDuration``, 5 minutes). An event that happens while a pod
-  is being tried counts for it when it fails (upstream's in-flight events): it goes to backoffQ
-  instead of the pool.
+  (``move_on``, ``MoveAllToActiveOrBackoffQueue`` with each plugin's ``EventsToRegister``; a plugin
+  that registers none is woken by every event, and so is a pod no plugin rejected by name), when
+  their own object changes, when a sibling of their pod group arrives (``activate``, as
+  Coscheduling's ``ActivateSiblings``), or after ``max_unschedulable`` seconds
+  (``podMaxInUnschedulablePodsDuration``, 5 minutes). An event of interest that happens while a
+  pod is being tried counts for it when it fails (upstream's ``moveRequestCycle``): it goes to
+  backoffQ instead of the pool.
+
+The pods come in as changes (:meth:`SchedulingQueue.apply`: a pod added or updated, or gone), so
+a scheduling cycle costs the queue O(log n): activeQ and backoffQ are heaps, the unschedulable
+pool a FIFO by parking time, and a pod's place is checked on the way out (an entry left behind
+by a move is skipped). The backoffQ and the pool are flushed as the queue is popped, not by
+upstream's 1 s and 30 s timers: a pod is ready no later than upstream would make it.
 
 Not thread-safe: its scheduler, on the event loop, owns it.
 """
@@ -24,12 +31,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.framework import SUCCESS, QueuedPodInfo, Status
-from app.framework.events import ClusterEvent
+from app.framework import SUCCESS, PodNominator, QueuedPodInfo, Status
+from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.types import PodInfo
 
 ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in_flight"
@@ -41,6 +49,9 @@ Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 PreEnqueue = Callable[[PodInfo], Status]
 #: ``registered(plugin)``: the cluster events that may make a pod ``plugin`` rejected schedulable
 Registered = Callable[[str], Sequence[ClusterEvent]]
+#: a change the watch shows: the pod's UID and its record, ``None`` when it no longer waits for
+#: this scheduler (deleted, bound, another ``schedulerName``)
+Change = tuple[str, "PodInfo | None"]
 #: what a pod's own update is judged by: its record's fields but those its status sets (phase,
 #: nomination, start time) and the raw object, plus its requests
 _STATUS_FIELDS = ("pod", "phase", "nominated_node_name", "start_time", "terminating_by_preemption")
@@ -56,8 +67,9 @@ def is_pod_updated(old: PodInfo, new: PodInfo) -> bool:
 
 @dataclass
 class QueuedPod:
-    """A pod in the queue: its latest record, attempts so far, when it entered the queue, where
-    it is, and (backoff) when it may be tried again / (unschedulable) since when it is parked."""
+    """A pod in the queue: its latest record, attempts so far, when it last entered the queue
+    (``Timestamp``), where it is, and (backoff) when it may be tried again / (unschedulable) since
+    when it is parked."""
 
     pod: PodInfo
     added: float
@@ -67,10 +79,19 @@ class QueuedPod:
     parked_at: float = 0.0
     #: the plugins that rejected it in its last attempt (``UnschedulablePlugins``)
     unschedulable_plugins: frozenset[str] = frozenset()
+    #: the number of its current place: a heap or FIFO item with another number is stale
+    token: int = 0
+    #: it left the cluster (or this scheduler) while being tried: dropped when the attempt ends
+    gone: bool = False
 
 
 class SchedulingQueue:
-    """See the module doc. ``clock``: monotonic seconds (tests pass their own)."""
+    """See the module doc. ``clock``: monotonic seconds (tests pass their own); ``less``: the
+    profile's QueueSort (``None``: PrioritySort's order as a key); ``pre_enqueue``: its PreEnqueue
+    plugins; ``registered``: each plugin's events; ``nominator``: the pods nominated to nodes, kept
+    in step with this queue's pods (``AddNominatedPod`` on add, ``UpdateNominatedPod``,
+    ``DeleteNominatedPodIfExists`` when a pod leaves); ``interest``: every event some plugin
+    registered (``isEventOfInterest``)."""
 
     def __init__(
         self,
@@ -81,6 +102,8 @@ class SchedulingQueue:
         less: Less | None = None,
         pre_enqueue: PreEnqueue | None = None,
         registered: Registered | None = None,
+        nominator: PodNominator | None = None,
+        interest: Sequence[ClusterEvent] = (ANY_EVENT,),
     ) -> None:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -89,19 +112,29 @@ class SchedulingQueue:
         self._less = less
         self._pre_enqueue = pre_enqueue
         self._registered = registered
+        #: the pods nominated to nodes, kept in step with the pods of this queue
+        self.nominator = nominator if nominator is not None else PodNominator()
+        #: every event some plugin registered (``isEventOfInterest``)
+        self.interest = tuple(interest)
         self._pods: dict[str, QueuedPod] = {}
+        self._counts = dict.fromkeys((ACTIVE, BACKOFF, UNSCHEDULABLE, GATED, IN_FLIGHT), 0)
+        #: activeQ: ``(-priority, added, token, uid)`` or :class:`_Ordered`
         self._active: list[Any] = []
-        self._seq = itertools.count()
+        #: backoffQ: ``(ready_at, token, uid)``
+        self._backoff: list[tuple[float, int, str]] = []
+        #: the unschedulable pool by parking time: ``(parked_at, token, uid)``
+        self._parked: deque[tuple[float, int, str]] = deque()
+        #: the pods of the unschedulable pool
+        self._unschedulable: dict[str, QueuedPod] = {}
+        self._tokens = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._pods)
 
     def counts(self) -> dict[str, int]:
-        """Pods per queue (``active``, ``backoff``, ``unschedulable``; and being scheduled)."""
-        out = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, IN_FLIGHT: 0}
-        for entry in self._pods.values():
-            out[entry.where] += 1
-        return out
+        """Pods per queue (``active``, ``backoff``, ``unschedulable``, ``gated``; and being
+        scheduled, ``in_flight``)."""
+        return dict(self._counts)
 
     def get(self, uid: str) -> QueuedPod | None:
         """The queued pod with ``uid``."""
@@ -109,62 +142,89 @@ class SchedulingQueue:
 
     # -- what the watch shows ------------------------------------------------------------------
 
-    def sync(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
-        """Make the queue hold exactly ``pending`` (the pods waiting for this scheduler, as the
-        watch shows them): new pods enter activeQ, a changed pod in the unschedulable pool is moved
-        back, pods no longer pending (bound, deleted) leave, except one being scheduled. Returns
-        the pods that entered."""
+    def apply(self, changes: Iterable[Change]) -> list[PodInfo]:
+        """The watch's changes (``PriorityQueue.Add``, ``Update``, ``Delete``): a new pod enters
+        activeQ (or waits at PreEnqueue), an updated one replaces its record (a parked pod whose
+        spec changed moves back; a gated one is admitted once its gates are gone), a gone one
+        leaves (one being tried leaves when its attempt ends). Returns the pods that entered."""
         now = self._clock()
-        seen: set[str] = set()
         added: list[PodInfo] = []
-        for pod in pending:
-            seen.add(pod.uid)
-            entry = self._pods.get(pod.uid)
-            if entry is None:
-                entry = self._pods[pod.uid] = QueuedPod(pod, now)
-                if self._admitted(pod):
-                    self._push(pod.uid)
+        for uid, pod in changes:
+            entry = self._pods.get(uid)
+            if pod is None:
+                if entry is None:
+                    continue
+                if entry.where == IN_FLIGHT:
+                    entry.gone = True
                 else:
-                    entry.where = GATED
+                    self._drop(entry)
+            elif entry is None:
+                entry = self._pods[uid] = QueuedPod(pod, now, where=GATED)
+                self._counts[GATED] += 1
+                self.nominator.add_nominated_pod(pod)
+                if self._admitted(pod):
+                    self._to_active(entry)
                 added.append(pod)
             elif entry.pod is not pod:
                 updated = is_pod_updated(entry.pod, pod)
-                entry.pod = pod
+                self.nominator.update_nominated_pod(entry.pod, pod)
+                entry.pod, entry.gone = pod, False
                 if entry.where == GATED:  # its gates may be gone (PriorityQueue.Update)
                     if self._admitted(pod):
-                        entry.where = ACTIVE
-                        self._push(pod.uid)
+                        self._to_active(entry)
                 elif entry.where == UNSCHEDULABLE and updated:  # its spec changed: worth another try
                     self._move_back(entry, now)
-        for uid in [u for u, e in self._pods.items() if u not in seen and e.where != IN_FLIGHT]:
-            del self._pods[uid]
         return added
+
+    def sync(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
+        """Make the queue hold exactly ``pending`` (a full list of the pods waiting for this
+        scheduler): :meth:`apply` of each, and of the others' leaving. O(n): for a relist and
+        tests; the scheduler applies changes."""
+        records = {p.uid: p for p in pending}
+        gone: list[Change] = [(uid, None) for uid in self._pods if uid not in records]
+        return self.apply([*records.items(), *gone])
 
     # -- the scheduling loop -------------------------------------------------------------------
 
     def pop(self) -> PodInfo | None:
         """The next pod to try (marked in flight), or ``None`` when none is ready. Backed-off
-        pods whose time has come and pods parked for ``max_unschedulable`` join activeQ first."""
+        pods whose time has come and pods parked for ``max_unschedulable`` join activeQ first
+        (``flushBackoffQCompleted``, ``flushUnschedulablePodsLeftover``)."""
         now = self._clock()
-        for uid, entry in self._pods.items():
-            if entry.where == BACKOFF and entry.ready_at <= now:
-                entry.where = ACTIVE
-                self._push(uid)
-            elif entry.where == UNSCHEDULABLE and now - entry.parked_at >= self.max_unschedulable:
-                self._move_back(entry, now)
+        self._flush(now)
+        pods = self._pods
         while self._active:
             item = heapq.heappop(self._active)
-            uid = item[3] if isinstance(item, tuple) else item.uid
-            found = self._pods.get(uid)
-            if found is not None and found.where == ACTIVE:
-                found.where = IN_FLIGHT
+            if isinstance(item, tuple):
+                token, uid = item[2], item[3]
+            else:
+                token, uid = item.seq, item.uid
+            found = pods.get(uid)
+            if found is not None and found.token == token and found.where == ACTIVE:
+                self._place(found, IN_FLIGHT)
                 found.attempts += 1
                 return found.pod
         return None
 
+    def _flush(self, now: float) -> None:
+        backoff, pods = self._backoff, self._pods
+        while backoff and backoff[0][0] <= now:
+            _, token, uid = heapq.heappop(backoff)
+            entry = pods.get(uid)
+            if entry is not None and entry.token == token and entry.where == BACKOFF:
+                self._to_active(entry)
+        parked, limit = self._parked, now - self.max_unschedulable
+        while parked and parked[0][0] <= limit:
+            _, token, uid = parked.popleft()
+            entry = pods.get(uid)
+            if entry is not None and entry.token == token and entry.where == UNSCHEDULABLE:
+                self._move_back(entry, now)
+
     def done(self, uid: str) -> None:
-        """The pod was bound: it leaves the queue."""
-        self._pods.pop(uid, None)
+        """The pod was bound (or assumed for good): it leaves the queue (and the nominator)."""
+        entry = self._pods.get(uid)
+        if entry is not None:
+            self._drop(entry)
 
     def failed(
         self,
@@ -173,23 +233,35 @@ class SchedulingQueue:
         plugins: Iterable[str] = (),
         events: Sequence[ClusterEvent] | None = (),
     ) -> None:
-        """The attempt failed: no node fits (``unschedulable``: to the unschedulable pool, rejected
-        by ``plugins``) or an error (to backoffQ). ``events``: the cluster events during the
-        attempt (``None``: unknown); one a rejecting plugin registered sends the pod to backoffQ
-        instead of the pool. A pod that left the cluster meanwhile is forgotten."""
+        """The attempt failed (``AddUnschedulableIfNotPresent``, v1.30 without queueing hints):
+        the pod re-enters the queue now (its timestamp refreshed: behind the pods of its priority
+        already waiting) and backs off from now. A rejection by ``plugins`` (a FitError's
+        unschedulable plugins) parks it in the unschedulable pool, unless an event of interest
+        happened during the attempt (``events``; ``None``: unknown, as if one did: upstream's
+        ``moveRequestCycle``); an error, or a rejection no plugin made by name, sends it to
+        backoffQ. A pod that left the cluster meanwhile is forgotten."""
         entry = self._pods.get(uid)
         if entry is None:
             return
+        if entry.gone:
+            self._drop(entry)
+            return
         now = self._clock()
+        entry.added = now
         entry.ready_at = now + self.backoff(entry.attempts)
-        if unschedulable:
-            entry.unschedulable_plugins = frozenset(plugins)
-            if self._woken(entry, events):
-                entry.where = BACKOFF
-            else:
-                entry.where, entry.parked_at = UNSCHEDULABLE, now
+        entry.unschedulable_plugins = frozenset(plugins)
+        if unschedulable and entry.unschedulable_plugins and not self._interesting(events):
+            self._park(entry, now)
         else:
-            entry.where = BACKOFF
+            self._to_backoff(entry)
+
+    def _interesting(self, events: Sequence[ClusterEvent] | None) -> bool:
+        """Whether one of ``events`` is of interest to a plugin (``isEventOfInterest``; ``None``:
+        unknown events, as if one were)."""
+        if events is None:
+            return True
+        interest = self.interest
+        return any(registered.matches(event) for event in events for registered in interest)
 
     def backoff(self, attempts: int) -> float:
         """Seconds of backoff after ``attempts`` attempts (1 s doubling to 10 s)."""
@@ -198,36 +270,37 @@ class SchedulingQueue:
     def move_all(self) -> int:
         """A cluster event that may let parked pods fit: every unschedulable pod goes back to
         activeQ (or backoffQ while backing off). Returns how many moved."""
-        now = self._clock()
-        parked = [e for e in self._pods.values() if e.where == UNSCHEDULABLE]
-        for entry in parked:
-            self._move_back(entry, now)
-        return len(parked)
+        return self.move_on(None)
 
     def move_on(self, events: Sequence[ClusterEvent] | None) -> int:
         """Cluster events happened (``None``: too many to know which): every parked pod one of
-        whose rejecting plugins registered one of them goes back (``MoveAllToActiveOrBackoffQueue``).
-        Returns how many moved."""
-        if events is not None and not events:
+        whose rejecting plugins registered one of them goes back (``MoveAllToActiveOrBackoffQueue``;
+        each distinct set of rejecting plugins is judged once). Returns how many moved."""
+        if (events is not None and not events) or not self._counts[UNSCHEDULABLE]:
             return 0
         distinct = None if events is None else tuple(set(events))
         now = self._clock()
-        moved = 0
-        for entry in self._pods.values():
-            if entry.where == UNSCHEDULABLE and self._woken(entry, distinct):
-                self._move_back(entry, now)
-                moved += 1
-        return moved
+        judged: dict[frozenset[str], bool] = {}
+        moved = []
+        for entry in self._unschedulable.values():
+            plugins = entry.unschedulable_plugins
+            woken = judged.get(plugins)
+            if woken is None:
+                woken = judged[plugins] = self._woken(plugins, distinct)
+            if woken:
+                moved.append(entry)
+        for entry in moved:
+            self._move_back(entry, now)
+        return len(moved)
 
-    def _woken(self, entry: QueuedPod, events: Sequence[ClusterEvent] | None) -> bool:
-        """Whether ``events`` may make ``entry`` schedulable (``isPodWorthRequeuing``)."""
+    def _woken(self, plugins: frozenset[str], events: Sequence[ClusterEvent] | None) -> bool:
+        """Whether ``events`` may make a pod ``plugins`` rejected schedulable
+        (``isPodWorthRequeuing``)."""
         if events is None:
             return True
-        if not events:
-            return False
-        if not entry.unschedulable_plugins or self._registered is None:
+        if not plugins or self._registered is None:
             return True
-        for plugin in entry.unschedulable_plugins:
+        for plugin in plugins:
             for registered in self._registered(plugin):
                 if any(registered.matches(event) for event in events):
                     return True
@@ -237,35 +310,61 @@ class SchedulingQueue:
         """Move these pods (a gang's siblings: ``PodsToActivate``) straight to activeQ, backoff or
         not (:class:`~app.framework.handle.PodActivator`)."""
         for pod in pods:
-            uid = pod.uid
-            entry = self._pods.get(uid)
+            entry = self._pods.get(pod.uid)
             if entry is not None and entry.where in (BACKOFF, UNSCHEDULABLE):
-                entry.where = ACTIVE
-                self._push(uid)
-
-    def _move_back(self, entry: QueuedPod, now: float) -> None:
-        if entry.ready_at > now:
-            entry.where = BACKOFF
-        else:
-            entry.where = ACTIVE
-            self._push(entry.pod.uid)
+                self._to_active(entry)
 
     def gated(self, uid: str) -> bool:
         """Whether the pod is kept out by a PreEnqueue plugin."""
         entry = self._pods.get(uid)
         return entry is not None and entry.where == GATED
 
+    # -- places ----------------------------------------------------------------------------------
+
     def _admitted(self, pod: PodInfo) -> bool:
         return self._pre_enqueue is None or self._pre_enqueue(pod).is_success()
 
-    def _push(self, uid: str) -> None:
-        entry = self._pods[uid]
-        if self._less is None:  # PrioritySort's order as a key: priority, then arrival
-            heapq.heappush(self._active, (-entry.pod.priority, entry.added, next(self._seq), uid))
+    def _place(self, entry: QueuedPod, where: str) -> int:
+        """Move ``entry`` to ``where``; its new token (items of its old place go stale)."""
+        self._counts[entry.where] -= 1
+        self._counts[where] += 1
+        if entry.where == UNSCHEDULABLE:
+            del self._unschedulable[entry.pod.uid]
+        if where == UNSCHEDULABLE:
+            self._unschedulable[entry.pod.uid] = entry
+        entry.where = where
+        entry.token = next(self._tokens)
+        return entry.token
+
+    def _drop(self, entry: QueuedPod) -> None:
+        self._counts[entry.where] -= 1
+        self._unschedulable.pop(entry.pod.uid, None)
+        del self._pods[entry.pod.uid]
+        entry.token = 0
+        self.nominator.delete_nominated_pod_if_exists(entry.pod)
+
+    def _move_back(self, entry: QueuedPod, now: float) -> None:
+        if entry.ready_at > now:
+            self._to_backoff(entry)
         else:
-            heapq.heappush(
-                self._active, _Ordered(self._less, QueuedPodInfo(entry.pod, entry.added), next(self._seq), uid)
-            )
+            self._to_active(entry)
+
+    def _to_backoff(self, entry: QueuedPod) -> None:
+        token = self._place(entry, BACKOFF)
+        heapq.heappush(self._backoff, (entry.ready_at, token, entry.pod.uid))
+
+    def _park(self, entry: QueuedPod, now: float) -> None:
+        token = self._place(entry, UNSCHEDULABLE)
+        entry.parked_at = now
+        self._parked.append((now, token, entry.pod.uid))
+
+    def _to_active(self, entry: QueuedPod) -> None:
+        token = self._place(entry, ACTIVE)
+        uid = entry.pod.uid
+        if self._less is None:  # PrioritySort's order as a key: priority, then arrival
+            heapq.heappush(self._active, (-entry.pod.priority, entry.added, token, uid))
+        else:
+            heapq.heappush(self._active, _Ordered(self._less, QueuedPodInfo(entry.pod, entry.added), token, uid))
 
 
 class _Ordered:
@@ -306,6 +405,7 @@ __all__ = [
     "GATED",
     "IN_FLIGHT",
     "UNSCHEDULABLE",
+    "Change",
     "QueuedPod",
     "SchedulingQueue",
     "pre_enqueue_of",

@@ -13,7 +13,16 @@ from app.api import create_app
 from app.api.service import ExtenderService
 from app.bootstrap import build_service
 from app.config import API_VERSION, KIND, Configuration, load_config
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
+from app.framework import (
+    CycleState,
+    EnabledPlugin,
+    Framework,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    Status,
+    plugin_lists,
+)
 from app.plugins import default_registry
 from tests.support.bodies import fixture_bytes
 
@@ -73,7 +82,9 @@ def test_profile_route_equals_default_route() -> None:
 class Exploding:
     name = "Exploding"
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         raise AssertionError("a bug in the framework's caller")  # caught by the runtime -> Error
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
@@ -83,7 +94,7 @@ class Exploding:
 def test_plugin_crash_is_an_error_answer_not_a_stack_trace() -> None:
     registry = default_registry(load_entry_points=False)
     config = load_config(None, registry)
-    fw = Framework("default", [EnabledPlugin("Exploding", Exploding())])
+    fw = Framework("default", plugin_lists(filter=[EnabledPlugin("Exploding", Exploding())]))
     c = AppClient(create_app(ExtenderService(config, {"default": fw})))
     r = c.post("/filter", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 200
@@ -131,7 +142,7 @@ def binding_client(insecure_bind: bool = True) -> tuple[AppClient, RecordingBind
         }
     )
     binder = RecordingBinder()
-    fw = Framework("b", bind_plugins=[EnabledPlugin("RecordingBinder", binder)])
+    fw = Framework("b", plugin_lists(bind=[EnabledPlugin("RecordingBinder", binder)]))
     return AppClient(create_app(ExtenderService(config, {"b": fw}))), binder
 
 

@@ -18,7 +18,17 @@ from app.api import create_app
 from app.api.server import uvicorn_config
 from app.api.service import INLINE_WEIGHT, ExtenderService
 from app.config import parse_config
-from app.framework import SUCCESS, CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status
+from app.framework import (
+    SUCCESS,
+    CycleState,
+    EnabledPlugin,
+    Framework,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    Status,
+    plugin_lists,
+)
 from app.plugins import default_registry
 from tests.conftest import free_port
 from tests.support.bodies import fixture_bytes
@@ -33,10 +43,12 @@ class Gate:
         self.entered = threading.Event()
         self.open = threading.Event()
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         self.entered.set()
         self.open.wait(30)
-        return SUCCESS
+        return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         return SUCCESS
@@ -60,7 +72,8 @@ def gated() -> Iterator[tuple[str, Gate, uvicorn.Server, threading.Thread]]:
         default_registry(load_entry_points=False),
     )
     gate = Gate()
-    service = ExtenderService(config, {"default": Framework("default", [EnabledPlugin("Gate", gate)])})
+    fw = Framework("default", plugin_lists(filter=[EnabledPlugin("Gate", gate)]))
+    service = ExtenderService(config, {"default": fw})
     port = free_port()
     server = uvicorn.Server(uvicorn_config(create_app(service), "127.0.0.1", port, {"log_level": "warning"}))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from app.cluster.runtime import ClusterRuntime
-from app.framework import EnabledPlugin, Framework, Handle, PodRef
+from app.framework import EnabledPlugin, Framework, PluginLists, PodRef, plugin_lists
 from app.plugins.default_binder import DefaultBinder, DefaultBinderArgs
 from tests.cluster.conftest import wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod
@@ -18,11 +18,12 @@ from tests.support.apiserver import FakeAPIServer, node, pod
 
 def _binder(runtime: ClusterRuntime, http_timeout: float = 5.0, **args: object) -> Framework:
     """A profile whose only plugin is DefaultBinder (with ``args``)."""
-    handle = Handle("p", http_timeout, runtime)
-    binder = DefaultBinder(DefaultBinderArgs.model_validate(args), handle)
-    return Framework(
-        "p", bind_plugins=[EnabledPlugin("DefaultBinder", binder)], http_timeout=http_timeout, handle=handle
-    )
+
+    def lists(fw: Framework) -> PluginLists:
+        binder = DefaultBinder(DefaultBinderArgs.model_validate(args), fw)
+        return plugin_lists(bind=[EnabledPlugin("DefaultBinder", binder)])
+
+    return Framework("p", lists, http_timeout=http_timeout, cluster=runtime)
 
 
 def _bind(framework: Framework, name: str, node_name: str, uid: str | None = None) -> str:

@@ -160,7 +160,8 @@ def test_a_gang_whose_last_member_fails_reserve_binds_none(api: FakeAPIServer, t
     scheduler = Scheduler(write_config(tmp_path, api, profiles))
     try:
         refused = wait_for(
-            lambda: "NodeResourcePool: pool underlay-ip exhausted: 3/3 in use" in scheduler.log.read_text(),
+            # a FitError of the one node, as upstream makes a Reserve rejection
+            lambda: "0/1 nodes are available: 1 pool underlay-ip exhausted: 3/3 in use." in scheduler.log.read_text(),
             seconds=30,
             what="the fourth member refused at Reserve",
         )

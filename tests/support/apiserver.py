@@ -88,7 +88,7 @@ def status_body(code: int, reason: str, message: str, **details: Any) -> Obj:
 
 
 #: the cluster-scoped kinds (keyed by name; the others by namespace/name)
-CLUSTER_SCOPED = frozenset({"nodes", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"})
+CLUSTER_SCOPED = frozenset({"nodes", "namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"})
 #: the storage kinds: collection path and kind
 STORAGE_KINDS = {
     "persistentvolumeclaims": ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
@@ -185,6 +185,7 @@ class FakeAPIServer:
             "replicationcontrollers": {},
             "replicasets": {},
             "statefulsets": {},
+            "namespaces": {},
             "leases": {},
             "events": {},
             **{kind: {} for kind in STORAGE_KINDS},
@@ -450,6 +451,7 @@ class FakeAPIServer:
             "replicasets": "ReplicaSetList",
             "statefulsets": "StatefulSetList",
             **{k: f"{v[1]}List" for k, v in STORAGE_KINDS.items()},
+            "namespaces": "NamespaceList",
         }[kind]
         with self.lock:
             token = query.get("continue")
@@ -653,6 +655,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 "/apis/apps/v1/replicasets": "replicasets",
                 "/apis/apps/v1/statefulsets": "statefulsets",
                 **{collection: kind for kind, (collection, _) in STORAGE_KINDS.items()},
+                "/api/v1/namespaces": "namespaces",
             }.get(path)
             if path in ("/version", "/version/"):
                 major, minor = api.version.removeprefix("v").split(".")[:2]
@@ -832,6 +835,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                                 "replicasets": "ReplicaSet",
                                 "statefulsets": "StatefulSet",
                                 **{k: v[1] for k, v in STORAGE_KINDS.items()},
+                                "namespaces": "Namespace",
                             }[kind]
                             self._chunk(
                                 {

@@ -1,7 +1,9 @@
 """A small in-memory :class:`~app.framework.handle.ClusterHandle` for plugin tests: the cluster
 state's cache (:class:`~app.cluster.state.ClusterState`, filled from documents, no API server),
-the needs plugins declare, and Bindings recorded instead of sent. Stateful plugins are tested
-against it, not against a connected ``ClusterRuntime``."""
+the needs plugins declare, the pods nominated to nodes (a :class:`~app.framework.PodNominator`
+filled from the seeded pods' ``status.nominatedNodeName``, as the scheduling queue fills it), and
+Bindings recorded instead of sent. Stateful plugins are tested against it, not against a connected
+``ClusterRuntime``."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from app.framework import (
     PluginEntry,
     PodDisruptionBudget,
     PodInfo,
+    PodNominator,
     PodRef,
     Reservation,
     Status,
@@ -42,6 +45,8 @@ class MemoryCluster:
         self.admission: str | None = None
         self.pdbs: list[PodDisruptionBudget] = []
         self.unnominated: list[str] = []
+        #: the pods nominated to nodes; :meth:`seed` records the pending pods that say they are
+        self.nominator = PodNominator(self.pod)
         self.preemptions: list[tuple[str, str, list[str]]] = []
         self._volumes: VolumeStores | None = None
         #: every :meth:`update_volume` write, in order; ``refuse_volume_write``: answer them with that error
@@ -79,13 +84,16 @@ class MemoryCluster:
         validated = entry.args.model_validate(args or {}) if entry.args is not None else None
         if entry.needs is not None:
             self.register(entry.name, entry.needs(validated, http_timeout))
-        return entry.factory(validated, Handle("p", http_timeout, self), **kw)  # type: ignore[call-arg]
+        return entry.factory(validated, Handle("p", http_timeout, self, nominator=self.nominator), **kw)  # type: ignore[call-arg]
 
     def seed(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
         """Load node, pod (and PodGroup) documents as a completed sync would."""
-        self.state.seed(
-            [msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods]
-        )
+        docs = [msgspec.convert(p, objects.Pod) for p in pods]
+        self.state.seed([msgspec.convert(n, objects.Node) for n in nodes], docs)
+        for doc in docs:
+            info = PodInfo(doc)
+            if info.nominated_node_name and not info.node_name:
+                self.nominator.add_nominated_pod(info)
         if self._podgroups is not None and groups:
             self._podgroups.replace([msgspec.convert(g, PodGroup) for g in groups])
             self._podgroups.mark_synced("podgroups")

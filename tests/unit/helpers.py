@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from app.cluster.state import ClusterState
-from app.framework import NodeInfo, PodInfo, objects
+from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, ScoreResult, objects, plugin_lists
 
 
 def node(
@@ -30,3 +31,51 @@ def pod(name: str = "p", annotations: dict[str, str] | None = None, uid: str = "
 def seed(state: ClusterState, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
     """Load node and pod dicts (Kubernetes JSON) into ``state`` as a completed sync would."""
     state.seed([msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods])
+
+
+def enabled(plugin: object, weight: int = 1, fail_open: bool = False) -> EnabledPlugin:
+    """``plugin`` at a point (``failurePolicy: Ignore`` with ``fail_open``)."""
+    if isinstance(plugin, EnabledPlugin):
+        return plugin
+    return EnabledPlugin(plugin.name, plugin, weight, "Ignore" if fail_open else "Fail")  # type: ignore[attr-defined, arg-type]
+
+
+def framework(
+    profile: str = "p",
+    *,
+    filter: Sequence[object] = (),
+    score: Sequence[object] = (),
+    post_filter: Sequence[object] = (),
+    preemption: Sequence[object] = (),
+    bind: Sequence[object] = (),
+    reserve: Sequence[object] | None = None,
+    permit: Sequence[object] | None = None,
+    **settings: Any,
+) -> Framework:
+    """A :class:`Framework` of ready-made plugins (or :class:`EnabledPlugin`), each point's list
+    derived as :func:`~app.framework.runtime.plugin_lists` does; ``settings``: the Framework's
+    keyword arguments (``cluster``, ``nominator``, ``http_timeout``...)."""
+
+    def points(items: Sequence[object] | None) -> list[EnabledPlugin] | None:
+        return None if items is None else [enabled(p) for p in items]
+
+    lists = plugin_lists(
+        filter=points(filter) or [],
+        score=points(score) or [],
+        post_filter=points(post_filter) or [],
+        preemption=points(preemption) or [],
+        bind=points(bind) or [],
+        reserve=points(reserve),
+        permit=points(permit),
+    )
+    return Framework(profile, lists, **settings)
+
+
+def prioritize(fw: Framework, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None) -> ScoreResult:
+    """PreScore and Score of ``fw`` over ``nodes``; fails the test on an error status."""
+    state = state if state is not None else CycleState()
+    status = fw.run_pre_score_plugins(state, pod, nodes)
+    assert status.is_success(), status
+    result, status = fw.run_score_plugins(state, pod, nodes)
+    assert status.is_success(), status
+    return result

@@ -67,9 +67,9 @@ class Probe:
     name = "Probe"
     stacks: ClassVar[list[list[traceback.FrameSummary]]] = []
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: object) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: object) -> tuple[None, Status]:
         Probe.stacks.append(traceback.extract_stack())
-        return SUCCESS
+        return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         Probe.stacks.append(traceback.extract_stack())
@@ -83,8 +83,8 @@ def _calls_from_the_edge(stack: list[traceback.FrameSummary]) -> list[str]:
 
 def test_a_filter_request_reaches_its_first_plugin_in_at_most_five_calls() -> None:
     """From the ASGI edge (``VerbRouter.__call__``) to the plugin's first method: the answer, the
-    verb's handler, the framework's run, the plugin (a Filter without PreFilter: one more, the
-    framework's per-plugin loop)."""
+    verb's handler, the framework's run, its extension point's (``RunPreFilterPlugins``, the
+    per-plugin Filter loop), the plugin."""
     from app.bootstrap import assemble
 
     registry = build_registry([*IN_TREE, PluginEntry(name="Probe", factory=lambda args, handle: Probe())], False)
@@ -103,5 +103,5 @@ def test_a_filter_request_reaches_its_first_plugin_in_at_most_five_calls() -> No
     answer = AppClient(app).post("/filter", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert answer.status_code == 200 and len(Probe.stacks) == 11  # PreFilter once, Filter per node
     first, filter_call = _calls_from_the_edge(Probe.stacks[0]), _calls_from_the_edge(Probe.stacks[1])
-    assert first[-1] == "pre_filter" and len(first) <= 4, first
+    assert first[-1] == "pre_filter" and len(first) <= 5, first
     assert filter_call[-1] == "filter" and len(filter_call) <= 5, filter_call

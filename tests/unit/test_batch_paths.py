@@ -1,5 +1,7 @@
-"""The many-nodes paths (``filter_nodes``/``score_nodes``) answer exactly what the per-node
-``filter``/``score`` answer, on generated clusters, and the runtime's handling of them.
+"""The plugins whose one implementation is a many-nodes path (``filter_nodes``/``score_nodes``;
+``filter``/``score`` are that path over one node): on generated clusters a node's verdict does not
+depend on the nodes judged with it, the fast reader of two native resources gives the vectors the
+generic one gives, and the runtime's handling of batches.
 
 Nodes and pods go through the real cluster-state cache, so :class:`NodeResources` and pool usage
 come from the same accounting requests see.
@@ -14,16 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from app.framework import Code, CycleState, NodeInfo, PodInfo, Status
+from app.framework import SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status
 from app.framework.registry import Handle
-from app.framework.runtime import EnabledPlugin, Framework, FrameworkError
 from app.plugins.node_resource_pool import NodeResourcePool, NodeResourcePoolArgs
 from app.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
 from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
-from tests.unit.helpers import pod, seed
+from app.plugins.noderesources.resource_allocation import node_vectors
+from tests.unit.helpers import enabled, framework, pod, seed
 
 EXT = "example.com/gpu"
 IP = "ipam.example.com/ip"
@@ -100,37 +102,41 @@ def plugins(ip_pool: NodeResourcePool) -> list[Any]:
     ]
 
 
-def per_node_scores(plugin: Any, state: CycleState, p: PodInfo, nodes: list[NodeInfo]) -> list[int] | str:
-    try:
-        return [plugin.score(state, p, n) for n in nodes]
-    except LookupError as exc:
-        return str(exc)
-
-
-def batch_scores(plugin: Any, state: CycleState, p: PodInfo, nodes: list[NodeInfo]) -> list[int] | str:
-    try:
-        return plugin.score_nodes(state, p, nodes)  # type: ignore[no-any-return]
-    except LookupError as exc:
-        return str(exc)
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(node_docs, pod_docs, st.lists(requests, max_size=3))
-def test_batch_filter_and_score_equal_per_node(nodes: Any, pods: Any, containers: list[dict[str, str]]) -> None:
+def test_a_nodes_verdict_and_score_do_not_depend_on_the_nodes_judged_with_it(
+    nodes: Any, pods: Any, containers: list[dict[str, str]]
+) -> None:
     ip_pool, infos = cluster(nodes, pods)
     p = candidate(containers)
+    known = infos[:-1]
     for plugin in plugins(ip_pool):
         state = CycleState()
         if hasattr(plugin, "filter_nodes") and (
-            not hasattr(plugin, "pre_filter") or plugin.pre_filter(state, p, infos).code is not Code.SKIP
+            not hasattr(plugin, "pre_filter") or plugin.pre_filter(state, p, infos)[1].code is not Code.SKIP
         ):
             assert plugin.filter_nodes(state, p, infos) == [plugin.filter(state, p, n) for n in infos], plugin.name
         state = CycleState()
         if plugin.pre_score(state, p, infos).code is Code.SKIP:
             continue
-        assert batch_scores(plugin, state, p, infos) == per_node_scores(plugin, state, p, infos), plugin.name
-        known = infos[:-1]
-        assert plugin.score_nodes(state, p, known) == [plugin.score(state, p, n) for n in known]
+        scores, status = plugin.score_nodes(state, p, known)
+        assert status is SUCCESS and scores == [plugin.score(state, p, n)[0] for n in known], plugin.name
+        scores, status = plugin.score_nodes(state, p, infos)  # the last node: unknown to the cache
+        assert (scores, status.code, status.message) == (
+            [],
+            Code.ERROR,
+            "node unknown-to-the-cache: node object unavailable: the node is not in the extender's cluster state",
+        )
+        read = getattr(plugin, "read", None)
+        if read is not None:  # the reader of the plugin's resources, against the generic one
+            use_requested = isinstance(plugin, NodeResourcesBalancedAllocation)
+            pod_side = state.read(f"{plugin.name}/pod-requests")
+            for n in known:
+                # a resource of allocatable 0 is skipped by every scorer, whatever its request
+                requested, allocatable = read(n, pod_side)
+                fast = [(r if a else 0, a) for r, a in zip(requested, allocatable, strict=True)]
+                requested, allocatable = node_vectors(n, plugin.names, pod_side, use_requested)
+                assert fast == list(zip(requested, allocatable, strict=True)), plugin.name
 
 
 class Judge:
@@ -160,8 +166,7 @@ def test_runtime_runs_each_plugin_on_the_nodes_earlier_plugins_passed() -> None:
     nodes = [NodeInfo(f"n{i}") for i in range(4)]
     first = BatchJudge("First", {"n1": Status.unschedulable("full"), "n2": Status.unresolvable()})
     second = Judge("Second", {"n0": Status.unschedulable("no"), "n1": Status.unschedulable("never asked")})
-    framework = Framework("p", [EnabledPlugin("First", first), EnabledPlugin("Second", second)])
-    outcome = framework.run_filter(pod(), nodes)
+    outcome = framework(filter=[first, second]).run_filter(pod(), nodes)
     assert second.seen == ["n0", "n3"]
     assert [(s.code, s.reasons, s.plugin) for s in outcome.statuses] == [
         (Code.UNSCHEDULABLE, ("no",), "Second"),
@@ -172,23 +177,30 @@ def test_runtime_runs_each_plugin_on_the_nodes_earlier_plugins_passed() -> None:
 
 
 @pytest.mark.parametrize("batch", ["raise", "short"])
-def test_a_failing_batch_is_judged_node_by_node(batch: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_batch_is_an_error_of_its_nodes(batch: str) -> None:
     nodes = [NodeInfo(f"n{i}") for i in range(3)]
     judge = BatchJudge("J", {"n1": Status.error("raise")}, batch=batch)
-    outcome = Framework("p", [EnabledPlugin("J", judge)]).run_filter(pod(), nodes)
-    if batch == "raise":  # re-run per node: the node that raised is named, the policy applies
-        assert outcome.error == "J: node n1: plugin failed unexpectedly (the extender's log has the details)"
-        assert "filter_nodes raised RuntimeError" in caplog.text
+    outcome = framework(filter=[judge]).run_filter(pod(), nodes)
+    if batch == "raise":
+        assert outcome.error == "J: node n0: plugin failed unexpectedly (the extender's log has the details)"
     else:
         assert outcome.error == "J: node n0: filter_nodes returned 0 statuses for 3 nodes"
-    ignored = Framework("p", [EnabledPlugin("J", judge, failure_policy="Ignore")]).run_filter(pod(), nodes)
-    assert not ignored.error and ignored.ignored_errors["J"] == (1 if batch == "raise" else 3)
+    ignored = framework(filter=[enabled(judge, fail_open=True)]).run_filter(pod(), nodes)
+    assert not ignored.error and ignored.ignored_errors["J"] == 3
 
 
 def test_a_failing_score_batch_names_the_node() -> None:
     _, infos = cluster([({"cpu": "1"}, None, False)], [])
     fit = NodeResourcesFit(NodeResourcesFitArgs(), Handle("p"))
-    framework = Framework("p", score_plugins=[EnabledPlugin("NodeResourcesFit", fit)])
-    with pytest.raises(FrameworkError, match="node unknown-to-the-cache: plugin failed unexpectedly"):
-        framework.run_score(pod(), infos)
-    assert framework.run_score(pod(), infos[:1]).scores == [10]  # an empty node, a pod without containers
+    fw = framework(score=[fit])
+    state = CycleState()
+    fw.run_pre_score_plugins(state, pod(), infos)
+    _, status = fw.run_score_plugins(state, pod(), infos)
+    assert status.message == (
+        'running Score plugins: plugin "NodeResourcesFit" failed with: node unknown-to-the-cache: '
+        "node object unavailable: the node is not in the extender's cluster state"
+    )
+    state = CycleState()
+    fw.run_pre_score_plugins(state, pod(), infos[:1])
+    result, status = fw.run_score_plugins(state, pod(), infos[:1])
+    assert status.is_success() and result.totals == [100]  # an empty node, a pod without containers

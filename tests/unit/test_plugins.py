@@ -93,10 +93,10 @@ def test_coin_flip_seeded_is_reproducible_and_fair() -> None:
 
 def test_dice_roll_range_and_seed() -> None:
     dice = DiceRoll(DiceRollArgs(seed=7), HANDLE)
-    rolls = [dice.score(CycleState(), pod(), node(f"n{i}")) for i in range(2000)]
+    rolls = [dice.score(CycleState(), pod(), node(f"n{i}"))[0] for i in range(2000)]
     assert set(rolls) == {r * 10 for r in range(11)}  # every face 0..10, on the 0..100 scale
     assert rolls == [
-        DiceRoll(DiceRollArgs(seed=7), HANDLE).score(CycleState(), pod(), node(f"n{i}")) for i in range(2000)
+        DiceRoll(DiceRollArgs(seed=7), HANDLE).score(CycleState(), pod(), node(f"n{i}"))[0] for i in range(2000)
     ]
 
 
@@ -135,7 +135,7 @@ def test_annotation_node_affinity(
     plugin = AnnotationNodeAffinity(AnnotationNodeAffinityArgs.model_validate(args), HANDLE)
     state = CycleState()
     n = node("n1", labels)
-    pre = plugin.pre_filter(state, pod(annotations=annotations), [n])
+    _, pre = plugin.pre_filter(state, pod(annotations=annotations), [n])
     if code is None:
         assert pre.code is Code.SKIP
         return
@@ -184,7 +184,7 @@ def test_node_resources_allocatable_upstream_cases(
     plugin = NodeResourcesAllocatable(args, HANDLE)
     infos = [node(f"machine{i + 1}", cpu=f"{c}m", memory=str(m)) for i, (c, m) in enumerate(nodes)]
     state, p = CycleState(), pod()
-    scores = [NodeScore(n.name, plugin.score(state, p, n)) for n in infos]
+    scores = [NodeScore(n.name, plugin.score(state, p, n)[0]) for n in infos]
     assert plugin.normalize_score(state, p, scores).is_success()
     assert [s.score for s in scores] == expected
 
@@ -201,5 +201,5 @@ def test_go_div_truncates_toward_zero() -> None:
 
 def test_node_resources_allocatable_needs_the_node_object() -> None:
     plugin = NodeResourcesAllocatable(NodeResourcesAllocatableArgs(), HANDLE)
-    with pytest.raises(LookupError, match="node object unavailable"):
-        plugin.score(CycleState(), pod(), NodeInfo("only-a-name"))
+    _, status = plugin.score(CycleState(), pod(), NodeInfo("only-a-name"))
+    assert status.code is Code.ERROR and "node object unavailable" in status.message

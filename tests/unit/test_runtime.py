@@ -1,4 +1,6 @@
-"""The framework runtime: filter verdicts, failure policies, score scaling, preemption rules, bind."""
+"""The framework runtime (pkg/scheduler/framework/runtime/framework.go): Filter verdicts,
+PreFilter results, the nominated pods' second pass and the PreFilter extensions, failure
+policies, Score's weighted TotalScore, preemption rules, the cycle after a node is chosen."""
 
 from __future__ import annotations
 
@@ -7,22 +9,25 @@ from collections.abc import Sequence
 
 import pytest
 
+from app.api.service import extender_scores
 from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    EnabledPlugin,
     Framework,
     FrameworkError,
     NodeInfo,
     NodeScore,
+    NominatingInfo,
     PodInfo,
+    PodNominator,
     PodRef,
+    PreFilterResult,
     Status,
     Victims,
 )
-from app.framework.runtime import PLUGIN_FAILED, UNEVALUATED
-from tests.unit.helpers import node, pod
+from app.framework.runtime import PLUGIN_FAILED, ScoreResult
+from tests.unit.helpers import enabled, framework, node, pod
 
 
 class RejectNamed:
@@ -50,8 +55,8 @@ class Fixed:
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         return Status(Code.SKIP) if self.skip else SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        return self.scores[node.name]
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        return self.scores[node.name], SUCCESS
 
 
 class Doubling(Fixed):
@@ -64,15 +69,13 @@ class Doubling(Fixed):
 NODES = [node("a"), node("b"), node("c")]
 
 
-def ep(plugin: object, weight: int = 1, fail_open: bool = False) -> EnabledPlugin:
-    policy = "Ignore" if fail_open else "Fail"
-    return EnabledPlugin(plugin.name, plugin, weight, policy)  # type: ignore[attr-defined, arg-type]
+ep = enabled
 
 
 def test_first_rejection_decides_and_reasons_are_kept() -> None:
     first = RejectNamed("First", {"a": Status.unschedulable("too hot")})
     second = RejectNamed("Second", {"a": Status.unresolvable("never"), "b": Status.unresolvable("wrong zone")})
-    out = Framework("p", [ep(first), ep(second)]).run_filter(pod(), NODES)
+    out = framework(filter=[first, second]).run_filter(pod(), NODES)
     assert [(s.code, s.plugin, s.message) for s in out.statuses] == [
         (Code.UNSCHEDULABLE, "First", "too hot"),
         (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "Second", "wrong zone"),
@@ -82,7 +85,7 @@ def test_first_rejection_decides_and_reasons_are_kept() -> None:
 
 
 def test_rejection_without_reason_gets_one() -> None:
-    out = Framework("p", [ep(RejectNamed("Quiet", {"a": Status(Code.UNSCHEDULABLE)}))]).run_filter(pod(), NODES)
+    out = framework(filter=[RejectNamed("Quiet", {"a": Status(Code.UNSCHEDULABLE)})]).run_filter(pod(), NODES)
     assert out.statuses[0].message == "rejected by Quiet"
 
 
@@ -90,7 +93,7 @@ def test_rejection_without_reason_gets_one() -> None:
 def test_filter_failure_policy(fail_open: bool) -> None:
     crashing = RejectNamed("Crashy", {}, crash=["b"])
     other = RejectNamed("Other", {"b": Status.unschedulable("full")})
-    out = Framework("p", [ep(crashing, fail_open=fail_open), ep(other)]).run_filter(pod(), NODES)
+    out = framework(filter=[ep(crashing, fail_open=fail_open), other]).run_filter(pod(), NODES)
     if fail_open:  # Ignore: the node goes on to the next plugin
         assert out.error == ""
         assert out.ignored_errors == {"Crashy": 1}
@@ -99,107 +102,216 @@ def test_filter_failure_policy(fail_open: bool) -> None:
         assert out.error == f"Crashy: node b: {PLUGIN_FAILED}"
 
 
+class Pre(RejectNamed):
+    """PreFilter with a fixed answer; Filter rejects node a ("filter ran")."""
+
+    def __init__(self, status: Status, result: PreFilterResult | None = None, name: str = "Pre") -> None:
+        super().__init__(name, {"a": Status.unschedulable("filter ran")})
+        self.status, self.result = status, result
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        return self.result, self.status
+
+
 def test_prefilter_rejection_applies_to_every_node_and_skip_skips_filter() -> None:
-    class Pre(RejectNamed):
-        def __init__(self, status: Status) -> None:
-            super().__init__("Pre", {"a": Status.unschedulable("filter ran")})
-            self.status = status
-
-        def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-            return self.status
-
-    out = Framework("p", [ep(Pre(Status.unresolvable("pod is broken")))]).run_filter(pod(), NODES)
+    out = framework(filter=[Pre(Status.unresolvable("pod is broken"))]).run_filter(pod(), NODES)
     assert {(s.code, s.message) for s in out.statuses} == {(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "pod is broken")}
-    out = Framework("p", [ep(Pre(Status(Code.SKIP)))]).run_filter(pod(), NODES)
-    assert all(s.is_success() for s in out.statuses)
-    out = Framework("p", [ep(Pre(SUCCESS))]).run_filter(pod(), NODES)
+    state = CycleState()
+    out = framework(filter=[Pre(Status(Code.SKIP))]).run_filter(pod(), NODES, state)
+    assert all(s.is_success() for s in out.statuses) and state.skip_filter_plugins == {"Pre"}
+    out = framework(filter=[Pre(SUCCESS)]).run_filter(pod(), NODES)
     assert out.statuses[0].message == "filter ran"
+    out = framework(filter=[Pre(Status.error("no quota"))]).run_filter(pod(), NODES)
+    assert (out.error, out.error_plugin) == ("Pre: PreFilter: no quota", "Pre")
 
 
-class Nominations:
-    """A snapshot with a pod nominated to node ``a``: ``with_nominated`` gives a copy of the node
-    labelled ``nominated`` (the pod counted there); counts its calls."""
+def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> None:
+    """``RunPreFilterPlugins`` merges the results (schedule_one_test.go ``test prefilter plugin
+    returning node``); the extender's filter must answer each node sent: one outside the result
+    gets v1.30's "node is filtered out by the prefilter result"."""
+    fw = framework(
+        filter=[
+            Pre(SUCCESS, None, "P1"),
+            Pre(SUCCESS, PreFilterResult(frozenset({"b"})), "P2"),
+            Pre(SUCCESS, PreFilterResult(frozenset({"a", "b"})), "P3"),
+        ]
+    )
+    result, status = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
+    assert result == PreFilterResult(frozenset({"b"})) and status is SUCCESS
+    out = fw.run_filter(pod(), NODES)
+    assert [(s.code, s.message) for s in out.statuses] == [
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node is filtered out by the prefilter result"),
+        (Code.SUCCESS, ""),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node is filtered out by the prefilter result"),
+    ]
+    # no node left: "didn't satisfy plugin(s) [...] simultaneously" (one plugin: "plugin X")
+    fw = framework(
+        filter=[
+            Pre(SUCCESS, PreFilterResult(frozenset({"b"})), "P2"),
+            Pre(SUCCESS, PreFilterResult(frozenset({"a"})), "P3"),
+        ]
+    )
+    result, status = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
+    assert (status.code, status.message) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "node(s) didn't satisfy plugin(s) [P2 P3] simultaneously",
+    )
+    fw = framework(filter=[Pre(SUCCESS, PreFilterResult(frozenset()), "P2")])
+    assert fw.run_pre_filter_plugins(CycleState(), pod(), NODES)[1].message == "node(s) didn't satisfy plugin P2"
+    # an Unschedulable PreFilter lets the others run (preemption needs their state); the last one wins
+    first, later = Pre(Status.unschedulable("first"), name="A"), Pre(Status.unschedulable("later"), name="B")
+    result, status = framework(filter=[first, Pre(SUCCESS, name="C"), later]).run_pre_filter_plugins(
+        CycleState(), pod(), NODES
+    )
+    assert (status.message, status.plugin) == ("later", "B")
+
+
+class Counted:
+    """A PreFilter state that counts the pods added to it: PreFilterExtensions' ``AddPod``."""
 
     def __init__(self) -> None:
-        self.nominated = {"a": (pod("vip", uid="vip", priority=10),)}
-        self.calls = 0
+        self.added: list[str] = []
 
-    def with_nominated(self, info: NodeInfo, incoming: PodInfo) -> NodeInfo:
-        self.calls += 1
-        return node(info.name, labels={"nominated": "yes"}) if info.name in self.nominated else info
+    def clone(self) -> Counted:
+        copy = Counted()
+        copy.added = list(self.added)
+        return copy
 
 
 class Crowded:
-    """Filter: rejects a node counting a nominated pod; raises on one when told to."""
+    """PreFilter writes a :class:`Counted`; AddPod/RemovePod update it; Filter rejects a node
+    counting the nominated pod "vip" (on the node or in its state)."""
 
     name = "Crowded"
 
     def __init__(self, crash: bool = False) -> None:
         self.crash = crash
+        self.calls = 0
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write("Crowded/added", Counted())
+        return None, SUCCESS
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status:
+        if self.crash:
+            return Status.error("cannot add")
+        state.read("Crowded/added").added.append(pod_to_add.name)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status:
+        state.read("Crowded/added").added.remove(pod_to_remove.name)
+        return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        if node.labels.get("nominated"):
-            if self.crash:
-                raise RuntimeError("boom")
+        self.calls += 1
+        if "vip" in state.read("Crowded/added").added:
             return Status.unschedulable("room kept for a nominated pod")
         return SUCCESS
 
 
-def test_the_search_counts_a_node_feasible_only_with_its_nominated_pods_too() -> None:
-    """``findNodesThatPassFilters`` calls ``RunFilterPluginsWithNominatedPods`` per node: node a
-    passes as it is but not with the pod nominated to it, so a search wanting one feasible node
-    from a goes on to b (c stays unevaluated); a PreFilter rejection skips the nominated pass; an
-    error in it is the search's."""
-    lister = Nominations()
-    out = Framework("p", [ep(Crowded())]).run_filter(pod(), NODES, CycleState(lister), feasible_wanted=1)
-    assert [s.message for s in out.statuses] == ["room kept for a nominated pod", "", UNEVALUATED.message]
-    assert (out.statuses[0].plugin, out.evaluated, lister.calls) == ("Crowded", 2, 1)
+class Snap:
+    """The lister ``with_pods`` of a nominated pod needs (the node as it is: Crowded reads its state)."""
 
-    class Rejecting(Crowded):
-        def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-            return Status.unschedulable("no")
-
-    lister = Nominations()
-    out = Framework("p", [ep(Rejecting())]).run_filter(pod(), NODES, CycleState(lister))
-    assert {s.message for s in out.statuses} == {"no"} and lister.calls == 0
-    out = Framework("p", [ep(Crowded(crash=True))]).run_filter(pod(), NODES, CycleState(Nominations()))
-    assert (out.error, out.error_plugin, out.statuses) == (f"Crowded: node a: {PLUGIN_FAILED}", "Crowded", [])
+    def with_pods(self, info: NodeInfo, pods: Sequence[PodInfo]) -> NodeInfo:
+        return info
 
 
-def test_score_weighted_mean_scaled_to_extender_range() -> None:
+def test_filter_with_nominated_pods_adds_them_through_the_prefilter_extensions() -> None:
+    """``RunFilterPluginsWithNominatedPods`` and ``addNominatedPods``: a pod of at least the
+    incoming pod's priority nominated to the node is counted (a clone of the state, ``AddPod``)
+    in a first pass; the second pass, on the node as it is, runs only when the first passed
+    (schedule_one_test.go ``TestFindFitPredicateCallCounts``: one call for a lower-priority
+    nomination, two for a higher one); the cycle's own state is left alone."""
+    nominator = PodNominator()
+    nominator.add_nominated_pod(pod("vip", uid="vip", priority=10, nodeName=""), NominatingInfo("a"))
+    crowded = Crowded()
+    fw = framework(filter=[crowded], nominator=nominator)
+    state = CycleState(Snap())
+    fw.run_pre_filter_plugins(state, pod(), NODES)
+    status = fw.run_filter_plugins_with_nominated_pods(state, pod(priority=0), NODES[0])
+    assert (status.message, status.plugin, crowded.calls) == ("room kept for a nominated pod", "Crowded", 1)
+    assert state.read("Crowded/added").added == []
+    crowded.calls = 0
+    assert fw.run_filter_plugins_with_nominated_pods(state, pod(priority=20), NODES[0]).is_success()
+    assert crowded.calls == 1  # the nominated pod has a lower priority: one pass
+    crowded.calls = 0
+    assert fw.run_filter_plugins_with_nominated_pods(state, pod(priority=0), NODES[1]).is_success()
+    assert crowded.calls == 1  # nothing nominated to b
+    # an AddPod error is the node's error
+    failing = framework(filter=[Crowded(crash=True)], nominator=nominator)
+    state = CycleState(Snap())
+    failing.run_pre_filter_plugins(state, pod(), NODES)
+    status = failing.run_filter_plugins_with_nominated_pods(state, pod(), NODES[0])
+    assert (status.code, status.message) == (
+        Code.ERROR,
+        'running AddPod on PreFilter plugin "Crowded": cannot add',
+    )
+
+
+def run_score(fw: Framework, nodes: Sequence[NodeInfo] = NODES) -> tuple[ScoreResult, Status]:
+    state = CycleState()
+    status = fw.run_pre_score_plugins(state, pod(), nodes)
+    if not status.is_success():
+        return ScoreResult(nodes), status
+    return fw.run_score_plugins(state, pod(), nodes)
+
+
+def test_score_total_is_the_weighted_sum_and_the_extender_answers_the_mean_on_0_to_10() -> None:
     a = Fixed("A", {"a": 100, "b": 0, "c": 50})
     b = Fixed("B", {"a": 0, "b": 100, "c": 44})
-    out = Framework("p", score_plugins=[ep(a, weight=3), ep(b, weight=1)]).run_score(pod(), NODES)
-    # a: (300+0)/4 = 75 -> 7.5 -> 8 (half up); b: 100/4 = 25 -> 2.5 -> 3; c: (150+44)/4 = 48.5 -> 4.85 -> 5
-    assert out.scores == [8, 3, 5]
+    out, status = run_score(framework(score=[ep(a, weight=3), ep(b, weight=1)]))
+    assert status.is_success()
+    assert out.totals == [300, 100, 194]  # TotalScore: sum of weight x score
+    assert [(n.name, n.total_score, [(p.name, p.score) for p in n.scores]) for n in out.node_plugin_scores()] == [
+        ("a", 300, [("A", 300), ("B", 0)]),
+        ("b", 100, [("A", 0), ("B", 100)]),
+        ("c", 194, [("A", 150), ("B", 44)]),
+    ]
+    # the extender: a: (300+0)/4 = 75 -> 7.5 -> 8 (half up); b: 100/4 = 25 -> 2.5 -> 3; c: 48.5 -> 4.85 -> 5
+    assert extender_scores(out) == [8, 3, 5]
     assert out.plugin_scores == {"A": [100, 0, 50], "B": [0, 100, 44]}
 
 
 def test_score_normalize_skip_and_range_check() -> None:
-    out = Framework("p", score_plugins=[ep(Doubling("D", {"a": 50, "b": 10, "c": 0}))]).run_score(pod(), NODES)
-    assert out.scores == [10, 2, 0]
-    out = Framework("p", score_plugins=[ep(Fixed("S", {}, skip=True))]).run_score(pod(), NODES)
-    assert out.scores == [0, 0, 0] and out.skipped == {"S": "PreScore returned Skip"}
-    with pytest.raises(FrameworkError, match=r"node a: score 101 is outside 0\.\.100"):
-        Framework("p", score_plugins=[ep(Fixed("Big", {"a": 101, "b": 0, "c": 0}))]).run_score(pod(), NODES)
+    out, _ = run_score(framework(score=[Doubling("D", {"a": 50, "b": 10, "c": 0})]))
+    assert out.totals == [100, 20, 0] and extender_scores(out) == [10, 2, 0]
+    out, _ = run_score(framework(score=[Fixed("S", {}, skip=True)]))
+    assert out.totals == [0, 0, 0] and extender_scores(out) == [0, 0, 0]
+    assert out.skipped == {"S": "PreScore returned Skip"}
+    out, status = run_score(framework(score=[Fixed("Big", {"a": 101, "b": 0, "c": 0})]))
+    assert (status.code, status.message) == (
+        Code.ERROR,
+        'applying score defaultWeights on Score plugins: plugin "Big" returns an invalid score 101, '
+        "it should in the range of [0, 100] after normalizing",
+    )
 
 
 @pytest.mark.parametrize("fail_open", [False, True])
 def test_score_failure_policy(fail_open: bool) -> None:
     broken = Fixed("Broken", {"a": 1})  # KeyError on b
     good = Fixed("Good", {"a": 100, "b": 0, "c": 100})
-    fw = Framework("p", score_plugins=[ep(broken, fail_open=fail_open), ep(good)])
+    fw = framework(score=[ep(broken, fail_open=fail_open), good])
+    out, status = run_score(fw)
     if fail_open:
-        out = fw.run_score(pod(), NODES)
-        assert out.scores == [10, 0, 10] and "Broken" in out.skipped
+        assert extender_scores(out) == [10, 0, 10] and "Broken" in out.skipped
     else:
-        with pytest.raises(FrameworkError, match=r"^Broken: node b: plugin failed unexpectedly"):
-            fw.run_score(pod(), NODES)
+        assert (status.code, status.plugin) == (Code.ERROR, "Broken")
+        assert status.message == f'running Score plugins: plugin "Broken" failed with: node b: {PLUGIN_FAILED}'
 
 
-def test_non_integer_score_is_an_error() -> None:
-    with pytest.raises(FrameworkError, match="is not an integer"):
-        Framework("p", score_plugins=[ep(Fixed("F", {"a": 5.0, "b": 1, "c": 1}))]).run_score(pod(), NODES)  # type: ignore[dict-item]
+def test_score_error_status_and_non_integer_score() -> None:
+    class Erring(Fixed):
+        def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+            return 0, Status.error("no metrics")
+
+    _, status = run_score(framework(score=[Erring("E", {})]))
+    assert status.message == 'running Score plugins: plugin "E" failed with: node a: no metrics'
+    _, status = run_score(framework(score=[Fixed("F", {"a": 5.0, "b": 1, "c": 1})]))  # type: ignore[dict-item]
+    assert "is not an integer" in status.message
 
 
 def victims(*uids: str, pdb: int = 0) -> Victims:
@@ -211,24 +323,26 @@ class Trim:
         self.name = "Trim"
         self.result = result
 
-    def process_preemption(self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]) -> dict[str, Victims]:
-        return self.result
+    def process_preemption(
+        self, state: CycleState, pod: PodInfo, candidates: dict[str, Victims]
+    ) -> tuple[dict[str, Victims], Status]:
+        return self.result, SUCCESS
 
 
 def test_preemption_rules() -> None:
     candidates = {"a": victims("u1", "u2"), "b": victims("u3", pdb=1)}
-    fw = Framework("p", preemption_plugins=[])
+    fw = framework()
     assert fw.run_preemption(pod(), candidates) == candidates  # no plugin: echo
     # dropping a node and trimming victims is allowed; emptying a list drops the node
-    fw = Framework("p", preemption_plugins=[ep(Trim({"a": victims("u2"), "b": victims(pdb=1)}))])
+    fw = framework(preemption=[Trim({"a": victims("u2"), "b": victims(pdb=1)})])
     got = fw.run_preemption(pod(), candidates)
     assert {n: [p.uid for p in v.pods] for n, v in got.items()} == {"a": ["u2"]}
     # new nodes or victims are refused
     with pytest.raises(FrameworkError, match="not a candidate"):
-        Framework("p", preemption_plugins=[ep(Trim({"z": victims("u1")}))]).run_preemption(pod(), candidates)
+        framework(preemption=[Trim({"z": victims("u1")})]).run_preemption(pod(), candidates)
     with pytest.raises(FrameworkError, match="not proposed"):
-        Framework("p", preemption_plugins=[ep(Trim({"a": victims("u9")}))]).run_preemption(pod(), candidates)
-    fw = Framework("p", preemption_plugins=[ep(Trim({"z": victims("u1")}), fail_open=True)])
+        framework(preemption=[Trim({"a": victims("u9")})]).run_preemption(pod(), candidates)
+    fw = framework(preemption=[ep(Trim({"z": victims("u1")}), fail_open=True)])
     assert fw.run_preemption(pod(), candidates) == candidates
 
 
@@ -248,9 +362,9 @@ class Binder:
 def test_bind_first_non_skip_decides() -> None:
     ref = PodRef("ns", "p", "uid-1")
     skip, ok = Binder("Skipper", Status(Code.SKIP)), Binder("Binder", SUCCESS)
-    status = asyncio.run(Framework("p", bind_plugins=[ep(skip), ep(ok)]).run_bind_verb(ref, "n1"))
+    status = asyncio.run(framework(bind=[skip, ok]).run_bind_verb(ref, "n1"))
     assert status.is_success() and status.plugin == "Binder" and ok.calls == [("uid-1", "n1")]
-    fw = Framework("p", bind_plugins=[ep(Binder("X", Status.error("api down")))])
+    fw = framework(bind=[Binder("X", Status.error("api down"))])
     status = asyncio.run(fw.run_bind_verb(ref, "n1"))
     assert status.code is Code.ERROR and status.message == "X: api down"
     status = asyncio.run(Framework("p").run_bind_verb(ref, "n1"))
@@ -284,7 +398,7 @@ class Cycle:
 
 
 def _cycle(log: list[str], *plugins: Cycle, bind: Status = SUCCESS) -> Framework:
-    return Framework("p", [ep(p) for p in plugins], bind_plugins=[ep(Binder("B", bind, log))])
+    return framework(filter=plugins, bind=[Binder("B", bind, log)])
 
 
 def test_the_cycle_runs_in_kube_schedulers_order() -> None:
@@ -354,38 +468,14 @@ def test_permit_rejection_or_timeout_unreserves_and_never_binds() -> None:
 
 def test_plugins_must_implement_their_point() -> None:
     with pytest.raises(ValueError, match="does not implement the score extension point"):
-        Framework("p", score_plugins=[ep(RejectNamed("R", {}))])
+        framework(score=[RejectNamed("R", {})])
 
 
-@pytest.mark.parametrize(
-    ("percentage", "nodes", "wanted"),
-    [
-        # kube-scheduler's TestNumFeasibleNodesToFind (pkg/scheduler/schedule_one_test.go)
-        (0, 10, 10),  # not set, numAllNodes < minFeasibleNodesToFind
-        (40, 10, 10),  # set, numAllNodes < minFeasibleNodesToFind
-        (0, 1000, 420),  # not set, numAllNodes > minFeasibleNodesToFind: 50 - 1000/125 = 42 %
-        (40, 1000, 400),
-        (0, 6000, 300),  # 50 - 48 = 2 %: raised to 5 %
-        (40, 6000, 2400),
-        (0, 20000, 1000),
-    ],
-)
-def test_num_feasible_nodes_to_find(percentage: int, nodes: int, wanted: int) -> None:
-    from app.framework.runtime import num_feasible_nodes_to_find
-
-    assert num_feasible_nodes_to_find(percentage, nodes) == wanted
-
-
-def test_filter_stops_once_enough_nodes_passed_and_resumes_where_it_stopped() -> None:
-    nodes = [NodeInfo(f"n{i}") for i in range(10)]
-    judge = RejectNamed("R", {"n2": Status.unresolvable("no"), "n3": Status.unresolvable("no")})
-    fw = Framework("p", [ep(judge)])
-    # judged in chunks of 3 from n1: n1 passes, n2 and n3 do not; n4..n6 pass: enough, stop
-    out = fw.run_filter(pod(), nodes, CycleState(), feasible_wanted=3, start=1)
-    assert out.evaluated == 6
-    assert [i for i, s in enumerate(out.statuses) if s.code is Code.SUCCESS] == [1, 4, 5, 6]
-    assert [s.message for s in out.statuses[2:4]] == ["no", "no"]
-    assert out.statuses[0].message.startswith("not evaluated") and out.statuses[7].message.startswith("not")
-    # the next search starts where this one stopped, and wraps around
-    out = fw.run_filter(pod(), nodes, CycleState(), feasible_wanted=3, start=1 + out.evaluated)
-    assert [i for i, s in enumerate(out.statuses) if s.code is Code.SUCCESS] == [7, 8, 9] and out.evaluated == 3
+def test_reserve_and_permit_lists_are_their_own() -> None:
+    """Each point has its own ordered list (``expandMultiPointPlugins``): a plugin enabled at
+    Filter takes part in Reserve and Permit unless the lists given say otherwise."""
+    log: list[str] = []
+    a, c = Cycle("A", log), Cycle("C", log)
+    fw = framework(filter=[a, c], reserve=[c], permit=[c, a], bind=[Binder("B", SUCCESS, log)])
+    assert asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1")).is_success()
+    assert log == ["Reserve C", "Permit C", "Permit A", "Bind B"]

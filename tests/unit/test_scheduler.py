@@ -19,7 +19,7 @@ from app.cluster.leader import (
     LeaseElector,
     LeaseReport,
 )
-from app.framework import NodeInfo, PodInfo, Status
+from app.framework import NodeInfo, NodePluginScores, PodInfo, Status
 from app.framework.events import ANY_EVENT, NODE, POD, ActionType, ClusterEvent
 from app.framework.status import fit_error_message
 from app.kube.errors import APIError
@@ -63,22 +63,24 @@ def test_unschedulable_pods_wait_for_an_event_their_update_a_sibling_or_the_flus
     a, b = pod("a", uid="a"), pod("b", uid="b")
     q.sync([a, b])
     q.pop(), q.pop()
-    q.failed("a", unschedulable=True)
-    q.failed("b", unschedulable=True)
+    q.failed("a", unschedulable=True, plugins=["P"])
+    q.failed("b", unschedulable=True, plugins=["P"])
     clock.now += 30
     assert q.pop() is None and q.counts()[UNSCHEDULABLE] == 2  # no event: they stay parked
     assert q.move_all() == 2
     assert {q.pop().uid, q.pop().uid} == {"a", "b"}  # type: ignore[union-attr]
-    q.failed("a", unschedulable=True)
+    q.failed("a", unschedulable=True, plugins=["P"])
     q.sync([pod("a", uid="a", annotations={"x": "y"}), b])  # its own object changed
     assert q.get("a").where == BACKOFF  # type: ignore[union-attr]  # still backing off (2 s after a 2nd try)
     clock.now += 2
     assert q.pop().uid == "a"  # type: ignore[union-attr]
-    q.failed("a", unschedulable=True)
+    q.failed("a", unschedulable=True, plugins=["P"])
     q.activate([pod("a", uid="a")])  # PodsToActivate: a sibling of its pod group is waiting at Permit
     assert q.pop().uid == "a"  # type: ignore[union-attr]
-    q.failed("a", unschedulable=True)
-    clock.now += 301
+    q.failed("a", unschedulable=True, plugins=["P"])
+    clock.now += 299
+    assert q.pop() is None
+    clock.now += 1
     assert q.pop().uid == "a"  # type: ignore[union-attr]  # the periodic flush
     q.done("a")
     q.sync([b])
@@ -102,14 +104,13 @@ def test_fit_error_message_is_kube_schedulers() -> None:
 
 
 def test_select_host_picks_uniformly_among_the_top_scores() -> None:
-    nodes = [NodeInfo(f"n{i}") for i in range(5)]
-    scores = [3, 7, 7, 1, 7]
+    scores = [NodePluginScores(f"n{i}", total_score=t) for i, t in enumerate([3, 7, 7, 1, 7])]
     rng = random.Random(1)
-    picks = Counter(select_host(nodes, scores, rng).name for _ in range(6000))
+    picks = Counter(select_host(scores, 1, rng)[0] for _ in range(6000))
     assert set(picks) == {"n1", "n2", "n4"}
     assert all(1800 < n < 2200 for n in picks.values()), picks
-    with pytest.raises(ValueError):
-        select_host([], [], rng)
+    with pytest.raises(ValueError, match="empty priorityList"):
+        select_host([], 1, rng)
 
 
 class LeaseStore:
@@ -377,16 +378,18 @@ def test_a_parked_pod_moves_only_on_an_event_a_plugin_that_rejected_it_registere
         ),
         "InterPodAffinity": (ClusterEvent(POD, ActionType.ALL), ClusterEvent(NODE, ActionType.ADD)),
     }
-    q = SchedulingQueue(clock=clock, registered=lambda p: registered.get(p, (ANY_EVENT,)))
+    interest = [e for events in registered.values() for e in events]  # no plugin registers a Node Delete
+    q = SchedulingQueue(clock=clock, registered=lambda p: registered.get(p, (ANY_EVENT,)), interest=interest)
     fit, affinity, anon = pod("fit", uid="fit"), pod("aff", uid="aff"), pod("anon", uid="anon")
     q.sync([fit, affinity, anon])
     for _ in range(3):
         q.pop()
     q.failed("fit", unschedulable=True, plugins=["NodeResourcesFit"])
     q.failed("aff", unschedulable=True, plugins=["InterPodAffinity"])
-    q.failed("anon", unschedulable=True)
+    q.failed("anon", unschedulable=True)  # no plugin rejected it by name: backoffQ (upstream's rule)
+    assert q.get("anon").where == BACKOFF  # type: ignore[union-attr]
     clock.now += 11  # past every backoff: a moved pod goes straight to activeQ
-    assert q.move_on([ClusterEvent(POD, ActionType.ADD)]) == 2  # another pod bound: not fit's business
+    assert q.move_on([ClusterEvent(POD, ActionType.ADD)]) == 1  # another pod bound: not fit's business
     assert {q.pop().uid, q.pop().uid} == {"aff", "anon"}  # type: ignore[union-attr]
     assert q.get("fit").where == UNSCHEDULABLE  # type: ignore[union-attr]
     assert q.move_on([ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL)]) == 1
@@ -418,13 +421,27 @@ def _scheduler_profile() -> tuple[Any, Any]:
     return service, service.cluster
 
 
+def _scheduler(service: Any, runtime: Any, **kw: Any) -> Any:
+    """The standalone :class:`Scheduler` of profile ``s``, its queue sharing the framework's
+    nominator (as the assembly builds it)."""
+    from app.scheduler.scheduler import Scheduler
+
+    framework = service.frameworks["s"]
+    return Scheduler("s", framework, runtime, SchedulingQueue(nominator=framework.nominator), **kw)
+
+
+def _verdicts(attempt: Any) -> dict[str, tuple[str, ...]]:
+    """Each evaluated node's reasons (``()``: feasible)."""
+    names, statuses = attempt.evaluated()
+    return {n: s.reasons for n, s in zip(names, statuses, strict=True)}
+
+
 def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> None:
     """``RunFilterPluginsWithNominatedPods`` (pkg/scheduler/framework/runtime/framework.go): the
     pods of at least the pod's priority nominated to a node count there for every Filter plugin
     (resources, and the cluster-wide counts of InterPodAffinity through ``AddPod``), and a node
     must also pass without them: a pod affinity only a nominated pod satisfies does not count."""
     from app.framework import CycleState
-    from app.scheduler.scheduler import Scheduler
 
     service, runtime = _scheduler_profile()
 
@@ -439,11 +456,12 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
         "status": {"phase": "Pending", "nominatedNodeName": "n1"},
     }
     seed(runtime.state, [node_doc(n) for n in ("n1", "n2")], [nominated])
-    scheduler = Scheduler("s", service.frameworks["s"], runtime, SchedulingQueue())  # type: ignore[arg-type]
+    scheduler = _scheduler(service, runtime)
+    web = runtime.state.pod("uid-web")
+    scheduler.nominator.add_nominated_pod(web)  # as the queue records a pod that says it is nominated
 
     def verdicts(p: PodInfo) -> dict[str, tuple[str, ...]]:
-        found = scheduler._find(CycleState(), p)
-        return {n.name: s.reasons for n, s in zip(found.nodes, found.statuses, strict=True)}
+        return _verdicts(scheduler.schedule_pod(CycleState(), p))
 
     term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
     required = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -458,6 +476,9 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
     # an affinity only the nominated pod satisfies: not on n1 (it may never run there)
     follower = pod("follower", affinity={"podAffinity": {required: [term]}})
     assert set(verdicts(follower).values()) == {("node(s) didn't match pod affinity rules",)}
+    # once bound (or deleted) it is no longer nominated
+    scheduler.nominator.delete_nominated_pod_if_exists(web)
+    assert verdicts(big) == {"n1": (), "n2": ()}
 
 
 def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None:
@@ -466,10 +487,8 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
     50 the search wants 100 feasible nodes; the first 100 it judges each hold a higher-priority
     pod nominated there (3.5 of 4 cpu), so they fail and the search goes on to the other 20,
     where the pod is placed; when those are too small, every node was judged and the FitError
-    counts no node as not evaluated."""
+    counts each."""
     from app.framework import CycleState
-    from app.framework.runtime import UNEVALUATED
-    from app.scheduler.scheduler import Scheduler
 
     def found(untried_cpu: str) -> tuple[list[str], Any]:
         service, runtime = _scheduler_profile()
@@ -490,27 +509,24 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
             }
 
         seed(runtime.state, [node_doc(n, "4") for n in names], [])
-        order = [n.name for n in runtime.state.snapshot().known.values()]  # the search's, from index 0
+        order = [n.name for n in runtime.state.snapshot().list()]  # the search's, from index 0
         nodes = [node_doc(n, "4" if i < 100 else untried_cpu) for i, n in enumerate(order)]
         seed(runtime.state, nodes, [nominated(n) for n in order[:100]])
-        assert [n.name for n in runtime.state.snapshot().known.values()] == order
-        framework = service.frameworks["s"]
-        scheduler = Scheduler("s", framework, runtime, SchedulingQueue(), percentage_of_nodes_to_score=50)  # type: ignore[arg-type]
-        return order, scheduler._find(
-            CycleState(), pod("big", containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
-        )
+        assert [n.name for n in runtime.state.snapshot().list()] == order
+        scheduler = _scheduler(service, runtime, percentage_of_nodes_to_score=50)
+        for n in order[:100]:
+            scheduler.nominator.add_nominated_pod(runtime.state.pod(f"uid-vip-{n}"))
+        big = pod("big", containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
+        return order, scheduler.schedule_pod(CycleState(), big)
 
     order, placed = found("4")
-    assert not placed.error
+    assert placed.error is None and placed.fit is None
     assert [n.name for n in placed.feasible] == order[100:]  # the nodes the first 100 judged did not reach
-    assert all(s is not UNEVALUATED for s in placed.statuses)
-    by_name = {n.name: s for n, s in zip(placed.nodes, placed.statuses, strict=True)}
-    assert {by_name[n].reasons for n in order[:100]} == {("Insufficient cpu",)}
+    verdicts = _verdicts(placed)
+    assert len(verdicts) == 120 and {verdicts[n] for n in order[:100]} == {("Insufficient cpu",)}
     _, unplaced = found("500m")
-    assert unplaced.feasible == [] and all(s is not UNEVALUATED for s in unplaced.statuses)
-    assert fit_error_message(len(unplaced.nodes), unplaced.statuses, unplaced.pre_filter) == (
-        "0/120 nodes are available: 120 Insufficient cpu."
-    )
+    assert unplaced.feasible == [] and len(_verdicts(unplaced)) == 120
+    assert unplaced.fit.error() == "0/120 nodes are available: 120 Insufficient cpu."
 
 
 def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nomination() -> None:
@@ -521,8 +537,6 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     nominator's ``AddNominatedPod``); a pod not eligible to preempt gets nil (``ModeNoop``) and keeps
     both."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from app.scheduler.scheduler import Scheduler
 
     service, runtime = _scheduler_profile()
 
@@ -548,10 +562,6 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     urgent = pod_doc("urgent", 1000, nominated="n1")
     never = pod_doc("never", 900, nominated="n2", preemptionPolicy="Never")
     seed(runtime.state, [node_doc("n1"), node_doc("n2")], [*running, urgent, never])
-    assert {n: [p.name for p in ps] for n, ps in runtime.state.snapshot().nominated.items()} == {
-        "n1": ["urgent"],
-        "n2": ["never"],
-    }
 
     class Client:
         def __init__(self) -> None:
@@ -563,17 +573,22 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     client = Client()
     runtime.client = client  # type: ignore[assignment]
     runtime.executor = ThreadPoolExecutor(max_workers=1)
-    scheduler = Scheduler("s", service.frameworks["s"], runtime, SchedulingQueue())  # type: ignore[arg-type]
+    scheduler = _scheduler(service, runtime, set_nominated_node=client.set_nominated_node)
+    nominator = scheduler.nominator
 
     async def attempt_both() -> None:
-        assert await scheduler.step() and await scheduler.step()
+        assert await scheduler.step()  # the queue records both nominations as it takes the pods in
+        # urgent was tried first (higher priority): its room is gone at once
+        assert {n: [p.name for p in nominator.nominated_pods_for_node(n)] for n in ("n1", "n2")} == {
+            "n1": [],
+            "n2": ["never"],
+        }
+        assert await scheduler.step()
 
     import asyncio
 
     asyncio.run(attempt_both())
     runtime.executor.shutdown(wait=True)
     assert client.nominations == [("ns", "urgent", "")]  # never's nomination is not written
-    assert {n: [p.name for p in ps] for n, ps in runtime.state.snapshot().nominated.items()} == {"n2": ["never"]}
-    record = runtime.state.pod("uid-urgent")
-    assert record is not None and record.nominated_node_name == ""
+    assert nominator.nominated_node("uid-urgent") is None and nominator.nominated_node("uid-never") == "n2"
     assert scheduler.queue.get("uid-urgent").where == UNSCHEDULABLE  # type: ignore[union-attr]

@@ -14,7 +14,6 @@ from app.cluster.podgroups import PodGroup
 from app.framework import (
     Code,
     CycleState,
-    EnabledPlugin,
     Framework,
     Handle,
     NodeInfo,
@@ -31,6 +30,7 @@ from app.plugins.preemption_rules import PreemptionRules, PreemptionRulesArgs
 from tests.support.apiserver import node as node_doc
 from tests.support.apiserver import pod as pod_doc
 from tests.support.cluster import MemoryCluster
+from tests.unit.helpers import framework
 
 IP = "ipam.example.com/ip"
 
@@ -106,7 +106,7 @@ def test_pool_filter(node: dict[str, Any], used: int, code: Code, reason: str) -
     load(rt, [node], [consumer(f"c{i}", "n") for i in range(used)])
     state = CycleState()
     incoming = as_pod(consumer("new"))
-    assert plugin.pre_filter(state, incoming, []).code is Code.SUCCESS
+    assert plugin.pre_filter(state, incoming, [])[1].code is Code.SUCCESS
     status = plugin.filter(state, incoming, info(rt, "n"))
     assert (status.code, status.message) == (code, reason)
     assert plugin.reserve(state, incoming, info(rt, "n")).message == reason
@@ -140,11 +140,11 @@ def test_pool_skips_non_consumers_and_scores_free_slots() -> None:
     plugin = pool(rt)
     nodes = [pool_node("a", "16"), pool_node("b", "10"), pool_node("c", "4")]
     load(rt, nodes, [consumer(f"x{i}", "a") for i in range(6)] + [consumer("y", "c", ips=4)])
-    assert plugin.pre_filter(CycleState(), as_pod(pod_doc("plain")), []).code is Code.SKIP
+    assert plugin.pre_filter(CycleState(), as_pod(pod_doc("plain")), [])[1].code is Code.SKIP
     state = CycleState()
     incoming = as_pod(consumer("new"))
     plugin.pre_score(state, incoming, [])
-    raw = [plugin.score(state, incoming, info(rt, n)) for n in "abc"]
+    raw = [plugin.score(state, incoming, info(rt, n))[0] for n in "abc"]
     assert raw == [10, 10, 0]
     from app.framework.types import NodeScore
 
@@ -168,9 +168,9 @@ def test_pool_preemption_keeps_only_nodes_where_victims_free_a_slot() -> None:
         "full": Victims([snap.pod("full", "uid-net-f0")]),  # type: ignore[list-item]
         "also-full": Victims([snap.pod("also-full", "uid-net-plain")]),  # type: ignore[list-item]
     }
-    assert set(plugin.process_preemption(CycleState(), as_pod(consumer("new")), candidates)) == {"full"}
+    assert set(plugin.process_preemption(CycleState(), as_pod(consumer("new")), candidates)[0]) == {"full"}
     # a preemptor outside the pool leaves the candidates alone
-    assert plugin.process_preemption(CycleState(), as_pod(pod_doc("other")), candidates) == candidates
+    assert plugin.process_preemption(CycleState(), as_pod(pod_doc("other")), candidates)[0] == candidates
 
 
 def test_two_pool_plugins_need_distinct_pools() -> None:
@@ -257,7 +257,7 @@ def test_coscheduling_pre_filter(
             ]
         )
         store.mark_synced("podgroups")
-    status = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
+    status = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])[1]
     assert (status.code, status.message) == (code, reason)
 
 
@@ -271,18 +271,18 @@ def test_a_gathering_group_errs_until_its_schedule_timeout_then_is_rejected() ->
     spec = {"minMember": 3, "scheduleTimeoutSeconds": 30}  # the PodGroup's own timeout wins
     store.replace([msgspec.convert({"metadata": {"namespace": "ml", "name": "g"}, "spec": spec}, PodGroup)])
     store.mark_synced("podgroups")
-    first = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
+    first = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])[1]
     assert first.code is Code.ERROR and "waiting up to 30s" in first.message
     clock.now += 30
-    assert plugin.pre_filter(CycleState(), as_pod(pods[0]), []).code is Code.ERROR
+    assert plugin.pre_filter(CycleState(), as_pod(pods[0]), [])[1].code is Code.ERROR
     clock.now += 1
-    late = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])
+    late = plugin.pre_filter(CycleState(), as_pod(pods[0]), [])[1]
     assert (late.code, late.message) == (
         Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         "pod group ml/g has 1 of minMember 3 pods after 30s",
     )
     load(rt, [node_doc("n")], pods)  # the rest arrive: the group passes and its clock is forgotten
-    assert plugin.pre_filter(CycleState(), as_pod(pods[0]), []).is_success()
+    assert plugin.pre_filter(CycleState(), as_pod(pods[0]), [])[1].is_success()
     assert plugin._forming == {}
 
 
@@ -290,8 +290,8 @@ def test_coscheduling_before_podgroups_sync_is_an_error_and_plain_pods_skip() ->
     rt = runtime()
     plugin = gang(rt)
     load(rt, [node_doc("n")], [member("m0", "g")])
-    assert plugin.pre_filter(CycleState(), as_pod(member("m0", "g")), []).code is Code.ERROR
-    assert plugin.pre_filter(CycleState(), as_pod(pod_doc("plain")), []).code is Code.SKIP
+    assert plugin.pre_filter(CycleState(), as_pod(member("m0", "g")), [])[1].code is Code.ERROR
+    assert plugin.pre_filter(CycleState(), as_pod(pod_doc("plain")), [])[1].code is Code.SKIP
 
 
 def _ref(doc: dict[str, Any]) -> PodRef:
@@ -304,13 +304,7 @@ def _gang_profile(rt: MemoryCluster, *plugins: Any) -> Framework:
     from app.plugins import default_binder
 
     binder = rt.build(default_binder.PLUGIN)
-    handle = Handle("p", 5.0, rt, plugins[0].waiting_pods)
-    return Framework(
-        "p",
-        [EnabledPlugin(p.name, p) for p in plugins],
-        bind_plugins=[EnabledPlugin("DefaultBinder", binder)],
-        handle=handle,
-    )
+    return framework(filter=plugins, bind=[binder], cluster=rt, waiting_pods=plugins[0].waiting_pods)
 
 
 def test_members_wait_reserved_at_permit_until_min_member_then_all_bind() -> None:
@@ -351,11 +345,11 @@ def test_permit_timeout_rejects_every_waiting_member_and_denies_the_group() -> N
     assert all(s.code is Code.ERROR for s in results)
     assert any("rejected due to timeout after waiting 0.2s at plugin Coscheduling" in s.message for s in results)
     assert rt.bindings == [] and rt.state.assumed() == {}  # nothing bound, every reservation undone
-    denied = plugin.pre_filter(CycleState(), as_pod(pods[3]), [])
+    denied = plugin.pre_filter(CycleState(), as_pod(pods[3]), [])[1]
     # an Error, so kube-scheduler retries it with backoff and it proceeds as soon as the denial expires
     assert denied.code is Code.ERROR and denied.message.startswith("pod group ml/g is denied for 20s more")
     clock.now += 21  # deniedPGExpirationTimeSeconds later the group may try again
-    assert plugin.pre_filter(CycleState(), as_pod(pods[3]), []).code is Code.SUCCESS
+    assert plugin.pre_filter(CycleState(), as_pod(pods[3]), [])[1].code is Code.SUCCESS
 
 
 def test_a_gang_released_at_permit_whose_last_member_fails_reserve_binds_none() -> None:
@@ -396,7 +390,7 @@ def test_gang_preemption_never_evicts_half_a_gang() -> None:
     snap = rt.state.snapshot()
     half = Victims([snap.pod("a", "uid-ml-x0")])  # type: ignore[list-item]
     alone = Victims([snap.pod("a", "uid-ml-solo")])  # type: ignore[list-item]
-    kept = plugin.process_preemption(CycleState(), as_pod(pod_doc("p")), {"a": half, "b": alone})
+    kept = plugin.process_preemption(CycleState(), as_pod(pod_doc("p")), {"a": half, "b": alone})[0]
     assert set(kept) == {"b"}
 
 
@@ -434,7 +428,7 @@ def test_preemption_rules_drop_nodes_with_protected_victims(victims: list[PodInf
     )
     plugin = PreemptionRules(args, Handle("p"))
     candidates = {"n": Victims(victims)}
-    result = plugin.process_preemption(CycleState(), victim("preemptor"), candidates)
+    result = plugin.process_preemption(CycleState(), victim("preemptor"), candidates)[0]
     assert (result == candidates) is kept
     if kept:
         assert result["n"].pods == victims  # never reordered or trimmed
@@ -443,9 +437,9 @@ def test_preemption_rules_drop_nodes_with_protected_victims(victims: list[PodInf
 def test_preemption_rules_keep_the_fewest_pdb_violations() -> None:
     plugin = PreemptionRules(PreemptionRulesArgs(), Handle("p"))
     candidates = {"a": Victims([victim("a")], 1), "b": Victims([victim("b")], 0), "c": Victims([victim("c")], 0)}
-    assert set(plugin.process_preemption(CycleState(), victim("p"), candidates)) == {"b", "c"}
+    assert set(plugin.process_preemption(CycleState(), victim("p"), candidates)[0]) == {"b", "c"}
     keep_all = PreemptionRules(PreemptionRulesArgs.model_validate({"fewestPDBViolations": False}), Handle("p"))
-    assert set(keep_all.process_preemption(CycleState(), victim("p"), candidates)) == {"a", "b", "c"}
+    assert set(keep_all.process_preemption(CycleState(), victim("p"), candidates)[0]) == {"a", "b", "c"}
 
 
 def test_enabled_plugin_whose_args_have_no_defaults_needs_a_plugin_config() -> None:

@@ -6,6 +6,7 @@ from app.framework.args import PluginArgs
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
+from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.chaos import draw
 
@@ -27,10 +28,10 @@ class DiceRoll:
     def __init__(self, args: DiceRollArgs, handle: Handle) -> None:
         self.seed = args.seed
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         """The roll times 10 (0, 10, ..., 100)."""
         roll = int(draw(self.seed, NAME, pod, node) * (MAX_EXTENDER_PRIORITY + 1))
-        return roll * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        return roll * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY), SUCCESS
 
 
 PLUGIN = PluginEntry(

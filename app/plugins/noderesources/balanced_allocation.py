@@ -4,8 +4,10 @@ Ports kube-scheduler's plugin (pkg/scheduler/framework/plugins/noderesources/bal
 for each of ``resources`` (default cpu and memory; weights are accepted but unused, as upstream)
 the fraction ``(requested on the node + the pod's request) / allocatable``, capped at 1, from the
 requests as they are (not the non-zero defaults); the score is ``(1 - std) * 100`` truncated,
-std being the fractions' standard deviation. PreScore returns ``Skip`` for a pod that requests
-none of the resources (a best-effort pod: kubernetes issue #129138). Needs cluster state.
+std being the fractions' standard deviation. A pod that requests none of the resources (a
+BestEffort pod) is scored too, by the node's requests alone: v1.30's PreScore never skips (later
+releases skip it, kubernetes issue #129138). Score has one implementation over many nodes
+(``score_nodes``); ``score`` is that for one node. Needs cluster state.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from collections.abc import Sequence
 
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
-from app.framework.status import SKIP, SUCCESS, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
+from app.framework.status import SUCCESS, Status
+from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (
     ResourcesArgs,
     balanced,
-    balanced_nodes,
-    node_vectors,
     pod_request_list,
+    score_nodes,
+    vector_reader,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -39,29 +41,25 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle: Handle) -> None:
         self.names = [r.name for r in args.resources]
-        self.nodes_scorer = balanced_nodes(self.names)
+        self.read = vector_reader(self.names, use_requested=True)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """The pod's requests of the resources; ``Skip`` when they are all zero."""
-        requests = pod_request_list(pod, self.names, use_requested=True)
-        if not any(requests):
-            return SKIP
-        state.write(_PRE_SCORE, requests)
+        """The pod's requests of the resources (``balancedAllocationPreScoreState``)."""
+        state.write(_PRE_SCORE, pod_request_list(pod, self.names, use_requested=True))
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """0..100 (PreScore has skipped best-effort pods). Raises ``LookupError`` for an unknown
-        node object."""
-        if node.node is None:
-            raise LookupError(NO_NODE)
-        requested, allocatable = node_vectors(node, self.names, state.read(_PRE_SCORE), use_requested=True)
-        return balanced(requested, allocatable)
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        """0..100 per node; ``Error`` naming a node whose object is unknown. Without PreScore the
+        pod's requests are computed here (upstream's fallback)."""
+        requests: list[int] | None = state.get(_PRE_SCORE)
+        if requests is None:
+            requests = pod_request_list(pod, self.names, use_requested=True)
+        return score_nodes(nodes, requests, self.read, balanced)
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
-        """:meth:`score` for every node in one loop (two native resources), else node by node."""
-        if self.nodes_scorer is None:
-            return [self.score(state, pod, node) for node in nodes]
-        return self.nodes_scorer(nodes, state.read(_PRE_SCORE))
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """:meth:`score_nodes` for one node."""
+        scores, status = self.score_nodes(state, pod, (node,))
+        return (scores[0] if scores else 0), status
 
 
 PLUGIN = PluginEntry(

@@ -18,6 +18,9 @@ Ports kube-scheduler's ``NodeResourcesFit`` (pkg/scheduler/framework/plugins/nod
 - **Reserve**: at bind the same fit is checked again, atomically with the reservation, so two
   pods filtered onto the last room of a node cannot both bind.
 
+Filter and Score each have one implementation over many nodes (``filter_nodes``, ``score_nodes``);
+``filter`` and ``score`` are those for one node.
+
 ``ignoredResources``/``ignoredResourceGroups`` name extended resources (or their domains, the part
 before ``/``) that Filter does not check. Needs cluster state: a node's pods come from the cache.
 """
@@ -33,8 +36,7 @@ from pydantic import Field, field_validator, model_validator
 
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
-from app.framework.fit import NATIVE as _NATIVE
-from app.framework.fit import insufficient, is_ignored
+from app.framework.fit import shortages
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
@@ -43,16 +45,14 @@ from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
-    NodesScorer,
     ResourcesArgs,
     Scorer,
     least_allocated,
-    least_allocated_nodes,
     most_allocated,
-    most_allocated_nodes,
-    node_vectors,
     pod_request_list,
     requested_to_capacity_ratio,
+    score_nodes,
+    vector_reader,
 )
 
 NAME = "NodeResourcesFit"
@@ -130,78 +130,40 @@ class NodeResourcesFit:
         self.names = [r.name for r in strategy.resources]
         weights = [r.weight for r in strategy.resources]
         self.scorer: Scorer
-        self.nodes_scorer: NodesScorer | None = None
         if strategy.type == "LeastAllocated":
             self.scorer = least_allocated(weights)
-            self.nodes_scorer = least_allocated_nodes(self.names, weights)
         elif strategy.type == "MostAllocated":
             self.scorer = most_allocated(weights)
-            self.nodes_scorer = most_allocated_nodes(self.names, weights)
         else:
             assert strategy.requested_to_capacity_ratio is not None
             shape = [(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape]
             self.scorer = requested_to_capacity_ratio(weights, shape)
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """``Unschedulable`` with upstream's reasons when the pod does not fit; ``Error`` when the
-        node object is unknown."""
-        if node.node is None:
-            return Status.error(NO_NODE)
-        short = insufficient(node, pod.requests, self.ignored, self.ignored_groups)
-        if not short:
-            return SUCCESS
-        return Status(
-            Code.UNSCHEDULABLE, tuple(r.reason for r in short), reason_code=shortage_code([r.resource for r in short])
-        )
+        self.read = vector_reader(self.names, use_requested=False)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """:meth:`filter` for every node in one loop over :class:`NodeResources` (computed once
-        per node version), with one shared status per combination of shortages. A pod requesting
-        an extended resource Filter checks goes through :meth:`filter` node by node."""
-        requests = pod.requests
-        if any(w and name not in _NATIVE and not self._ignored(name) for name, w in requests.items()):
-            return [self.filter(state, pod, node) for node in nodes]
-        cpu, memory, storage = requests.get(CPU, 0), requests.get(MEMORY, 0), requests.get(EPHEMERAL_STORAGE, 0)
-        anything = any(requests.values())  # fitsRequest checks resources only for a pod requesting any
-        out: list[Status] = []
-        append = out.append
-        for node in nodes:
-            r = node.resources
-            if r is None:
-                append(_NO_NODE_STATUS)
-                continue
-            short = 1 if r.pod_count >= r.allowed_pod_number else 0
-            if anything:
-                if cpu and cpu > r.milli_cpu - r.requested_milli_cpu:
-                    short |= 2
-                if memory and memory > r.memory - r.requested_memory:
-                    short |= 4
-                if storage and storage > r.ephemeral_storage - r.requested_ephemeral_storage:
-                    short |= 8
-            append(_shortage_status(short) if short else SUCCESS)
-        return out
+        """``Unschedulable`` with upstream's reasons for each node the pod does not fit
+        (:func:`~app.framework.fit.shortages`: one shared status per combination); ``Error`` for
+        a node whose object is unknown."""
+        found = shortages(nodes, pod.requests, self.ignored, self.ignored_groups)
+        return [_NO_NODE_STATUS if names is None else _shortage_status(names) if names else SUCCESS for names in found]
 
-    def _ignored(self, name: str) -> bool:
-        return bool(self.ignored or self.ignored_groups) and is_ignored(name, self.ignored, self.ignored_groups)
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """:meth:`filter_nodes` for one node."""
+        return self.filter_nodes(state, pod, (node,))[0]
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """Compute the pod's (non-zero) requests of the scored resources once."""
         state.write(_PRE_SCORE, pod_request_list(pod, self.names, use_requested=False))
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        """0..100 by the strategy. Raises ``LookupError`` for an unknown node object."""
-        if node.node is None:
-            raise LookupError(NO_NODE)
-        requested, allocatable = node_vectors(node, self.names, self._pod_requests(state, pod), use_requested=False)
-        return self.scorer(requested, allocatable)
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        """0..100 per node by the strategy; ``Error`` naming a node whose object is unknown."""
+        return score_nodes(nodes, self._pod_requests(state, pod), self.read, self.scorer)
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
-        """:meth:`score` for every node in one loop (two native resources, LeastAllocated or
-        MostAllocated), else node by node."""
-        if self.nodes_scorer is None:
-            return [self.score(state, pod, node) for node in nodes]
-        return self.nodes_scorer(nodes, self._pod_requests(state, pod))
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """:meth:`score_nodes` for one node."""
+        scores, status = self.score_nodes(state, pod, (node,))
+        return (scores[0] if scores else 0), status
 
     def _pod_requests(self, state: CycleState, pod: PodInfo) -> list[int]:
         """What :meth:`pre_score` wrote, or computed now when it did not run, as upstream's
@@ -212,13 +174,10 @@ class NodeResourcesFit:
         return requests
 
     def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """Reserve, atomically with the pod's assumption: the Filter's check again, against
-        everything bound and assumed on the node by then (two cycles racing for the last room
-        never both pass). Not upstream's: kube-scheduler's serial cycle needs no such check."""
-        if node.node is None:
-            return _NO_NODE_STATUS
-        short = insufficient(node, pod.requests, self.ignored, self.ignored_groups)
-        return Status.unschedulable(", ".join(r.reason for r in short)) if short else SUCCESS
+        """Reserve, atomically with the pod's assumption: the Filter again, against everything
+        bound and assumed on the node by then (two cycles racing for the last room never both
+        pass). Not upstream's: kube-scheduler's serial cycle needs no such check."""
+        return self.filter(state, pod, node)
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Nothing to undo: the assumption is the framework's."""
@@ -229,24 +188,16 @@ class NodeResourcesFit:
 
 
 _NO_NODE_STATUS = Status.error(NO_NODE)
-#: shortage bits of :meth:`NodeResourcesFit.filter_nodes` and their reasons, in upstream's order
-_SHORTAGES: tuple[tuple[int, str], ...] = (
-    (1, "Too many pods"),
-    (2, f"Insufficient {CPU}"),
-    (4, f"Insufficient {MEMORY}"),
-    (8, f"Insufficient {EPHEMERAL_STORAGE}"),
-)
 
 
 @functools.cache
-def _shortage_status(short: int) -> Status:
-    """The shared status for a combination of shortage bits (at most 2**4 of them)."""
-    reasons = tuple(reason for bit, reason in _SHORTAGES if short & bit)
-    resources = [resource for (bit, _), resource in zip(_SHORTAGES, _NATIVE_ORDER, strict=True) if short & bit]
+def _shortage_status(resources: tuple[str, ...]) -> Status:
+    """The shared ``Unschedulable`` status of a combination of short resources, reasons in their
+    order: ``Too many pods``, ``Insufficient <resource>``."""
+    reasons = tuple("Too many pods" if r == PODS else f"Insufficient {r}" for r in resources)
     return Status(Code.UNSCHEDULABLE, reasons, reason_code=shortage_code(resources))
 
 
-_NATIVE_ORDER = (PODS, CPU, MEMORY, EPHEMERAL_STORAGE)
 _SHORTAGE_CODES = {
     PODS: "TooManyPods",
     CPU: "InsufficientCPU",

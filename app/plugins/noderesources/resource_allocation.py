@@ -20,7 +20,8 @@ from pydantic import Field, field_validator
 from app.framework.args import PluginArgs, ResourceSpec, bounded_weights
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource_name
 from app.framework.runtime import MAX_NODE_SCORE
-from app.framework.types import NO_NODE, NodeInfo, NodeResources, PodInfo
+from app.framework.status import SUCCESS, Status
+from app.framework.types import NO_NODE, NodeInfo, PodInfo
 
 #: ``config.MaxCustomPriorityScore``: the top of a RequestedToCapacityRatio shape's score.
 MAX_CUSTOM_PRIORITY_SCORE = 10
@@ -207,14 +208,13 @@ def _node_side(node: NodeInfo, names: Sequence[str], use_requested: bool) -> tup
     return tuple(out)
 
 
-# -- the same scorers over many nodes at once ------------------------------------------------------
+# -- reading the vectors of many nodes ---------------------------------------------------------------
 #
-# A scheduling cycle may score thousands of nodes (``percentageOfNodesToScore: 100``); calling a
-# scorer per node with freshly built vectors costs more than the arithmetic. For the common case,
-# two of cpu, memory and ephemeral-storage, the scorers below read each node's
-# :class:`NodeResources` (computed once per node version) and inline the formula; they return
-# exactly what the per-node scorers above return (tests/unit/test_noderesources_batch.py checks it
-# on generated nodes). Other cases return ``None`` and the plugin scores node by node.
+# A scheduling cycle may score thousands of nodes (``percentageOfNodesToScore: 100``); building
+# each node's vectors through ``node_vectors`` costs more than the arithmetic. For the common
+# case, two of cpu, memory and ephemeral-storage, :func:`vector_reader` reads them from each
+# node's :class:`NodeResources` (computed once per node version) instead; either way the one
+# scorer of the plugin turns the vectors into the score.
 
 #: NodeResources attributes of a native resource: allocatable, requested, non-zero requested.
 _COLUMNS = {
@@ -222,82 +222,49 @@ _COLUMNS = {
     MEMORY: ("memory", "requested_memory", "non_zero_memory"),
     EPHEMERAL_STORAGE: ("ephemeral_storage", "requested_ephemeral_storage", "requested_ephemeral_storage"),
 }
-#: ``(nodes, pod's requests per resource) -> scores``; raises ``LookupError`` for a node whose
-#: object is unknown.
-NodesScorer = Callable[[Sequence[NodeInfo], Sequence[int]], list[int]]
-_Reader = Callable[[NodeResources], tuple[int, int, int, int]]
+#: ``(node, the pod's request per resource) -> (requested, allocatable)`` per resource, as
+#: :func:`node_vectors`; raises ``LookupError`` for a node whose object is unknown.
+VectorReader = Callable[[NodeInfo, Sequence[int]], tuple[Sequence[int], Sequence[int]]]
 
 
-def _pair_reader(names: Sequence[str], use_requested: bool) -> _Reader | None:
-    """Reads ``(allocatable, requested)`` of two native resources from a node's NodeResources
-    (non-zero requests for cpu and memory unless ``use_requested``), or ``None`` when ``names``
-    are not two of cpu, memory and ephemeral-storage."""
-    if len(names) != 2 or not all(n in _COLUMNS for n in names):
-        return None
-    used = 1 if use_requested else 2
-    first, second = _COLUMNS[names[0]], _COLUMNS[names[1]]
-    return attrgetter(first[0], first[used], second[0], second[used])
+def vector_reader(names: Sequence[str], use_requested: bool) -> VectorReader:
+    """How a scorer reads a node's ``(requested, allocatable)`` vectors for ``names``: from its
+    :class:`NodeResources` when ``names`` are two of cpu, memory and ephemeral-storage (a
+    resource the node does not offer has allocatable 0, which every scorer skips, as
+    :func:`node_vectors` zeroes it), else :func:`node_vectors`."""
+    if len(names) == 2 and all(n in _COLUMNS for n in names):
+        used = 1 if use_requested else 2
+        first, second = _COLUMNS[names[0]], _COLUMNS[names[1]]
+        read = attrgetter(first[0], first[used], second[0], second[used])
 
-
-def _pair_nodes_scorer(
-    names: Sequence[str], use_requested: bool, node_score: Callable[[int, int, int, int], int]
-) -> NodesScorer | None:
-    """``node_score(alloc1, req1, alloc2, req2)`` for each node, the requests being the node's
-    plus the pod's; ``None`` when ``names`` are not two of cpu, memory and ephemeral-storage."""
-    read = _pair_reader(names, use_requested)
-    if read is None:
-        return None
-
-    def score(nodes: Sequence[NodeInfo], pod: Sequence[int]) -> list[int]:
-        p1, p2 = pod
-        out: list[int] = []
-        for node in nodes:
+        def pair(node: NodeInfo, pod: Sequence[int]) -> tuple[Sequence[int], Sequence[int]]:
             r = node.resources
             if r is None:
                 raise LookupError(NO_NODE)
             a1, u1, a2, u2 = read(r)
-            out.append(node_score(a1, u1 + p1, a2, u2 + p2))
-        return out
+            return (u1 + pod[0], u2 + pod[1]), (a1, a2)
 
-    return score
+        return pair
 
+    def generic(node: NodeInfo, pod: Sequence[int]) -> tuple[Sequence[int], Sequence[int]]:
+        if node.node is None:
+            raise LookupError(NO_NODE)
+        return node_vectors(node, names, pod, use_requested)
 
-def _weighted_pair(
-    names: Sequence[str], weights: Sequence[int], resource_score: Callable[[int, int], int]
-) -> NodesScorer | None:
-    """:func:`_weighted_mean` of ``resource_score`` over two native resources, many nodes."""
-    if len(weights) != 2:
-        return None
-    w1, w2 = weights
-
-    def node_score(a1: int, r1: int, a2: int, r2: int) -> int:
-        total = ws = 0
-        if a1:
-            total, ws = resource_score(r1, a1) * w1, w1
-        if a2:
-            total += resource_score(r2, a2) * w2
-            ws += w2
-        return total // ws if ws else 0
-
-    return _pair_nodes_scorer(names, False, node_score)
+    return generic
 
 
-def least_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
-    """:func:`least_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
-    return _weighted_pair(names, weights, _least_resource)
-
-
-def most_allocated_nodes(names: Sequence[str], weights: Sequence[int]) -> NodesScorer | None:
-    """:func:`most_allocated` over many nodes (non-zero requests), or ``None`` (see above)."""
-    return _weighted_pair(names, weights, _most_resource)
-
-
-def balanced_nodes(names: Sequence[str]) -> NodesScorer | None:
-    """:func:`balanced` over many nodes (requests as they are), or ``None`` (see above)."""
-
-    def node_score(a1: int, r1: int, a2: int, r2: int) -> int:
-        if a1 and a2:
-            return _balanced_pair(min(r1 / a1, 1.0), min(r2 / a2, 1.0))
-        return MAX_NODE_SCORE  # one fraction or none: no deviation
-
-    return _pair_nodes_scorer(names, True, node_score)
+def score_nodes(
+    nodes: Sequence[NodeInfo], pod: Sequence[int], read: VectorReader, scorer: Scorer
+) -> tuple[list[int], Status]:
+    """``resourceAllocationScorer.score`` for each of ``nodes``: ``scorer`` over the vectors
+    ``read`` gives; an ``ERROR`` naming a node whose object is unknown."""
+    out: list[int] = []
+    append = out.append
+    for node in nodes:
+        try:
+            requested, allocatable = read(node, pod)
+        except LookupError:
+            return [], Status.error(f"node {node.name}: {NO_NODE}")
+        append(scorer(requested, allocatable))
+    return out, SUCCESS

@@ -18,16 +18,17 @@ from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    EnabledPlugin,
     Framework,
     Handle,
     NodeInfo,
     PodDisruptionBudget,
     PodInfo,
+    PreFilterResult,
     Status,
     objects,
+    plugin_lists,
 )
-from app.framework.runtime import NominatingInfo, NominatingMode
+from app.framework.nominator import NominatingInfo, NominatingMode
 from app.framework.waiting import WaitingPod
 from app.plugins.defaultpreemption import (
     Candidate,
@@ -44,6 +45,8 @@ from app.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadAr
 from tests.support.apiserver import node as node_doc
 from tests.support.apiserver import pod as pod_doc
 from tests.support.cluster import MemoryCluster
+from tests.support.fakes import FakeFilter, FalseFilter, MatchFilter, TrueFilter
+from tests.unit.helpers import enabled
 
 
 def low(name: str, node: str, cpu: str, priority: int, started: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
@@ -53,13 +56,28 @@ def low(name: str, node: str, cpu: str, priority: int, started: str = "2026-01-0
 
 
 def profile(rt: MemoryCluster) -> tuple[Framework, DefaultPreemption]:
-    handle = Handle("p", 5.0, rt)
-    fit = NodeResourcesFit(NodeResourcesFitArgs(), handle)
-    unschedulable = NodeUnschedulable(None, handle)
-    preemption = DefaultPreemption(DefaultPreemptionArgs(), handle, rng=random.Random(1))
-    filters = [EnabledPlugin("NodeUnschedulable", unschedulable), EnabledPlugin("NodeResourcesFit", fit)]
-    fw = Framework("p", filters, post_filter_plugins=[EnabledPlugin("DefaultPreemption", preemption)], handle=handle)
-    return fw, preemption
+    """NodeUnschedulable, NodeResourcesFit and DefaultPreemption, built with their Framework as
+    the handle (as the assembly builds them), on ``rt`` and its nominator."""
+    built: list[DefaultPreemption] = []
+
+    def lists(fw: Framework) -> Any:
+        built.append(DefaultPreemption(DefaultPreemptionArgs(), fw, rng=random.Random(1)))
+        filters = [NodeUnschedulable(None, fw), NodeResourcesFit(NodeResourcesFitArgs(), fw)]
+        return plugin_lists(filter=[enabled(f) for f in filters], post_filter=[enabled(built[0])])
+
+    fw = Framework("p", lists, cluster=rt, nominator=rt.nominator)
+    return fw, built[0]
+
+
+def prefiltered(rt: MemoryCluster, fw: Handle, pod: PodInfo) -> CycleState:
+    """A cycle's state with the profile's PreFilter run on ``rt``'s nodes, as the scheduling cycle
+    leaves it for PostFilter (upstream's tests run ``RunPreFilterPlugins`` first too)."""
+    assert isinstance(fw, Framework)
+    snapshot = rt.snapshot()
+    state = CycleState(snapshot)
+    _, status = fw.run_pre_filter_plugins(state, pod, snapshot.list())
+    assert status.code is not Code.ERROR, status
+    return state
 
 
 def preempt(rt: MemoryCluster, fw: Framework, doc: dict[str, Any]) -> tuple[str, Any]:
@@ -223,7 +241,6 @@ LARGE = {"cpu": "300m", "memory": "300"}
 VERY_LARGE = {"cpu": "500m", "memory": "500"}
 ONE_POD = {"pods": "1"}
 NODE_RES = {"cpu": "200m", "memory": "400"}
-ERR_REASON_FAKE = "Nodes failed the fake plugin"
 EXTENDER = "needs a scheduler extender (Extender.ProcessPreemption): the standalone scheduler calls none"
 
 
@@ -308,58 +325,22 @@ class Offsets(random.Random):
         return self.offsets.pop(0) % args[0] if self.offsets else super().randrange(*args, **kwargs)
 
 
-class FakeFilter:
-    """``tf.FakeFilterPlugin``: counts its Filter calls; ``code`` for every node (0: passes)."""
-
-    name = "FakeFilter"
-
-    def __init__(self, code: Code = Code.SUCCESS) -> None:
-        self.code, self.calls = code, 0
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        self.calls += 1
-        return Status(self.code, (f"injecting failure for pod {pod.name}",)) if self.code else SUCCESS
-
-
-class FalseFilter:
-    """``tf.NewFalseFilterPlugin``."""
-
-    name = "FalseFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return Status(Code.UNSCHEDULABLE, (ERR_REASON_FAKE,))
-
-
-class TrueFilter:
-    """``tf.NewTrueFilterPlugin``."""
-
-    name = "TrueFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS
-
-
-class MatchFilter:
-    """``tf.NewMatchFilterPlugin``: passes the node named as the pod."""
-
-    name = "MatchFilter"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS if pod.name == node.name else Status(Code.UNSCHEDULABLE, (ERR_REASON_FAKE,))
-
-
 class ErringOnLabel:
-    """Upstream's ``TestPlugin``: its ``RemovePod`` fails on a node labelled ``error=true``. This
-    framework has no PreFilter extensions: a dry run recomputes PreFilter with the node changed,
-    so the failure comes from PreFilter on that node (the framework's wording, not upstream's
-    ``running RemovePod on PreFilter plugin "test-plugin": ...``)."""
+    """Upstream's ``TestPlugin``: its PreFilter extensions ``AddPod`` and ``RemovePod`` fail on a
+    node labelled ``error=true``."""
 
     name = "test-plugin"
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        if any(n.labels.get("error") == "true" for n in nodes):
-            return Status.error(f"failed to remove pod: {pod.name}")
-        return SUCCESS
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        return None, SUCCESS
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, node: NodeInfo) -> Status:
+        return Status.error(f"failed to add pod: {pod.name}") if node.labels.get("error") == "true" else SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, node: NodeInfo) -> Status:
+        return Status.error(f"failed to remove pod: {pod.name}") if node.labels.get("error") == "true" else SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         return SUCCESS
@@ -379,21 +360,20 @@ def build(
     rng: random.Random | None = None,
     budgets: Sequence[PodDisruptionBudget] = (),
 ) -> tuple[MemoryCluster, Framework, DefaultPreemption]:
-    """A profile of ``plugins`` (instances, or factories of a :class:`Handle`) and DefaultPreemption
-    on a cluster of ``nodes`` and ``pods``."""
+    """A profile of ``plugins`` (instances, or factories of a :class:`Handle`: given the
+    Framework) and DefaultPreemption on a cluster of ``nodes`` and ``pods``."""
     rt = MemoryCluster()
     rt.seed(nodes, pods)
     rt.pdbs = list(budgets)
-    handle = Handle("p", 5.0, rt)
-    built = [p(handle) if callable(p) and not hasattr(p, "name") else p for p in plugins]
-    preemption = DefaultPreemption(args or DefaultPreemptionArgs(), handle, rng=rng or Offsets())
-    fw = Framework(
-        "p",
-        [EnabledPlugin(p.name, p) for p in built],
-        post_filter_plugins=[EnabledPlugin("DefaultPreemption", preemption)],
-        handle=handle,
-    )
-    return rt, fw, preemption
+    held: list[DefaultPreemption] = []
+
+    def lists(fw: Framework) -> Any:
+        built = [p(fw) if callable(p) and not hasattr(p, "name") else p for p in plugins]
+        held.append(DefaultPreemption(args or DefaultPreemptionArgs(), fw, rng=rng or Offsets()))
+        return plugin_lists(filter=[enabled(p) for p in built], post_filter=[enabled(held[0])])
+
+    fw = Framework("p", lists, cluster=rt, nominator=rt.nominator)
+    return rt, fw, held[0]
 
 
 def info(doc: dict[str, Any]) -> PodInfo:
@@ -499,7 +479,7 @@ POST_FILTER = [
         [mk_pod("p1", "node1")],
         [mk_node("node1", LARGE, error="true")],
         {"node1": U},
-        ("", Code.ERROR, "preemption: test-plugin: PreFilter: failed to remove pod: p"),  # see ErringOnLabel
+        ("", Code.ERROR, 'preemption: running RemovePod on PreFilter plugin "test-plugin": failed to remove pod: p'),
         id="only one node but failed with TestPlugin",
     ),
     pytest.param(
@@ -523,7 +503,7 @@ def test_post_filter(
 ) -> None:
     """``TestPostFilter``: the Filter statuses are given, as upstream gives them."""
     rt, fw, _ = build(nodes, pods, [FIT, ErringOnLabel()])
-    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), info(pod), statuses)
+    nominated, status = fw.run_post_filter(prefiltered(rt, fw, info(pod)), info(pod), statuses)
     assert (nominated, status.code, status.message) == want
 
 
@@ -539,7 +519,7 @@ def test_post_filter_result_nominating_mode(
     success and of ``""`` (``ModeOverride``: the pod's nomination is cleared) when no node is a
     candidate; nil (``ModeNoop``: it stays) on an error."""
     rt, fw, _ = build(nodes, pods, [FIT, ErringOnLabel()])
-    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), info(pod), statuses)
+    nominated, status = fw.run_post_filter(prefiltered(rt, fw, info(pod)), info(pod), statuses)
     assert isinstance(nominated, NominatingInfo)
     mode = NominatingMode.NOOP if want[1] is Code.ERROR else NominatingMode.OVERRIDE
     assert (str(nominated), nominated.mode, status.code) == (want[0], mode, want[1])
@@ -569,10 +549,7 @@ def test_an_ineligible_pod_keeps_its_nomination_and_a_plain_string_result_is_rea
     high = pod_doc("high", "default", cpu="2", priority=1)  # no lower-priority pod: no candidate
     for order in ([preemption, Rejecting()], [Rejecting(), preemption]):
         chain = Framework(
-            "p",
-            fw.filter_plugins,
-            post_filter_plugins=[EnabledPlugin(p.name, p) for p in order],
-            handle=Handle("p", 5.0, rt),
+            "p", plugin_lists(filter=list(fw.filter_plugins), post_filter=[enabled(p) for p in order]), cluster=rt
         )
         nominated, status = preempt(rt, chain, high)
         assert isinstance(nominated, NominatingInfo) and nominated.clears() and status.code is Code.UNSCHEDULABLE
@@ -838,7 +815,7 @@ def test_dry_run_preemption(
 ) -> None:
     """``TestDryRunPreemption``: the candidates (as sets) and the FakeFilter's calls of each cycle,
     over every node in name order, the offsets those of upstream's seed."""
-    fake = FakeFilter(opts.get("code", Code.SUCCESS))
+    fake = FakeFilter(code=opts.get("code", Code.SUCCESS))
     nodes = [mk_node(n, VERY_LARGE, split=True) for n in node_names]
     rt, _, plugin = build(nodes, init_pods, [fake, *plugins], opts.get("args"), Offsets(4, 1, 3))
     node_infos = sorted_nodes(rt)
@@ -846,7 +823,9 @@ def test_dry_run_preemption(
     for cycle, doc in enumerate(test_pods):
         before = fake.calls
         offset, wanted = plugin.offset_and_num_candidates(len(node_infos))
-        got, _, _ = plugin.dry_run(CycleState(rt.snapshot()), info(doc), node_infos, budgets, offset, wanted)
+        got, _, _ = plugin.dry_run(
+            prefiltered(rt, plugin.handle, info(doc)), info(doc), node_infos, budgets, offset, wanted
+        )
         assert summary(got) == expected[cycle], f"cycle {cycle}"
         assert fake.calls - before == filter_calls[cycle], f"cycle {cycle}"
 
@@ -909,7 +888,7 @@ def test_select_victims_counts_nominated_pods(
     node1 = rt.snapshot().get("node1")
     assert node1 is not None
     pod = mk_pod("p", priority=MID, req=LARGE)
-    got, statuses, _ = plugin.dry_run(CycleState(rt.snapshot()), info(pod), [node1], [], 0, 1)
+    got, statuses, _ = plugin.dry_run(prefiltered(rt, plugin.handle, info(pod)), info(pod), [node1], [], 0, 1)
     assert summary(got) == expected
     assert fake.calls == filter_calls
     if not expected:
@@ -933,7 +912,7 @@ def test_a_node_must_pass_without_the_nominated_pods_too() -> None:
     node1 = rt.snapshot().get("node1")
     assert node1 is not None
     pod = info(mk_pod("p", priority=MID, req=SMALL, affinity=affine))
-    got, statuses, _ = plugin.dry_run(CycleState(rt.snapshot()), pod, [node1], [], 0, 1)
+    got, statuses, _ = plugin.dry_run(prefiltered(rt, plugin.handle, pod), pod, [node1], [], 0, 1)
     assert got == []
     status = statuses["node1"]
     assert (status.code, status.reasons) == (
@@ -948,8 +927,8 @@ def test_the_preemptors_own_nomination_is_not_counted() -> None:
     pod = mk_pod("p", priority=MID, req=LARGE, nominated="node1")
     rt, _, plugin = build([mk_node("node1", VERY_LARGE)], [*NODE1_AB, pod], [FIT])
     node1 = rt.snapshot().get("node1")
-    assert node1 is not None and [p.name for p in rt.snapshot().nominated_pods("node1")] == ["p"]
-    got, _, _ = plugin.dry_run(CycleState(rt.snapshot()), info(pod), [node1], [], 0, 1)
+    assert node1 is not None and [p.name for p in rt.nominator.nominated_pods_for_node("node1")] == ["p"]
+    got, _, _ = plugin.dry_run(prefiltered(rt, plugin.handle, info(pod)), info(pod), [node1], [], 0, 1)
     assert summary(got) == {"node1": (["b"], 0)}
 
 
@@ -964,7 +943,7 @@ def test_a_nominated_pod_steers_preemption_to_another_node() -> None:
     ]
     rt, fw, _ = build([mk_node("node1", VERY_LARGE), mk_node("node2", VERY_LARGE)], pods, [FIT])
     pod = info(mk_pod("p", priority=MID, req=LARGE))
-    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), pod, {"node1": U, "node2": U})
+    nominated, status = fw.run_post_filter(prefiltered(rt, fw, pod), pod, {"node1": U, "node2": U})
     assert (nominated, status.code) == ("node2", Code.SUCCESS)
     assert rt.preemptions == [("p", "node2", ["d"])]
 
@@ -1119,7 +1098,7 @@ def test_select_best_candidate(
     rt, _, plugin = build([mk_node(n, VERY_LARGE) for n in node_names], pods, [FIT])
     nodes = sorted_nodes(rt)
     offset, wanted = plugin.offset_and_num_candidates(len(nodes))
-    candidates, _, _ = plugin.dry_run(CycleState(rt.snapshot()), info(pod), nodes, [], offset, wanted)
+    candidates, _, _ = plugin.dry_run(prefiltered(rt, plugin.handle, info(pod)), info(pod), nodes, [], offset, wanted)
     best = plugin.select_candidate(candidates)
     assert best is not None and best.name in expected
 
@@ -1295,7 +1274,7 @@ def test_preempt(
     nodes = [mk_node(n, VERY_LARGE, split=True) for n in node_names]
     rt, fw, _ = build(nodes, pods, [plugin])
     statuses = {n.name: U for n in rt.snapshot().list()}
-    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), info(pod), statuses)
+    nominated, status = fw.run_post_filter(prefiltered(rt, fw, info(pod)), info(pod), statuses)
     assert status.is_success() or status.is_rejected()
     assert nominated == want
     deleted = sorted(uid for _, _, uids in rt.preemptions for uid in uids)
@@ -1314,7 +1293,7 @@ def test_preempt(
     ]
     rt.seed(nodes, again)
     rt.preemptions.clear()
-    nominated, status = fw.run_post_filter(CycleState(rt.snapshot()), info(pod), {})
+    nominated, status = fw.run_post_filter(prefiltered(rt, fw, info(pod)), info(pod), {})
     assert status.is_success() or status.is_rejected()
     assert rt.preemptions == []
 
@@ -1454,7 +1433,7 @@ def test_evaluator_dry_run_preemption(violations: int) -> None:
     """preemption_test.go's ``TestDryRunPreemption``: offset 0, every node wanted."""
     rt = MemoryCluster()
     rt.seed([mk_node("node1", VERY_LARGE), mk_node("node2", VERY_LARGE)], TWO_MID)
-    plugin = FirstPodIsTheVictim(DefaultPreemptionArgs(), Handle("p", 5.0, rt))
+    plugin = FirstPodIsTheVictim(DefaultPreemptionArgs(), Framework("p", cluster=rt))
     plugin.violations = violations
     nodes = sorted_nodes(rt)
     got, _, _ = plugin.dry_run(CycleState(rt.snapshot()), info(mk_pod("p", priority=HIGH)), nodes, [], 0, len(nodes))

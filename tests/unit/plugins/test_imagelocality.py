@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, objects
+from app.api.service import extender_scores
+from app.framework import SUCCESS, CycleState, NodeInfo, PodInfo, objects
 from app.plugins.imagelocality import (
     MB,
     PLUGIN,
@@ -21,6 +22,7 @@ from app.plugins.imagelocality import (
     calculate_priority,
     normalized_image_name,
 )
+from tests.unit.helpers import framework, prioritize
 
 
 def make_image_node(name: str, images: Sequence[tuple[Sequence[str], int]]) -> NodeInfo:
@@ -119,8 +121,7 @@ def test_image_locality_priority(
     plugin = ImageLocality()
     state = CycleState(Lister(infos) if with_snapshot else None)
     assert plugin.pre_score(state, pod, infos).is_success()
-    assert [plugin.score(state, pod, n) for n in infos] == expected
-    assert plugin.score_nodes(state, pod, infos) == expected
+    assert [plugin.score(state, pod, n) for n in infos] == [(e, SUCCESS) for e in expected]
 
 
 FAKE_DIGEST = "sha256:" + hashlib.sha256(b"root").hexdigest()
@@ -149,11 +150,11 @@ def test_spread_counts_every_node_of_the_snapshot() -> None:
     plugin = ImageLocality()
     state = CycleState(Lister([candidate, *others]))
     plugin.pre_score(state, pod, [candidate])
-    assert plugin.score(state, pod, candidate) == 100 * (500 * MB - 23 * MB) // (977 * MB) == 48
+    assert plugin.score(state, pod, candidate)[0] == 100 * (500 * MB - 23 * MB) // (977 * MB) == 48
     # without a snapshot only the candidates are known: 1 of 1 node, the max
     state = CycleState()
     plugin.pre_score(state, pod, [candidate])
-    assert plugin.score(state, pod, candidate) == 100
+    assert plugin.score(state, pod, candidate)[0] == 100
 
 
 def test_calculate_priority_bounds() -> None:
@@ -167,8 +168,7 @@ def test_calculate_priority_bounds() -> None:
 def test_through_framework() -> None:
     infos = [make_image_node("node1", NODE_40_300_2000), make_image_node("node2", NODE_250_10)]
     plugin = PLUGIN.factory(None, None)  # type: ignore[arg-type]
-    fw = Framework("p", score_plugins=[EnabledPlugin(PLUGIN.name, plugin, 1, "Fail")])
-    out = fw.run_score(TEST_40_300, infos)
-    assert out.plugin_scores == {"ImageLocality": [7, 0]}
-    assert out.scores == [1, 0]  # 7 on 0..100 -> 0.7 -> 1 on the extender's 0..10
+    out = prioritize(framework(score=[plugin]), TEST_40_300, infos)
+    assert out.plugin_scores == {"ImageLocality": [7, 0]} and out.totals == [7, 0]
+    assert extender_scores(out) == [1, 0]  # 7 on 0..100 -> 0.7 -> 1 on the extender's 0..10
     assert PLUGIN.name == "ImageLocality" and not PLUGIN.needs_cluster and PLUGIN.args is None

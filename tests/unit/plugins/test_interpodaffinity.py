@@ -23,8 +23,6 @@ from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    EnabledPlugin,
-    Framework,
     Handle,
     NodeInfo,
     NodeScore,
@@ -42,6 +40,7 @@ from app.plugins.interpodaffinity import (
     InterPodAffinity,
     InterPodAffinityArgs,
 )
+from tests.unit.helpers import enabled, framework, prioritize
 
 # -- builders (st.MakePod in Kubernetes JSON) -----------------------------------------------------
 
@@ -442,7 +441,7 @@ def test_required_affinity_single_node(
 ) -> None:
     snap = snapshot([NODE1], pods, NAMESPACES)
     p, state, incoming = plugin(), CycleState(snap), pod_info(pod)
-    got_pre = p.pre_filter(state, incoming, snap.nodes[:1])
+    got_pre = p.pre_filter(state, incoming, snap.nodes[:1])[1]
     assert _status_tuple(got_pre) == (want_pre or OK)
     if got_pre.code is not Code.SUCCESS:
         return
@@ -662,14 +661,13 @@ def test_required_affinity_multiple_nodes(
     snap = snapshot(nodes, pods, {"NS1": {}})
     p, state, incoming = plugin(), CycleState(snap), pod_info(pod)
     candidates = snap.nodes[: len(nodes)]
-    got_pre = p.pre_filter(state, incoming, candidates)
+    got_pre = p.pre_filter(state, incoming, candidates)[1]
     assert _status_tuple(got_pre) == (want_pre or OK)
     if got_pre.code is Code.SKIP:
         return
     assert [_status_tuple(p.filter(state, incoming, n)) for n in candidates] == want
-    assert [_status_tuple(s) for s in p.filter_nodes(state, incoming, candidates)] == want
     # the framework's wiring: a skipped or passing node has no status, a rejected one its reason
-    outcome = Framework("p", [EnabledPlugin(NAME, p)]).run_filter(incoming, candidates, CycleState(snap))
+    outcome = framework(filter=[p]).run_filter(incoming, candidates, CycleState(snap))
     assert [(s.code, s.message) for s in outcome.statuses] == want
 
 
@@ -679,8 +677,8 @@ def test_pre_filter_without_snapshot_uses_the_given_nodes() -> None:
     )
     p, incoming = plugin(), pod_info(mk_pod(anti=[t_in("foo", "region", "abc")]))
     state = CycleState(None)
-    assert p.pre_filter(state, incoming, snap.nodes).is_success()
-    assert [_status_tuple(s) for s in p.filter_nodes(state, incoming, snap.nodes)] == [ANTI, OK]
+    assert p.pre_filter(state, incoming, snap.nodes)[1].is_success()
+    assert [_status_tuple(p.filter(state, incoming, n)) for n in snap.nodes] == [ANTI, OK]
 
 
 def test_unknown_namespace_and_selector_semantics() -> None:
@@ -696,11 +694,11 @@ def test_unknown_namespace_and_selector_semantics() -> None:
     )
     snap = snapshot(nodes, [mk_pod(ns="ghost", node="nodeA", labels={"app": "web"})], {"x": {}})
     p, state = plugin(), CycleState(snap)
-    assert p.pre_filter(state, pod_info(incoming), snap.nodes).is_success()
+    assert p.pre_filter(state, pod_info(incoming), snap.nodes)[1].is_success()
     assert _status_tuple(p.filter(state, pod_info(incoming), snap.nodes[0])) == AFF
     snap = snapshot(nodes, [mk_pod(ns="ghost", node="nodeA", labels={"app": "web"})], {"x": {}, "ghost": {}})
     state = CycleState(snap)
-    assert p.pre_filter(state, pod_info(incoming), snap.nodes).is_success()
+    assert p.pre_filter(state, pod_info(incoming), snap.nodes)[1].is_success()
     assert _status_tuple(p.filter(state, pod_info(incoming), snap.nodes[0])) == OK
     # an existing pod's anti-affinity with that selector matches an incoming pod in an unknown namespace
     existing = mk_pod(
@@ -708,18 +706,29 @@ def test_unknown_namespace_and_selector_semantics() -> None:
     )
     snap = snapshot(nodes, [existing], {})
     state = CycleState(snap)
-    assert p.pre_filter(state, pod_info(mk_pod(ns="ghost")), snap.nodes).is_success()
+    assert p.pre_filter(state, pod_info(mk_pod(ns="ghost")), snap.nodes)[1].is_success()
     assert _status_tuple(p.filter(state, pod_info(mk_pod(ns="ghost")), snap.nodes[0])) == EXISTING
     # a null labelSelector selects nothing
     existing = mk_pod(ns="ghost", node="nodeA", anti=[{"topologyKey": "region"}])
     snap = snapshot(nodes, [existing], {})
-    assert plugin().pre_filter(CycleState(snap), pod_info(mk_pod(ns="ghost")), snap.nodes).code is Code.SKIP
+    assert plugin().pre_filter(CycleState(snap), pod_info(mk_pod(ns="ghost")), snap.nodes)[1].code is Code.SKIP
 
 
-# -- the property: filter_nodes == filter, and upstream's invariants -------------------------------
+# -- the properties: Filter == the definitions, and AddPod/RemovePod == PreFilter recomputed ------
+
+
+RANDOM_NAMESPACES = {"ns1": {"team": "t1"}, "ns2": {}}
 
 
 def _random_case(rng: random.Random) -> tuple[FakeSnapshot, dict[str, Any]]:
+    nodes, pods, incoming, _ = _random_docs(rng)
+    return snapshot(nodes, pods, RANDOM_NAMESPACES), incoming
+
+
+def _random_docs(
+    rng: random.Random,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Random nodes, pods on them, an incoming pod and one more pod on a random node."""
     keys, values = ["app", "tier"], ["a", "b", ""]
     topo = ["zone", "region", "hostname", "missing"]
 
@@ -758,7 +767,9 @@ def _random_case(rng: random.Random) -> tuple[FakeSnapshot, dict[str, Any]]:
             nl["region"] = rng.choice(["r1", "r2"])
         nodes.append(mk_node(f"n{i}", nl))
     pods = [rpod(f"n{rng.randrange(len(nodes))}") for _ in range(rng.randint(0, 12))]
-    return snapshot(nodes, pods, {"ns1": {"team": "t1"}, "ns2": {}}), rpod("")
+    extra = rpod(f"n{rng.randrange(len(nodes))}")
+    extra["metadata"]["name"] = "extra"
+    return nodes, pods, rpod(""), extra
 
 
 def _brute_force(snap: FakeSnapshot, pod: PodInfo, node: NodeInfo) -> tuple[Code, str]:
@@ -820,22 +831,52 @@ def _brute_force(snap: FakeSnapshot, pod: PodInfo, node: NodeInfo) -> tuple[Code
     return OK
 
 
-def test_property_filter_nodes_equals_filter_and_brute_force() -> None:
+def test_property_filter_equals_brute_force() -> None:
     rng = random.Random(20240530)
     for _ in range(400):
         snap, doc = _random_case(rng)
         pod = pod_info(doc)
         p, state = plugin(), CycleState(snap)
         candidates = [n for n in snap.nodes if n.node is not None]
-        pre = p.pre_filter(state, pod, candidates)
+        pre = p.pre_filter(state, pod, candidates)[1]
         if pre.code is Code.SKIP:
             assert all(_brute_force(snap, pod, n) == OK for n in candidates)
             continue
         assert pre.is_success()
-        batch = p.filter_nodes(state, pod, candidates)
         single = [p.filter(state, pod, n) for n in candidates]
-        assert [_status_tuple(s) for s in batch] == [_status_tuple(s) for s in single]
         assert [_status_tuple(s) for s in single] == [_brute_force(snap, pod, n) for n in candidates], doc
+
+
+def test_property_add_and_remove_pod_equal_prefilter_recomputed() -> None:
+    """``AddPod``/``RemovePod`` (``updateWithPod``) leave PreFilter's state as PreFilter over the
+    cluster with the pod added or removed would compute it: every node's verdict agrees. The
+    cycle's own state is untouched (the framework changes a clone)."""
+    rng = random.Random(20240601)
+    checked = 0
+    for _ in range(400):
+        nodes, pods, doc, extra_doc = _random_docs(rng)
+        without = snapshot(nodes, pods, RANDOM_NAMESPACES)
+        with_extra = snapshot(nodes, [*pods, extra_doc], RANDOM_NAMESPACES)
+        extra = pod_info(extra_doc)
+        node = next(n for n in with_extra.nodes if n.name == extra.node_name)
+        pod = pod_info(doc)
+        p = plugin()
+        base = CycleState(without)
+        if p.pre_filter(base, pod, without.nodes)[1].code is Code.SKIP:
+            continue  # upstream runs no AddPod for a plugin PreFilter skipped
+        added = base.clone()
+        assert p.add_pod(added, pod, extra, node).is_success()
+        full = CycleState(with_extra)
+        assert p.pre_filter(full, pod, with_extra.nodes)[1].is_success()
+        verdicts = [_status_tuple(p.filter(full, pod, n)) for n in with_extra.nodes]
+        assert [_status_tuple(p.filter(added, pod, n)) for n in with_extra.nodes] == verdicts, doc
+        before = [_status_tuple(p.filter(base, pod, n)) for n in without.nodes]
+        assert before == [_brute_force(without, pod, n) for n in without.nodes]  # the clone only changed
+        removed = full.clone()
+        assert p.remove_pod(removed, pod, extra, node).is_success()
+        assert [_status_tuple(p.filter(removed, pod, n)) for n in without.nodes] == before
+        checked += 1
+    assert checked > 100
 
 
 # -- args ------------------------------------------------------------------------------------------
@@ -1180,14 +1221,14 @@ def test_preferred_affinity(case: PreferredCase) -> None:
         assert status.code is code
         assert message in status.message
         return
-    scores = [NodeScore(n.name, p.score(state, incoming, n)) for n in nodes]
+    scores = [NodeScore(n.name, p.score(state, incoming, n)[0]) for n in nodes]
     assert p.normalize_score(state, incoming, scores).is_success()
     assert case.want is not None
     assert [(s.name, s.score) for s in scores] == [
         (n["metadata"]["name"], w) for n, w in zip(case.nodes, case.want, strict=True)
     ]
     # the framework's wiring: PreScore, Score, NormalizeScore
-    outcome = Framework("p", [], [EnabledPlugin(NAME, p, 1)]).run_score(incoming, nodes, CycleState(snap))
+    outcome = prioritize(framework(score=[p]), incoming, nodes, CycleState(snap))
     assert outcome.plugin_scores[NAME] == case.want
 
 
@@ -1233,12 +1274,12 @@ def test_preferred_affinity_with_hard_pod_affinity_symmetric_weight(
         assert status.code is Code.SKIP
         return
     assert status.is_success()
-    scores = [NodeScore(n.name, p.score(state, incoming, n)) for n in nodes]
+    scores = [NodeScore(n.name, p.score(state, incoming, n)[0]) for n in nodes]
     assert p.normalize_score(state, incoming, scores).is_success()
     assert [s.score for s in scores] == want
     # the framework's wiring: PreScore, Score, NormalizeScore, weight
-    outcome = Framework("p", [], [EnabledPlugin(NAME, p, 2)]).run_score(incoming, nodes, CycleState(snap))
-    assert outcome.plugin_scores[NAME] == want
+    outcome = prioritize(framework(score=[enabled(p, 2)]), incoming, nodes, CycleState(snap))
+    assert outcome.plugin_scores[NAME] == want and outcome.totals == [2 * w for w in want]
 
 
 def test_preferred_terms_of_the_incoming_pod_and_ignore_flag() -> None:
@@ -1261,7 +1302,7 @@ def test_preferred_terms_of_the_incoming_pod_and_ignore_flag() -> None:
     )
     p, state = plugin(), CycleState(snap)
     assert p.pre_score(state, incoming, snap.nodes).is_success()
-    raw = [p.score(state, incoming, n) for n in snap.nodes]
+    raw = [p.score(state, incoming, n)[0] for n in snap.nodes]
     assert raw == [5, -3, 7]
     scores = [NodeScore(n.name, r) for n, r in zip(snap.nodes, raw, strict=True)]
     p.normalize_score(state, incoming, scores)
@@ -1300,7 +1341,7 @@ def test_parse_errors_of_several_term_lists_are_aggregated() -> None:
     """``NewPodInfo``: one ``<list>: <error>`` per term list with an invalid selector, aggregated."""
     bad = t_in("service", "region", "{{.bad-value.}}")
     incoming = pod_info(mk_pod(aff=[bad], anti=[bad]))
-    status = plugin().pre_filter(CycleState(snapshot([], [])), incoming, [])
+    status = plugin().pre_filter(CycleState(snapshot([], [])), incoming, [])[1]
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     detail = BAD_VALUE.removeprefix("parsing pod: requiredAffinityTerms: ")
     assert status.message == f"parsing pod: [requiredAffinityTerms: {detail}, requiredAntiAffinityTerms: {detail}]"

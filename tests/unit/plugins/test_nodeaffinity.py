@@ -1,8 +1,8 @@
 """NodeAffinity: upstream's tables of pkg/scheduler/framework/plugins/nodeaffinity/node_affinity_test.go
 (kubernetes/kubernetes: TestNodeAffinity, the PreFilter/Filter table, and TestNodeAffinityPriority,
 the PreScore/Score table), ``addedAffinity`` validation (ValidateNodeAffinityArgs), a generated
-check of ``filter_nodes`` against ``filter`` and against :mod:`app.framework.labels` on valid
-selectors, and the plugin run through the framework."""
+check of ``filter`` against :mod:`app.framework.labels` on valid selectors, and the plugin run
+through the framework."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from pydantic import ValidationError
 
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, NodeScore, PodInfo, objects
+from app.framework import CycleState, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.labels import node_selector_matches
 from app.framework.status import Code
 from app.framework.validation import aggregate
@@ -22,12 +22,11 @@ from app.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
     ERR_REASON_POD,
-    ERR_REASON_PRE_FILTER_RESULT,
     NAME,
-    PRE_FILTER_KEY,
     NodeAffinity,
     NodeAffinityArgs,
 )
+from tests.unit.helpers import enabled, framework, prioritize
 
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 POD = (UU, ERR_REASON_POD)
@@ -340,7 +339,7 @@ FILTER_CASES: list[
         "node2",
         POD,
         CONFLICT,
-        set(),
+        None,  # upstream: a nil PreFilterResult with the Conflict status
         None,
         True,
     ),
@@ -433,15 +432,11 @@ def test_filter_upstream_table(
     if not run_pre_filter:
         return
     state = CycleState()
-    pre = plugin.pre_filter(state, pod, [node])
+    result, pre = plugin.pre_filter(state, pod, [node])
     _check(pre, want_pre)
-    recorded = state.get(PRE_FILTER_KEY)
-    assert (recorded.node_names if recorded is not None else None) == want_names
-    # with PreFilter's node names applied as kube-scheduler does (a node outside them is never filtered)
-    if want_names is not None and node_name not in want_names:
-        _check(plugin.filter(state, pod, node), (UU, ERR_REASON_PRE_FILTER_RESULT))
-    else:
-        _check(plugin.filter(state, pod, node), want)
+    assert (result.node_names if result is not None else None) == want_names
+    # upstream runs Filter after PreFilter whatever its result (the framework applies it)
+    _check(plugin.filter(state, pod, node), want)
 
 
 LABEL1 = {"foo": "bar"}
@@ -586,7 +581,11 @@ def test_score_upstream_table(
         _check(status, want_pre)
         if not status.is_success():
             return
-    scores = [NodeScore(n.name, plugin.score(state, pod, n)) for n in infos]
+    scores = []
+    for n in infos:
+        score, status = plugin.score(state, pod, n)
+        assert status.is_success()
+        scores.append(NodeScore(n.name, score))
     assert plugin.normalize_score(state, pod, scores).is_success()
     assert [s.score for s in scores] == expected
 
@@ -727,7 +726,7 @@ def random_term(rng: random.Random) -> dict[str, Any]:
     return term(exprs or None, fields or None)
 
 
-def test_filter_nodes_equals_filter_and_labels_module_generated() -> None:
+def test_filter_equals_the_labels_module_generated() -> None:
     rng = random.Random(4130)
     for _ in range(400):
         spec: dict[str, Any] = {}
@@ -739,7 +738,7 @@ def test_filter_nodes_equals_filter_and_labels_module_generated() -> None:
         nodes = [make_node(name, {k: rng.choice(VALUES) for k in KEYS if rng.random() < 0.6}) for name in NAMES]
         plugin = NodeAffinity()
         state = CycleState()
-        pre = plugin.pre_filter(state, pod, nodes)
+        result, pre = plugin.pre_filter(state, pod, nodes)
         if pre.code is Code.SKIP:
             assert not spec
             continue
@@ -747,21 +746,21 @@ def test_filter_nodes_equals_filter_and_labels_module_generated() -> None:
             assert pre.reasons == (ERR_REASON_CONFLICT,)
             assert not any(plugin.filter(CycleState(), pod, n).is_success() for n in nodes)
             continue
-        batch = plugin.filter_nodes(state, pod, nodes)
-        assert batch == [plugin.filter(state, pod, n) for n in nodes]
         affinity = pod.affinity
         selector = (
             affinity.node_affinity.required_during_scheduling_ignored_during_execution
             if affinity and affinity.node_affinity
             else None
         )
-        for node, status in zip(nodes, batch, strict=True):
+        for node in nodes:
+            status = plugin.filter(state, pod, node)
+            assert status == plugin.filter(CycleState(), pod, node)  # the fallback without PreFilter
             expected = all(node.labels.get(k) == v for k, v in pod.node_selector.items()) and node_selector_matches(
                 selector, node.name, node.labels
             )
             assert status.is_success() == expected, (spec, node.labels, node.name)
-            if status.reasons == (ERR_REASON_PRE_FILTER_RESULT,):
-                assert not node_selector_matches(selector, node.name, node.labels)
+            if result is not None and result.node_names is not None and node.name not in result.node_names:
+                assert not expected  # a node the PreFilterResult leaves out never passes Filter
 
 
 # -- through the framework ------------------------------------------------------------------------
@@ -772,24 +771,29 @@ def test_run_through_framework() -> None:
         {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": PREFERRED1}}
     )
     plugin = nodeaffinity.PLUGIN.factory(args, None)  # type: ignore[arg-type]
-    fw = Framework("p", [EnabledPlugin(NAME, plugin)], [EnabledPlugin(NAME, plugin, 2)])
+    fw = framework(filter=[plugin], score=[enabled(plugin, 2)])
     nodes = [make_node("node1", LABEL1), make_node("node2", LABEL2), make_node("node3", LABEL5)]
     pinned = make_pod({"affinity": required(term(fields=[name_in("node1")]), term(fields=[name_in("node3")]))})
-    outcome = fw.run_filter(pinned, nodes, CycleState(None))
+    state = CycleState()
+    result, status = fw.run_pre_filter_plugins(state, pinned, nodes)
+    assert status.is_success() and result.node_names == {"node1", "node3"}
+    # the extender's filter answers for the node the PreFilterResult leaves out (v1.30.12's text)
+    outcome = fw.run_filter(pinned, nodes, CycleState())
     assert [s.code for s in outcome.statuses] == [Code.SUCCESS, UU, Code.SUCCESS]
-    assert outcome.statuses[1].reasons == (ERR_REASON_PRE_FILTER_RESULT,)
-    assert outcome.statuses[1].plugin == NAME
+    assert outcome.statuses[1].reasons == ("node is filtered out by the prefilter result",)
     conflict = make_pod({"affinity": required(term(fields=[name_in("node1"), name_in("node2")]))})
-    outcome = fw.run_filter(conflict, nodes, CycleState(None))
+    outcome = fw.run_filter(conflict, nodes, CycleState())
     assert all(s.reasons == (ERR_REASON_CONFLICT,) and s.code is UU for s in outcome.statuses)
+    assert outcome.pre_filter is not None and outcome.pre_filter.plugin == NAME
     selector = make_pod({"nodeSelector": {"key": "value"}})
-    outcome = fw.run_filter(selector, nodes, CycleState(None))
+    outcome = fw.run_filter(selector, nodes, CycleState())
     assert [s.reasons for s in outcome.statuses] == [(ERR_REASON_POD,), (), ()]
     # Score: the added preferred term (foo=bar, weight 2) plus the pod's AFFINITY2
-    scored = fw.run_score(make_pod({"affinity": AFFINITY2}), nodes, CycleState(None))
-    # raw: node1 2+2, node2 4, node3 2+2+4+5 = 13 -> 400//13, 400//13, 100
+    scored = prioritize(fw, make_pod({"affinity": AFFINITY2}), nodes)
+    # raw: node1 2+2, node2 4, node3 2+2+4+5 = 13 -> 400//13, 400//13, 100; weight 2
     assert scored.plugin_scores[NAME] == [30, 30, 100]
+    assert scored.totals == [60, 60, 200]
     assert scored.skipped == {}
     # a pod with no preferred terms and no added ones: Skip
-    bare = Framework("p", [], [EnabledPlugin(NAME, NodeAffinity(), 1)]).run_score(make_pod(), nodes, CycleState(None))
-    assert NAME in bare.skipped
+    bare = prioritize(framework(score=[NodeAffinity()]), make_pod(), nodes)
+    assert NAME in bare.skipped and bare.totals == [0, 0, 0]

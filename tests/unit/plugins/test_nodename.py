@@ -1,5 +1,5 @@
 """NodeName: upstream's table of pkg/scheduler/framework/plugins/nodename/node_name_test.go
-(kubernetes/kubernetes, TestNodeName), a generated check of ``filter_nodes`` against ``filter``,
+(kubernetes/kubernetes, TestNodeName), a generated check of ``filter`` against the rule,
 and the plugin run through the framework."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, objects
+from app.framework import CycleState, NodeInfo, PodInfo, objects
 from app.framework.status import Code
 from app.plugins import nodename
 from app.plugins.nodename import ERR_REASON, NAME, NodeName
+from tests.unit.helpers import framework
 
 
 def make_pod(spec: dict[str, Any] | None = None) -> PodInfo:
@@ -43,23 +44,21 @@ def test_reason_is_upstreams() -> None:
     assert ERR_REASON == "node(s) didn't match the requested node name"
 
 
-def test_filter_nodes_equals_filter_generated() -> None:
+def test_filter_follows_fits_generated() -> None:
     rng = random.Random(1130)
     plugin = NodeName()
     names = ["a", "b", "c", "node-1", ""]
     for _ in range(300):
         pod = make_pod({"nodeName": rng.choice(names)} if rng.random() < 0.7 else {})
         nodes = [make_node(rng.choice(names[:-1])) for _ in range(rng.randint(0, 6))]
-        batch = plugin.filter_nodes(CycleState(), pod, nodes)
-        single = [plugin.filter(CycleState(), pod, n) for n in nodes]
-        assert batch == single
-        for node, status in zip(nodes, batch, strict=True):
+        for node in nodes:
+            status = plugin.filter(CycleState(), pod, node)
             assert status.is_success() == (not pod.node_name or pod.node_name == node.name)
 
 
 def test_run_through_framework() -> None:
     plugin = nodename.PLUGIN.factory(None, None)  # type: ignore[arg-type]
-    fw = Framework("p", [EnabledPlugin(NAME, plugin)])
+    fw = framework(filter=[plugin])
     nodes = [make_node("foo"), make_node("bar")]
     outcome = fw.run_filter(make_pod({"nodeName": "foo"}), nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE]

@@ -13,9 +13,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.framework import SKIP, SUCCESS, Code, CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, Status, objects
+from app.framework import SKIP, SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status, objects
 from app.framework.types import NodeUsage
 from app.plugins.nodeports import ERR_REASON, PLUGIN, NodePorts, check_conflict
+from tests.unit.helpers import framework
 
 UNSCHEDULABLE = Status(Code.UNSCHEDULABLE, (ERR_REASON,))
 
@@ -134,13 +135,12 @@ CASES: list[tuple[str, PodInfo, NodeInfo, Status, Status]] = [
 def test_node_ports(pod: PodInfo, node: NodeInfo, want_pre: Status, want: Status) -> None:
     plugin = NodePorts()
     state = CycleState()
-    pre = plugin.pre_filter(state, pod, [node])
-    assert pre == want_pre
+    result, pre = plugin.pre_filter(state, pod, [node])
+    assert pre == want_pre and result is None
     if pre.code is Code.SKIP:
         return
     got = plugin.filter(state, pod, node)
     assert (got.code, got.reasons) == (want.code, want.reasons)
-    assert list(plugin.filter_nodes(state, pod, [node, node])) == [got, got]
 
 
 def test_pre_filter_disabled() -> None:
@@ -189,7 +189,7 @@ def test_init_container_ports_are_not_read() -> None:
     doc = {"spec": {"initContainers": [_container((80, 80))], "containers": [{"name": "c", "image": "x"}]}}
     pod = PodInfo(msgspec.convert(doc, objects.Pod))
     assert pod.host_ports == ()
-    assert NodePorts().pre_filter(CycleState(), pod, []) is SKIP
+    assert NodePorts().pre_filter(CycleState(), pod, []) == (None, SKIP)
 
 
 class HostPortInfo:
@@ -245,7 +245,7 @@ def test_conflict_rule_matches_host_port_info_property() -> None:
         wanted = random_ports(rng.randint(0, 3))
         pod = pod_of(wanted)
         state = CycleState()
-        pre = plugin.pre_filter(state, pod, [node])
+        _, pre = plugin.pre_filter(state, pod, [node])
         has_host_ports = any(p > 0 for _, _, p in wanted)
         assert (pre.code is Code.SKIP) == (not has_host_ports)
         if not has_host_ports:
@@ -267,7 +267,7 @@ def test_through_framework() -> None:
     )
     free = NodeInfo("free", msgspec.convert({"metadata": {"name": "free"}}, objects.Node))
     plugin = PLUGIN.factory(None, None)  # type: ignore[arg-type]
-    fw = Framework("p", [EnabledPlugin(PLUGIN.name, plugin, 1, "Fail")])
+    fw = framework(filter=[plugin])
     out = fw.run_filter(new_pod("", "TCP/127.0.0.1/8080"), [busy, free])
     assert out.error == ""
     assert [(s.code, s.plugin, s.message) for s in out.statuses] == [

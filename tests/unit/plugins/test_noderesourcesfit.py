@@ -5,8 +5,8 @@ pkg/scheduler/framework/plugins/noderesources/fit_test.go: ``TestEnoughRequests`
 ``TestPreFilterDisabled``, ``TestNotEnoughRequests``, ``TestStorageRequests``,
 ``TestRestartableInitContainers`` and ``TestFitScore``, case names verbatim. The strategy tables of
 least/most_allocated_test.go and requested_to_capacity_ratio_test.go are in
-tests/unit/test_noderesources.py; the many-nodes path (``filter_nodes``) is compared with
-``filter`` on generated clusters in tests/unit/test_batch_paths.py, and here on every row.
+tests/unit/test_noderesources.py. Filter and Score have one implementation over many nodes
+(``filter_nodes``, ``score_nodes``); ``filter`` and ``score`` are those for one node.
 
 Upstream's builders are small functions producing Kubernetes JSON: :func:`resource` is a
 ``framework.Resource`` as ``newResourcePod`` turns it into a container's requests (cpu as a milli
@@ -27,7 +27,7 @@ import msgspec
 import pytest
 
 from app.cluster.runtime import ClusterRuntime, ClusterSettings
-from app.framework import Code, CycleState, NodeInfo, PodInfo, Status, objects
+from app.framework import SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status, objects
 from app.framework.fit import insufficient
 from app.framework.handle import Handle
 from app.plugins.noderesources.fit import NodeResourcesFit, NodeResourcesFitArgs
@@ -105,11 +105,8 @@ def fit(args: dict[str, Any] | None = None) -> NodeResourcesFit:
 
 
 def run_filter(plugin: NodeResourcesFit, pod: PodInfo, node: NodeInfo) -> Status:
-    """Filter, checked against the many-nodes path on the same node."""
-    state = CycleState()
-    status = plugin.filter(state, pod, node)
-    assert plugin.filter_nodes(state, pod, [node]) == [status]
-    return status
+    """Filter of one node, which is the many-nodes path over that node."""
+    return plugin.filter(CycleState(), pod, node)
 
 
 class Shortage(NamedTuple):
@@ -601,5 +598,4 @@ def test_fit_score(
     state = CycleState()
     if run_pre_score:
         assert plugin.pre_score(state, p, infos).is_success()
-    assert [plugin.score(state, p, n) for n in infos] == want
-    assert plugin.score_nodes(state, p, infos) == want
+    assert plugin.score_nodes(state, p, infos) == (want, SUCCESS)

@@ -1,6 +1,6 @@
 """NodeUnschedulable: upstream's table of pkg/scheduler/framework/plugins/nodeunschedulable/
 node_unschedulable_test.go (kubernetes/kubernetes, TestNodeUnschedulable), a generated check of
-``filter_nodes`` against ``filter`` and of upstream's rule, and the plugin run through the
+``filter`` against upstream's rule, and the plugin run through the
 framework."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, objects
+from app.framework import CycleState, NodeInfo, PodInfo, objects
 from app.framework.status import Code
 from app.plugins import nodeunschedulable
 from app.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NAME, TAINT_NODE_UNSCHEDULABLE, NodeUnschedulable
+from tests.unit.helpers import framework
 
 
 def make_pod(spec: dict[str, Any] | None = None) -> PodInfo:
@@ -76,7 +77,7 @@ TOLERATIONS = [
 TOLERATES = [True, True, True, False, False, False, True]
 
 
-def test_filter_nodes_equals_filter_generated() -> None:
+def test_filter_follows_the_rule_generated() -> None:
     rng = random.Random(2030)
     plugin = NodeUnschedulable()
     for _ in range(300):
@@ -88,8 +89,7 @@ def test_filter_nodes_equals_filter_generated() -> None:
             else NodeInfo("x")
             for i in range(rng.randint(0, 6))
         ]
-        batch = plugin.filter_nodes(CycleState(), pod, nodes)
-        assert batch == [plugin.filter(CycleState(), pod, n) for n in nodes]
+        batch = [plugin.filter(CycleState(), pod, n) for n in nodes]
         tolerated = any(TOLERATES[i] for i in chosen)
         for node, status in zip(nodes, batch, strict=True):
             if node.node is None:
@@ -100,7 +100,7 @@ def test_filter_nodes_equals_filter_generated() -> None:
 
 def test_run_through_framework() -> None:
     plugin = nodeunschedulable.PLUGIN.factory(None, None)  # type: ignore[arg-type]
-    fw = Framework("p", [EnabledPlugin(NAME, plugin)])
+    fw = framework(filter=[plugin])
     nodes = [make_node("a", {"unschedulable": True}), make_node("b")]
     outcome = fw.run_filter(make_pod(), nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.SUCCESS]

@@ -1,7 +1,8 @@
 """PodTopologySpread, against kube-scheduler v1.30's tables.
 
 Ported from pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go
-(``TestSingleConstraint``, ``TestMultipleConstraints``) and scoring_test.go
+(``TestSingleConstraint``, ``TestMultipleConstraints``, and ``TestPreFilterStateAddPod`` and
+``TestPreFilterStateRemovePod`` with the NodeInclusionPolicy feature on, as v1.30) and scoring_test.go
 (``TestPodTopologySpreadScore``, ``TestPreScoreStateEmptyNodes``) of kubernetes/kubernetes, as
 data: each case keeps upstream's name. Upstream's builders (``st.MakePod()``,
 ``st.MakeNode()``) become the small helpers below; pods have upstream's empty namespace unless a
@@ -19,7 +20,7 @@ import msgspec
 import pytest
 
 from app.framework import objects
-from app.framework.runtime import EnabledPlugin, Framework
+from app.framework.runtime import Framework, ScoreResult
 from app.framework.status import Code
 from app.framework.types import CycleState, NodeInfo, NodeUsage, PodInfo
 from app.plugins.podtopologyspread import (
@@ -39,6 +40,8 @@ from app.plugins.podtopologyspread import (
     topology_normalizing_weight,
 )
 from tests.support.cluster import MemoryCluster
+from tests.unit.helpers import framework as profile
+from tests.unit.helpers import prioritize
 
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
@@ -173,7 +176,11 @@ class Snapshot:
 
 
 def framework(plugin: PodTopologySpread) -> Framework:
-    return Framework("p", [EnabledPlugin(NAME, plugin)], [EnabledPlugin(NAME, plugin, 1)])
+    return profile(filter=[plugin], score=[plugin])
+
+
+def run_score(plugin: PodTopologySpread, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState) -> ScoreResult:
+    return prioritize(framework(plugin), pod, nodes, state)
 
 
 LIST = PodTopologySpreadArgs(defaulting_type="List")
@@ -812,7 +819,7 @@ def test_score_table(case: dict[str, Any]) -> None:
     plugin = PodTopologySpread(PodTopologySpreadArgs(), None, default_selector=lambda pod: given)
     all_nodes = node_infos(case["nodes"] + case["failed"], case["pods"])
     candidates = all_nodes[: len(case["nodes"])]
-    outcome = framework(plugin).run_score(case["pod"], candidates, CycleState(Snapshot(all_nodes)))
+    outcome = run_score(plugin, case["pod"], candidates, CycleState(Snapshot(all_nodes)))
     got = dict(zip([n.name for n in candidates], outcome.plugin_scores[NAME], strict=True))
     assert got == case["want"]
 
@@ -1018,8 +1025,8 @@ def test_pre_filter_skips_without_hard_constraints() -> None:
     plugin = PodTopologySpread(PodTopologySpreadArgs(), None)
     nodes = node_infos(FOUR, [])
     state = CycleState(Snapshot(nodes))
-    assert plugin.pre_filter(state, in_pod(FOO_POD, tsc(1, "zone", SA, FOO)), nodes).code is Code.SKIP
-    assert plugin.pre_filter(state, in_pod(FOO_POD), nodes).code is Code.SKIP
+    assert plugin.pre_filter(state, in_pod(FOO_POD, tsc(1, "zone", SA, FOO)), nodes)[1].code is Code.SKIP
+    assert plugin.pre_filter(state, in_pod(FOO_POD), nodes)[1].code is Code.SKIP
     assert plugin.pre_score(state, in_pod(FOO_POD), nodes).code is Code.SKIP
 
 
@@ -1255,14 +1262,14 @@ def _reference(pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Code]:
 
 
 def test_generated_filter_matches_reference_and_batch() -> None:
-    """Random clusters: ``filter_nodes`` equals ``filter`` per node, and both equal a direct
-    per-node reading of upstream's rule."""
+    """Random clusters: ``filter_nodes`` equals ``filter`` per node (a batch of one), and both
+    equal a direct per-node reading of upstream's rule."""
     rng = random.Random(20240530)
     plugin = PodTopologySpread(LIST, None)
     for _ in range(300):
         pod, nodes = _random_case(rng)
         state = CycleState(Snapshot(nodes))
-        assert plugin.pre_filter(state, pod, nodes).code is Code.SUCCESS
+        assert plugin.pre_filter(state, pod, nodes)[1].code is Code.SUCCESS
         batch = plugin.filter_nodes(state, pod, nodes)
         single = [plugin.filter(state, pod, n) for n in nodes]
         assert [s.code for s in batch] == [s.code for s in single]
@@ -1322,7 +1329,7 @@ def test_a_deployment_pod_gets_the_system_default_scores() -> None:
     cluster.seed_selecting("replicasets", [replica_set("web-5d8f", "", {"matchLabels": {"foo": ""}})])
     pod = owned_pod(FOO_POD, "", "web-5d8f")
     nodes = node_infos(HOST4, SPREAD_4321)
-    outcome = framework(plugin).run_score(pod, nodes, CycleState(Snapshot(nodes)))
+    outcome = run_score(plugin, pod, nodes, CycleState(Snapshot(nodes)))
     got = dict(zip([n.name for n in nodes], outcome.plugin_scores[NAME], strict=True))
     assert got == {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
     selected = {"matchLabels": {"foo": ""}}
@@ -1335,3 +1342,278 @@ def test_a_deployment_pod_gets_the_system_default_scores() -> None:
     assert plugin.pre_score(CycleState(Snapshot(nodes)), stray, nodes).code is Code.SKIP
     # the cluster state without the spread selectors (nobody declared them): none either
     assert MemoryCluster().default_selector(pod) is None
+
+
+# -- TestPreFilterStateAddPod / TestPreFilterStateRemovePod (filtering_test.go) ---------------------
+#
+# Upstream compares the whole ``preFilterState`` after ``AddPod``/``RemovePod``: here per
+# constraint (upstream keys by topology key, one constraint per key) the domains number, the two
+# critical paths (value, count) and the matching pods per value. Pods are (name, node, labels,
+# namespace); the NodeInclusionPolicy-disabled rows are left out (the feature is on in v1.30).
+
+TWO_NODES = [zn("node-a", "zone1"), zn("node-b", "zone1")]
+A_X = [zn("node-a", "zone1"), zn("node-x", "zone2")]
+A_B_X = [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2")]
+A_B_X_Y = [*A_B_X, zn("node-y", "zone2")]
+FOO_BAR_AB = [zn("node-a", "zone1", foo="bar"), zn("node-b", "zone2", foo="")]
+TAINTED_AB = [nd("node-a", {"zone": "zone1", "node": "node-a"}, TAINTS), zn("node-b", "zone2")]
+NODE_C = tsc(1, "node", DNS, FOO)
+ZONE_C = tsc(1, "zone", DNS, FOO)
+MAX = 2**31 - 1
+
+
+def _pod(name: str, node: str, *labels: str, namespace: str = "") -> dict[str, Any]:
+    return ep(name, node, dict.fromkeys(labels, ""), namespace)
+
+
+# (name, preemptor, added pod, existing pods, node index, nodes,
+#  want per constraint: (domains, [(value, count), (value, count)], {value: count}))
+ADD_POD: list[tuple[str, PodInfo, dict[str, Any], list[dict[str, Any]], int, list[dict[str, Any]], list[Any]]] = [
+    (
+        "node a and b both impact current min match",
+        in_pod(FOO_POD, NODE_C),
+        _pod("p-a1", "node-a", "foo"),
+        [],
+        0,
+        TWO_NODES,
+        [(2, [("node-b", 0), ("node-a", 1)], {"node-a": 1, "node-b": 0})],
+    ),
+    (
+        "only node a impacts current min match",
+        in_pod(FOO_POD, NODE_C),
+        _pod("p-a1", "node-a", "foo"),
+        [_pod("p-b1", "node-b", "foo")],
+        0,
+        TWO_NODES,
+        [(2, [("node-a", 1), ("node-b", 1)], {"node-a": 1, "node-b": 1})],
+    ),
+    (
+        "add a pod in a different namespace doesn't change topologyKeyToMinPodsMap",
+        in_pod(FOO_POD, NODE_C),
+        _pod("p-a1", "node-a", "foo", namespace="ns1"),
+        [_pod("p-b1", "node-b", "foo")],
+        0,
+        TWO_NODES,
+        [(2, [("node-a", 0), ("node-b", 1)], {"node-a": 0, "node-b": 1})],
+    ),
+    (
+        "add pod on non-critical node won't trigger re-calculation",
+        in_pod(FOO_POD, NODE_C),
+        _pod("p-b2", "node-b", "foo"),
+        [_pod("p-b1", "node-b", "foo")],
+        1,
+        TWO_NODES,
+        [(2, [("node-a", 0), ("node-b", 2)], {"node-a": 0, "node-b": 2})],
+    ),
+    (
+        "node a and x both impact topologyKeyToMinPodsMap on zone and node",
+        in_pod(FOO_POD, ZONE_C, NODE_C),
+        _pod("p-a1", "node-a", "foo"),
+        [],
+        0,
+        A_X,
+        [
+            (2, [("zone2", 0), ("zone1", 1)], {"zone1": 1, "zone2": 0}),
+            (2, [("node-x", 0), ("node-a", 1)], {"node-a": 1, "node-x": 0}),
+        ],
+    ),
+    (
+        "only node a impacts topologyKeyToMinPodsMap on zone and node",
+        in_pod(FOO_POD, ZONE_C, NODE_C),
+        _pod("p-a1", "node-a", "foo"),
+        [_pod("p-x1", "node-x", "foo")],
+        0,
+        A_X,
+        [
+            (2, [("zone1", 1), ("zone2", 1)], {"zone1": 1, "zone2": 1}),
+            (2, [("node-a", 1), ("node-x", 1)], {"node-a": 1, "node-x": 1}),
+        ],
+    ),
+    (
+        "node a impacts topologyKeyToMinPodsMap on node, node x impacts topologyKeyToMinPodsMap on zone",
+        in_pod(FOO_POD, ZONE_C, NODE_C),
+        _pod("p-a1", "node-a", "foo"),
+        [_pod("p-b1", "node-b", "foo"), _pod("p-b2", "node-b", "foo"), _pod("p-x1", "node-x", "foo")],
+        0,
+        A_B_X,
+        [
+            (2, [("zone2", 1), ("zone1", 3)], {"zone1": 3, "zone2": 1}),
+            (3, [("node-a", 1), ("node-x", 1)], {"node-a": 1, "node-b": 2, "node-x": 1}),
+        ],
+    ),
+    (
+        "Constraints hold different labelSelectors, node a impacts topologyKeyToMinPodsMap on zone",
+        in_pod({"foo": "", "bar": ""}, ZONE_C, tsc(1, "node", DNS, BAR)),
+        _pod("p-a1", "node-a", "foo"),
+        [_pod("p-b1", "node-b", "foo", "bar"), _pod("p-x1", "node-x", "foo", "bar"), _pod("p-x2", "node-x", "bar")],
+        0,
+        A_B_X,
+        [
+            (2, [("zone2", 1), ("zone1", 2)], {"zone1": 2, "zone2": 1}),
+            (3, [("node-a", 0), ("node-b", 1)], {"node-a": 0, "node-b": 1, "node-x": 2}),
+        ],
+    ),
+    (
+        "Constraints hold different labelSelectors, node a impacts topologyKeyToMinPodsMap on both zone and node",
+        in_pod({"foo": "", "bar": ""}, ZONE_C, tsc(1, "node", DNS, BAR)),
+        _pod("p-a1", "node-a", "foo", "bar"),
+        [_pod("p-b1", "node-b", "bar"), _pod("p-x1", "node-x", "foo", "bar"), _pod("p-x2", "node-x", "bar")],
+        0,
+        A_B_X,
+        [
+            (2, [("zone1", 1), ("zone2", 1)], {"zone1": 1, "zone2": 1}),
+            (3, [("node-a", 1), ("node-b", 1)], {"node-a": 1, "node-b": 1, "node-x": 2}),
+        ],
+    ),
+    (
+        "add a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy enabled",
+        in_pod(FOO_POD, ZONE_C, affinity=affinity_in("foo", ["bar"], "NotIn")),
+        _pod("p-a1", "node-a", "foo", "zone"),
+        [_pod("p-a2", "node-a", "foo", "zone"), _pod("p-b1", "node-b", "foo", "zone")],
+        0,
+        FOO_BAR_AB,
+        [(1, [("zone2", 1), ("", MAX)], {"zone2": 1})],
+    ),
+    (
+        "add a pod when scheduling node affinity matched pod with NodeInclusionPolicy enabled",
+        in_pod(FOO_POD, ZONE_C),
+        _pod("p-b1", "node-b", "foo", "zone"),
+        [_pod("p-a1", "node-a", "foo", "zone"), _pod("p-b2", "node-b", "foo", "zone")],
+        1,
+        FOO_BAR_AB,
+        [(2, [("zone1", 1), ("zone2", 2)], {"zone1": 1, "zone2": 2})],
+    ),
+    (
+        "add a label selector not matched pod when with NodeInclusionPolicy enabled",
+        in_pod(FOO_POD, ZONE_C),
+        _pod("p-b1", "node-b", "zone"),
+        [_pod("p-a1", "node-a", "foo", "zone"), _pod("p-b2", "node-b", "foo", "zone")],
+        1,
+        FOO_BAR_AB,
+        [(2, [("zone1", 1), ("zone2", 1)], {"zone1": 1, "zone2": 1})],
+    ),
+    (
+        "add a pod when scheduling taint tolerated pod with NodeInclusionPolicy enabled",
+        in_pod(FOO_POD, ZONE_C, tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]),
+        _pod("p-b1", "node-b", "foo", "zone"),
+        [_pod("p-a1", "node-a", "foo", "zone"), _pod("p-b2", "node-b", "foo", "zone")],
+        1,
+        TAINTED_AB,
+        [(2, [("zone1", 1), ("zone2", 2)], {"zone1": 1, "zone2": 2})],
+    ),
+]
+
+# (name, preemptor, nodes, existing pods, removed pod (an existing one's index, or a pod),
+#  node index, want per constraint)
+REMOVE_POD: list[tuple[str, PodInfo, list[dict[str, Any]], list[dict[str, Any]], Any, int, list[Any]]] = [
+    (
+        "one spreadConstraint on zone, topologyKeyToMinPodsMap unchanged",
+        in_pod(FOO_POD, ZONE_C),
+        A_B_X,
+        [_pod("p-a1", "node-a", "foo"), _pod("p-b1", "node-b", "foo"), _pod("p-x1", "node-x", "foo")],
+        0,
+        0,
+        [(2, [("zone1", 1), ("zone2", 1)], {"zone1": 1, "zone2": 1})],
+    ),
+    (
+        "one spreadConstraint on node, topologyKeyToMinPodsMap changed",
+        in_pod(FOO_POD, ZONE_C),
+        A_B_X_Y,
+        [
+            _pod("p-a1", "node-a", "foo"),
+            _pod("p-b1", "node-b", "foo"),
+            _pod("p-x1", "node-x", "foo"),
+            _pod("p-y1", "node-y", "foo"),
+        ],
+        0,
+        0,
+        [(2, [("zone1", 1), ("zone2", 2)], {"zone1": 1, "zone2": 2})],
+    ),
+    (
+        "delete an irrelevant pod won't help",
+        in_pod(FOO_POD, ZONE_C),
+        A_B_X_Y,
+        [
+            _pod("p-a0", "node-a", "bar"),
+            _pod("p-a1", "node-a", "foo"),
+            _pod("p-b1", "node-b", "foo"),
+            _pod("p-x1", "node-x", "foo"),
+            _pod("p-y1", "node-y", "foo"),
+        ],
+        0,
+        0,
+        [(2, [("zone1", 2), ("zone2", 2)], {"zone1": 2, "zone2": 2})],
+    ),
+    (
+        "delete a non-existing pod won't help",
+        in_pod(FOO_POD, ZONE_C),
+        A_B_X_Y,
+        [
+            _pod("p-a1", "node-a", "foo"),
+            _pod("p-b1", "node-b", "foo"),
+            _pod("p-x1", "node-x", "foo"),
+            _pod("p-y1", "node-y", "foo"),
+        ],
+        _pod("p-a0", "node-a", "bar"),
+        0,
+        [(2, [("zone1", 2), ("zone2", 2)], {"zone1": 2, "zone2": 2})],
+    ),
+    (
+        "two spreadConstraints",
+        in_pod(FOO_POD, ZONE_C, NODE_C),
+        A_B_X,
+        [
+            _pod("p-a1", "node-a", "foo"),
+            _pod("p-a2", "node-a", "foo"),
+            _pod("p-b1", "node-b", "foo"),
+            _pod("p-x1", "node-x", "foo"),
+            _pod("p-x2", "node-x", "foo"),
+        ],
+        3,
+        2,
+        [
+            (2, [("zone2", 1), ("zone1", 3)], {"zone1": 3, "zone2": 1}),
+            (3, [("node-b", 1), ("node-x", 1)], {"node-a": 2, "node-b": 1, "node-x": 1}),
+        ],
+    ),
+]
+
+
+def _sorted_paths(paths: Any) -> list[tuple[str, int]]:
+    """The two critical paths as upstream's test comparer sees them (``criticalPaths.sort``:
+    on a tie the values in alphabetical order)."""
+    pairs = list(zip(paths.values, paths.counts, strict=True))
+    if pairs[0][1] == pairs[1][1] and pairs[0][0] > pairs[1][0]:
+        pairs.reverse()
+    return pairs
+
+
+def _state_of(plugin: PodTopologySpread, state: CycleState) -> list[Any]:
+    s = state.read(f"{NAME}/pre-filter")
+    return [(s.domains[i], _sorted_paths(s.paths[i]), s.counts[i]) for i in range(len(s.constraints))]
+
+
+@pytest.mark.parametrize("case", ADD_POD, ids=[c[0] for c in ADD_POD])
+def test_prefilter_state_add_pod(case: Any) -> None:
+    _, preemptor, added, existing, node_index, nodes, want = case
+    plugin = PodTopologySpread(LIST, None)
+    infos = node_infos(nodes, existing)
+    state = CycleState(Snapshot(infos))
+    assert plugin.pre_filter(state, preemptor, infos)[1].is_success()
+    assert plugin.add_pod(
+        state, preemptor, PodInfo(msgspec.convert(added, objects.Pod)), infos[node_index]
+    ).is_success()
+    assert _state_of(plugin, state) == want
+
+
+@pytest.mark.parametrize("case", REMOVE_POD, ids=[c[0] for c in REMOVE_POD])
+def test_prefilter_state_remove_pod(case: Any) -> None:
+    _, preemptor, nodes, existing, removed, node_index, want = case
+    plugin = PodTopologySpread(LIST, None)
+    infos = node_infos(nodes, existing)
+    state = CycleState(Snapshot(infos))
+    assert plugin.pre_filter(state, preemptor, infos)[1].is_success()
+    doc = existing[removed] if isinstance(removed, int) else removed
+    gone = PodInfo(msgspec.convert(doc, objects.Pod))
+    assert plugin.remove_pod(state, preemptor, gone, infos[node_index]).is_success()
+    assert _state_of(plugin, state) == want

@@ -1,6 +1,6 @@
 """TaintToleration: upstream's tables of pkg/scheduler/framework/plugins/tainttoleration/
 taint_toleration_test.go (kubernetes/kubernetes: TestTaintTolerationFilter, TestTaintTolerationScore),
-``Toleration.ToleratesTaint`` rules, a generated check of ``filter_nodes`` against ``filter`` and of
+``Toleration.ToleratesTaint`` rules, a generated check of ``filter`` against
 upstream's rule, and the plugin run through the framework (Filter and Score)."""
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, NodeScore, PodInfo, objects
+from app.api.service import extender_scores
+from app.framework import CycleState, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.status import Code
 from app.framework.taints import tolerates_taint
 from app.plugins import tainttoleration
 from app.plugins.tainttoleration import NAME, TaintToleration
+from tests.unit.helpers import enabled, framework, prioritize
 
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
@@ -190,13 +192,15 @@ def test_score_upstream_table(
     infos = [node_with_taints(n, taints) for n, taints in nodes]
     state = CycleState()
     assert plugin.pre_score(state, pod, infos).is_success()
-    scores = [NodeScore(n.name, plugin.score(state, pod, n)) for n in infos]
+    scores = [NodeScore(n.name, plugin.score(state, pod, n)[0]) for n in infos]
     assert plugin.normalize_score(state, pod, scores).is_success()
     assert [s.score for s in scores] == expected
-    # the same through the framework: one plugin, so its 0..100 score is the extender's x 10
-    outcome = Framework("p", [], [EnabledPlugin(NAME, plugin, 3)]).run_score(pod, infos, CycleState(None))
+    # the same through the framework: TotalScore is weight x score; one plugin, so the
+    # extender's answer is its 0..100 score / 10
+    outcome = prioritize(framework(score=[enabled(plugin, 3)]), pod, infos)
     assert outcome.plugin_scores[NAME] == expected
-    assert outcome.scores == [(s + 5) // 10 for s in expected]
+    assert outcome.totals == [3 * s for s in expected]
+    assert extender_scores(outcome) == [(s + 5) // 10 for s in expected]
 
 
 TAINT = objects.Taint(key="k", value="v", effect="NoSchedule")
@@ -238,8 +242,7 @@ def test_node_without_object() -> None:
     assert plugin.filter(CycleState(), pod_with_tolerations([]), NodeInfo("n")).code is Code.ERROR
     state = CycleState()
     plugin.pre_score(state, pod_with_tolerations([]), [])
-    with pytest.raises(LookupError):
-        plugin.score(state, pod_with_tolerations([]), NodeInfo("n"))
+    assert plugin.score(state, pod_with_tolerations([]), NodeInfo("n"))[1].code is Code.ERROR
 
 
 KEYS, VALUES, EFFECTS = ["a", "b", ""], ["x", "y", ""], ["NoSchedule", "NoExecute", "PreferNoSchedule", ""]
@@ -259,7 +262,7 @@ def random_toleration(rng: random.Random) -> dict[str, Any]:
     return doc
 
 
-def test_filter_nodes_equals_filter_generated() -> None:
+def test_filter_follows_the_rules_generated() -> None:
     rng = random.Random(3130)
     plugin = TaintToleration()
     for _ in range(400):
@@ -271,8 +274,7 @@ def test_filter_nodes_equals_filter_generated() -> None:
             )
             for i in range(rng.randint(0, 5))
         ]
-        batch = plugin.filter_nodes(CycleState(), pod, nodes)
-        assert batch == [plugin.filter(CycleState(), pod, n) for n in nodes]
+        batch = [plugin.filter(CycleState(), pod, n) for n in nodes]
         for node, status in zip(nodes, batch, strict=True):
             blocking = [
                 taint
@@ -288,12 +290,12 @@ def test_filter_nodes_equals_filter_generated() -> None:
 
 def test_run_through_framework() -> None:
     plugin = tainttoleration.PLUGIN.factory(None, None)  # type: ignore[arg-type]
-    fw = Framework("p", [EnabledPlugin(NAME, plugin)], [EnabledPlugin(NAME, plugin, 1)])
+    fw = framework(filter=[plugin], score=[plugin])
     nodes = [node_with_taints("a", [t("k", "v", "NoSchedule")]), node_with_taints("b", [t("k", "v", PNS)])]
     pod = pod_with_tolerations([])
     outcome = fw.run_filter(pod, nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [UU, Code.SUCCESS]
     assert outcome.statuses[0].reasons == ("node(s) had untolerated taint {k: v}",)
     assert outcome.statuses[0].plugin == NAME
-    scored = fw.run_score(pod, nodes, CycleState(None))
+    scored = prioritize(fw, pod, nodes)
     assert scored.plugin_scores[NAME] == [100, 0]
