@@ -34,7 +34,6 @@ from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
 from app.cluster.volumes import VolumeStores
 from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
 from app.framework.objects import LabelSelector
-from app.framework.registry import PolicyRule
 from app.framework.status import Status
 from app.framework.types import PodInfo, PodRef
 from app.framework.volumes import CLAIMS, VolumeWrite, VolumeWriteResult
@@ -46,34 +45,6 @@ if TYPE_CHECKING:
     from app.kube.client import KubeClient
 
 log = logging.getLogger(__name__)
-
-#: What the list+watch cache needs from the API server (rendered into the extender's ClusterRole
-#: together with the enabled plugins' own rules).
-CACHE_RBAC = (
-    PolicyRule(("",), ("nodes",), ("list", "watch")),
-    PolicyRule(("",), ("pods",), ("list", "watch")),
-)
-#: What ``ClusterNeeds.spread_selectors`` needs: list/watch of the objects that select pods
-#: (:mod:`app.cluster.selectors`, PodTopologySpread's default constraints).
-SPREAD_SELECTORS_RBAC = (
-    PolicyRule(("",), ("services", "replicationcontrollers"), ("list", "watch")),
-    PolicyRule(("apps",), ("replicasets", "statefulsets"), ("list", "watch")),
-)
-#: What ``ClusterNeeds.namespaces`` needs: list/watch of the namespaces (their labels:
-#: :mod:`app.cluster.namespaces`, InterPodAffinity's ``namespaceSelector``).
-NAMESPACES_RBAC = (PolicyRule(("",), ("namespaces",), ("list", "watch")),)
-#: What re-queue assistance needs (:mod:`app.cluster.requeue`): annotate pending pods.
-REQUEUE_RBAC = PolicyRule(("",), ("pods",), ("patch",))
-#: What pod events need (:mod:`app.observe.events`): create Events, patch their series.
-EVENTS_RBAC = PolicyRule(("events.k8s.io",), ("events",), ("create", "patch"))
-
-
-def needs_rbac(needs: ClusterNeeds) -> tuple[PolicyRule, ...]:
-    """The rules of what the runtime watches for a plugin's ``needs`` beyond nodes and pods
-    (rendered into the ClusterRole with the plugin's own rules): :data:`SPREAD_SELECTORS_RBAC`
-    for ``spread_selectors``, :data:`NAMESPACES_RBAC` for ``namespaces``; PodGroups and
-    PodDisruptionBudgets are in their plugins' ``rbac``."""
-    return (SPREAD_SELECTORS_RBAC if needs.spread_selectors else ()) + (NAMESPACES_RBAC if needs.namespaces else ())
 
 
 @dataclass(frozen=True)
@@ -453,12 +424,7 @@ class ClusterRuntime:
 
 
 __all__ = [
-    "CACHE_RBAC",
-    "EVENTS_RBAC",
-    "REQUEUE_RBAC",
-    "SPREAD_SELECTORS_RBAC",
     "WATCH_MARGIN",
     "ClusterRuntime",
     "ClusterSettings",
-    "needs_rbac",
 ]

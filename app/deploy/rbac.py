@@ -162,6 +162,11 @@ NEEDS_GRANTS: tuple[tuple[str, tuple[PolicyRule, ...], str], ...] = (
         "volumes (PersistentVolumes and their claims, StorageClasses, CSINodes, CSIDrivers)",
     ),
     (
+        "namespaces",
+        (PolicyRule(("",), ("namespaces",), LIST_WATCH),),
+        "namespaces (their labels: InterPodAffinity's namespaceSelector)",
+    ),
+    (
         "csi_storage_capacities",
         (PolicyRule(("storage.k8s.io",), ("csistoragecapacities",), READ),),
         "CSIStorageCapacities",

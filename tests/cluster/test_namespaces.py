@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.cluster.runtime import NAMESPACES_RBAC, ClusterRuntime, ClusterSettings, needs_rbac
+from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.deploy.rbac import needs_grants
 from app.framework import CycleState
 from app.framework.handle import ClusterNeeds
 from app.plugins import interpodaffinity
@@ -40,7 +41,9 @@ def test_namespaces_are_watched_only_for_a_plugin_that_needs_them(api: FakeAPISe
         assert not any("/api/v1/namespaces" in r for r in api.requests)
     finally:
         disconnect(runtime, supervisor)
-    assert needs_rbac(ClusterNeeds()) == () and needs_rbac(ClusterNeeds(namespaces=True)) == NAMESPACES_RBAC
+    assert needs_grants(ClusterNeeds(), "InterPodAffinity") == []
+    (grant,) = needs_grants(ClusterNeeds(namespaces=True), "InterPodAffinity")
+    assert (grant.api_groups, grant.resources, grant.verbs) == (("",), ("namespaces",), ("list", "watch"))
 
 
 def test_namespace_labels_sync_and_follow_events(api: FakeAPIServer) -> None:

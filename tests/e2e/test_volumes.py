@@ -173,7 +173,7 @@ def test_a_pod_whose_claim_is_missing_waits_with_upstreams_reason_then_is_bound(
         note = wait_for(failed_note(api, "lonely"), seconds=30, what="FailedScheduling")
         assert note == (
             '0/3 nodes are available: persistentvolumeclaim "late" not found. '
-            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
         )
         time.sleep(0.5)
         assert "lonely" not in bound(api)

@@ -112,6 +112,7 @@ WATCHED = {
         ("storage.k8s.io", "csidrivers"),
     ],
     "csi_storage_capacities": [("storage.k8s.io", "csistoragecapacities")],
+    "namespaces": [("", "namespaces")],
 }
 #: Issue 29 asks the volume kinds be granted exactly as kube-scheduler's roles grant them
 #: (``system:volume-scheduler``: PVs and PVCs get/list/watch/update/patch; ``system:kube-scheduler``:

@@ -42,7 +42,7 @@ from app.framework.events import CSI_NODE, NODE, PERSISTENT_VOLUME_CLAIM, POD, A
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, claim_class
 from app.plugins.volumes.helpers import claim_not_found, needs_volumes, pod_claims, volume_cluster, volume_is_for_pod
 from app.plugins.volumes.translation import (
@@ -135,9 +135,12 @@ class CSILimits:
         #: ``randomVolumeIDPrefix``: the placeholder handles of unbound claims never match a real one
         self.random_prefix = secrets.token_hex(16)
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``PreFilter``: ``Skip`` for a pod without claims or migratable inline volumes."""
-        return SUCCESS if _wants_csi_filter(pod) else SKIP
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``PreFilter``: ``Skip`` for a pod without claims or migratable inline volumes (no
+        PreFilterResult)."""
+        return None, SUCCESS if _wants_csi_filter(pod) else SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``Filter`` (module doc)."""
@@ -368,14 +371,17 @@ class NonCSILimits:
         _, self.volumes = volume_cluster(handle, name)
         self.random_prefix = secrets.token_hex(16)
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``PreFilter``: ``Skip`` unless the pod has a volume of this type or a claim."""
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``PreFilter``: ``Skip`` unless the pod has a volume of this type or a claim (no
+        PreFilterResult)."""
         for volume in pod.volumes:
             if self.volume_filter.inline(volume) is not None:
-                return SUCCESS
+                return None, SUCCESS
             if volume.persistent_volume_claim is not None or volume.ephemeral is not None:
-                return SUCCESS
-        return SKIP
+                return None, SUCCESS
+        return None, SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``Filter`` (module doc)."""

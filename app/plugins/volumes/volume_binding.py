@@ -54,7 +54,7 @@ from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import CLAIM_LOST, VolumeLister
 from app.plugins.noderesources.fit import UtilizationShapePoint
 from app.plugins.noderesources.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
@@ -210,27 +210,30 @@ class VolumeBinding:
 
     # -- PreFilter / Filter ----------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``PreFilter`` (module doc). Upstream returns ``(nil, status)``: no PreFilterResult."""
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``PreFilter`` (module doc). Upstream returns ``(nil, status)``: no PreFilterResult (its
+        eligible-node result was dropped in kubernetes#125398, in v1.30 since v1.30.7)."""
         has, error = pod_has_pvcs(self.volumes, pod)
         if error:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))
         if not has:
             state.write(STATE_KEY, StateData())
-            return SKIP
+            return None, SKIP
         try:
             claims = self.binder.get_pod_volume_claims(pod)
         except BinderError as exc:
-            return Status.error(str(exc))
+            return None, Status.error(str(exc))
         if claims.unbound_claims_immediate:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_UNBOUND_IMMEDIATE,))
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_UNBOUND_IMMEDIATE,))
         kept = PodVolumeClaims(
             bound_claims=claims.bound_claims,
             unbound_claims_delay_binding=claims.unbound_claims_delay_binding,
             unbound_volumes_delay_binding=claims.unbound_volumes_delay_binding,
         )
         state.write(STATE_KEY, StateData(pod_volume_claims=kept))
-        return SUCCESS
+        return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``Filter``: the node's volumes for the pod, or ``UnschedulableAndUnresolvable`` with
@@ -261,20 +264,20 @@ class VolumeBinding:
             return Status.error(_NOT_FOUND)
         return SUCCESS if data.has_static_bindings else SKIP
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         """``Score``: the utilization score of the node's statically bound volumes, by class."""
         data = _state(state)
         if self.scorer is None or data is None:
-            return 0
+            return 0, SUCCESS
         volumes = data.pod_volumes_by_node.get(node.name)
         if volumes is None:
-            return 0
+            return 0, SUCCESS
         classes: dict[str, tuple[int, int]] = {}
         for binding in volumes.static_bindings or ():
             requested, capacity = binding.storage_resource()
             old = classes.get(binding.storage_class_name(), (0, 0))
             classes[binding.storage_class_name()] = (old[0] + requested, old[1] + capacity)
-        return self.scorer(classes)
+        return self.scorer(classes), SUCCESS
 
     # -- Reserve / Unreserve / PreBind ------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go:
   ``Unschedulable`` ``node has pod using PersistentVolumeClaim with the same name and
   ReadWriteOncePod access mode`` when one of its ``ReadWriteOncePod`` claims is in use.
 
-The claims in use are read from ``state.snapshot`` (every node's pods; the runtime recomputes
-PreFilter over a node with pods added or removed, as upstream's ``AddPod``/``RemovePod`` adjust
-the count), each node's set kept on its :class:`~app.framework.types.NodeInfo` (``memo``).
+The claims in use are read from ``state.snapshot`` (every node's pods), each node's set kept on
+its :class:`~app.framework.types.NodeInfo` (``memo``); ``AddPod``/``RemovePod`` (a nominated pod,
+a preemption's victim) adjust the count as upstream's ``updateWithPod``.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from app.framework import objects
 from app.framework.events import NODE, PERSISTENT_VOLUME_CLAIM, POD, ActionType, ClusterEvent
 from app.framework.handle import Handle
+from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import CycleState, NodeInfo, PodInfo
+from app.framework.types import CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import READ_WRITE_ONCE_POD, VolumeLister
 from app.plugins.volumes.helpers import claim_not_found, contains_access_mode, needs_volumes, volume_cluster
 
@@ -55,13 +56,30 @@ _DISK_CONFLICT = Status(Code.UNSCHEDULABLE, (ERR_REASON_DISK_CONFLICT,))
 _RWOP_CONFLICT = Status(Code.UNSCHEDULABLE, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))
 
 
-@dataclass(frozen=True)
+@dataclass
 class PreFilterState:
     """``preFilterState``: the pod's ``ReadWriteOncePod`` claim names, and how many uses of them
-    by pods on nodes there are."""
+    by pods on nodes there are (``conflictingPVCRefCount``, kept true by the PreFilter
+    extensions: :meth:`update_with_pod`)."""
 
     read_write_once_pod_pvcs: frozenset[str]
     conflicting_pvc_ref_count: int
+
+    def update_with_pod(self, pod: PodInfo, node: NodeInfo, delta: int) -> None:
+        """``updateWithPod``: ``pod`` added (``delta`` 1) or removed (-1) counts each of its
+        ``persistentVolumeClaim`` volumes naming one of the claims (by name, as upstream's
+        ``conflictingPVCRefCountForPod``)."""
+        claims = self.read_write_once_pod_pvcs
+        conflicts = sum(
+            1
+            for volume in pod.volumes
+            if volume.persistent_volume_claim is not None and volume.persistent_volume_claim.claim_name in claims
+        )
+        self.conflicting_pvc_ref_count += delta * conflicts
+
+    def clone(self) -> PreFilterState:
+        """``Clone``: a copy whose count may change apart."""
+        return PreFilterState(self.read_write_once_pod_pvcs, self.conflicting_pvc_ref_count)
 
 
 def needs_restrictions_check(volume: objects.Volume) -> bool:
@@ -158,21 +176,26 @@ def read_write_once_pod_pvcs(volumes: VolumeLister, pod: PodInfo) -> tuple[froze
     return frozenset(names), ""
 
 
-class VolumeRestrictions:
-    """PreFilter + Filter (see the module doc). Takes no args."""
+class VolumeRestrictions(PreFilterStateExtensions):
+    """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter (see the module doc).
+    Takes no args."""
 
     name = NAME
+    pre_filter_key = PRE_FILTER_STATE_KEY
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         _, self.volumes = volume_cluster(handle, NAME)
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``PreFilter`` (no PreFilterResult). Upstream's ``AddPod``/``RemovePod`` extensions are
-        the recount over ``state.snapshot`` the runtime's re-run makes."""
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``PreFilter`` (no PreFilterResult); ``AddPod``/``RemovePod`` then keep its count true
+        (:class:`~app.framework.interfaces.PreFilterStateExtensions` over
+        :meth:`PreFilterState.update_with_pod`)."""
         needs_check = any(needs_restrictions_check(v) for v in pod.volumes)
         pvcs, error = read_write_once_pod_pvcs(self.volumes, pod)
         if error:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))
         count = 0
         if pvcs:
             lister = state.snapshot
@@ -182,9 +205,9 @@ class VolumeRestrictions:
                 if any(key in claims_used_on(node) for node in every):
                     count += 1  # at most one pod may use a ReadWriteOncePod claim
         if not needs_check and count == 0:
-            return SKIP
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(pvcs, count))
-        return SUCCESS
+        return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``Filter``: disk conflicts, then ``ReadWriteOncePod`` claims in use."""

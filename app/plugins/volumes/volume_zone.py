@@ -35,7 +35,7 @@ from app.framework.events import (
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
-from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import WAIT_FOR_FIRST_CONSUMER, VolumeLister, claim_class
 from app.plugins.volumes.helpers import (
     claim_not_found,
@@ -156,15 +156,17 @@ class VolumeZone:
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         _, self.volumes = volume_cluster(handle, NAME)
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
         """``PreFilter``: the volumes' topologies, ``Skip`` when none (no PreFilterResult)."""
         topologies, status = pv_topologies(self.volumes, pod)
         if not status.is_success():
-            return status
+            return None, status
         if not topologies:
-            return SKIP
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, topologies)
-        return SUCCESS
+        return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``Filter``: ``SUCCESS`` or ``node(s) had no available volume zone``."""

@@ -525,7 +525,7 @@ def test_csi_limits(
     )
     plugin = CSILimits(None, Handle("p", cluster=cluster))
     pod = pod_info(new_pod)
-    assert plugin.pre_filter(CycleState(), pod, [node]) == want_pre
+    assert plugin.pre_filter(CycleState(), pod, [node]) == (None, want_pre)
     if want_pre.code is not Code.SKIP:
         assert plugin.filter(CycleState(), pod, node) == want
 
@@ -976,12 +976,9 @@ def test_in_tree_limits_defer_to_csi_where_a_csinode_exists() -> None:
         cluster = storage_cluster([], [], csinodes=csi_nodes)
         plugin = NonCSILimits("EBSLimits", Handle("p", cluster=cluster))
         assert plugin.filter(CycleState(), pod_info(one_vol_pod), info) == want
-    assert (
-        NonCSILimits("EBSLimits", Handle("p", cluster=storage_cluster())).pre_filter(
-            CycleState(), pod_info(empty_pod), []
-        )
-        == SKIP
-    )
+    assert NonCSILimits("EBSLimits", Handle("p", cluster=storage_cluster())).pre_filter(
+        CycleState(), pod_info(empty_pod), []
+    ) == (None, SKIP)
 
 
 def test_default_in_tree_limits_follow_the_instance_type(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -296,8 +296,8 @@ def test_volume_binding(row: dict[str, Any], monkeypatch: pytest.MonkeyPatch) ->
     pod = pod_info(row["pod"])
     nodes = [node_info(n) for n in row["nodes"]]
     state = CycleState()
-    assert plugin.pre_filter(state, pod, nodes) == row.get("pre_filter", SUCCESS)
-    if not plugin.pre_filter(CycleState(), pod, nodes).is_success():
+    assert plugin.pre_filter(state, pod, nodes) == (None, row.get("pre_filter", SUCCESS))
+    if not plugin.pre_filter(CycleState(), pod, nodes)[1].is_success():
         return  # the framework skips Filter when PreFilter fails (or skips)
     data = state.read(volume_binding.STATE_KEY)
     assert isinstance(data, StateData) and data.pod_volume_claims is not None
@@ -306,7 +306,7 @@ def test_volume_binding(row: dict[str, Any], monkeypatch: pytest.MonkeyPatch) ->
         "state"
     ]
     assert [plugin.filter(state, pod, n) for n in nodes] == row["filter"]
-    assert [plugin.score(state, pod, n) for n in nodes] == row["scores"]
+    assert [plugin.score(state, pod, n) for n in nodes] == [(score, SUCCESS) for score in row["scores"]]
 
 
 def test_pre_score_skips_without_the_gate_or_a_static_binding(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -367,7 +367,7 @@ def _wffc(monkeypatch: pytest.MonkeyPatch) -> tuple[VolumeBinding, Any, Any]:
 def test_reserve_assumes_the_selected_node_and_unreserve_reverts_it(monkeypatch: pytest.MonkeyPatch) -> None:
     plugin, cluster, pod = _wffc(monkeypatch)
     node, state = node_info(node_doc("node-a")), CycleState()
-    assert plugin.pre_filter(state, pod, [node]) == SUCCESS
+    assert plugin.pre_filter(state, pod, [node]) == (None, SUCCESS)
     assert plugin.filter(state, pod, node) == SUCCESS
     assert plugin.reserve(state, pod, node) == SUCCESS
     assumed = plugin.binder.get_pvc("default", "pvc-a")
@@ -441,7 +441,7 @@ def test_a_pod_without_claims_skips_and_binds_without_writes(monkeypatch: pytest
     plugin, cluster, _ = _wffc(monkeypatch)
     pod = pod_info(make_pod())
     node, state = node_info(node_doc("node-a")), CycleState()
-    assert plugin.pre_filter(state, pod, [node]) == SKIP
+    assert plugin.pre_filter(state, pod, [node]) == (None, SKIP)
     assert plugin.reserve(state, pod, node) == SUCCESS
     assert asyncio.run(plugin.pre_bind(state, pod, "node-a")) == SUCCESS
     assert cluster.volume_writes == []

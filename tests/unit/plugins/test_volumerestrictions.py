@@ -95,7 +95,7 @@ def _plugin(pvcs: list[Obj] = (), nodes: list[Obj] = (), pods: list[Obj] = ()) -
 @pytest.mark.parametrize(("name", "pod", "node", "pre", "want"), DISKS, ids=[c[0] for c in DISKS])
 def test_disk_conflicts(name: str, pod: Obj, node: NodeInfo, pre: Status, want: Status) -> None:
     plugin, info, state = _plugin(), pod_info(pod), CycleState()
-    assert plugin.pre_filter(state, info, [node]) == pre
+    assert plugin.pre_filter(state, info, [node]) == (None, pre)
     if pre.code is not Code.SKIP:
         assert plugin.filter(state, info, node) == want
 
@@ -182,12 +182,21 @@ def test_access_mode_conflicts(
     snapshot = cluster.snapshot()
     state, info, node = CycleState(snapshot), pod_info(pod), snapshot.get("node-1")
     assert node is not None
-    assert plugin.pre_filter(state, info, [node]) == pre
+    assert plugin.pre_filter(state, info, [node]) == (None, pre)
     if pre.is_success():
         assert plugin.filter(state, info, node) == want
-        # upstream's RemovePod: without the other users (preemption's dry run), no conflict
+        # without the other users (preemption's dry run), no conflict: PreFilter over the node
+        # without them skips, and upstream's RemovePod on the cycle's state (a clone) lets it pass
         freed = CycleState(_Without(snapshot, node, [p for p in node.pods]))
-        assert plugin.pre_filter(freed, info, [node]) == SKIP
+        assert plugin.pre_filter(freed, info, [node]) == (None, SKIP)
+        what_if = state.clone()
+        for other in node.pods:
+            assert plugin.remove_pod(what_if, info, other, node) == SUCCESS
+        assert plugin.filter(what_if, info, node) == SUCCESS
+        assert plugin.filter(state, info, node) == want  # the cycle's own state is untouched
+        for other in node.pods:  # AddPod puts the conflict back
+            assert plugin.add_pod(what_if, info, other, node) == SUCCESS
+        assert plugin.filter(what_if, info, node) == want
 
 
 class _Without:
@@ -209,5 +218,5 @@ def test_a_claim_used_on_another_node_counts() -> None:
     snapshot = cluster.snapshot()
     state, info = CycleState(snapshot), pod_info(claim_pod("p", "claim-with-rwop-1", node=""))
     node = node_info(NODE)
-    assert plugin.pre_filter(state, info, [node]) == SUCCESS
+    assert plugin.pre_filter(state, info, [node]) == (None, SUCCESS)
     assert plugin.filter(state, info, node) == RWOP_CONFLICT

@@ -167,7 +167,7 @@ def _run(
     cluster = storage_cluster([], [], persistentvolumes=pvs, persistentvolumeclaims=pvcs, storageclasses=classes)
     plugin = VolumeZone(None, Handle("p", cluster=cluster))
     pod, node, state = pod_info(pod_with_volume(claim)), node_info(node_doc("host1", **labels)), CycleState()
-    assert plugin.pre_filter(state, pod, [node]) == want_pre
+    assert plugin.pre_filter(state, pod, [node]) == (None, want_pre)
     assert plugin.filter(state, pod, node) == want
     assert plugin.filter(CycleState(), pod, node) == want  # without PreFilter: the fallback
 
