@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from app.deploy.certs import issue  # noqa: E402
-from bench.bench_bind import API_SERVER, cpu_seconds  # noqa: E402
+from bench.bench_bind import API_SERVER as BIND_API_SERVER  # noqa: E402
+from bench.bench_bind import cpu_seconds  # noqa: E402
 from bench.bench_http import pct  # noqa: E402
 from bench.gotool import kubesched  # noqa: E402
 from bench.official import official_binder  # noqa: E402
@@ -50,6 +53,10 @@ from tests.conftest import Server, cluster_config, mutual_tls  # noqa: E402
 from tests.support.bodies import fixture, go_marshal  # noqa: E402
 
 PODS = int(os.environ.get("BENCH_PODS", "1000"))
+#: milliseconds the test API server takes to apply a Binding (kube-apiserver's etcd write), on a
+#: thread of its own per request: no CPU, only latency (``BENCH_BINDING_MS``)
+BINDING_MS = float(os.environ.get("BENCH_BINDING_MS", "5"))
+API_SERVER = BIND_API_SERVER.replace("api = FakeAPIServer().start()", "api = FakeAPIServer().start()\napi.binding_delay = float(sys.argv[4]) / 1000")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 NODES = [f"node-{i:03d}" for i in range(200)]
 #: the official client's threads (its connection pool), as ``bench_bind.py`` and ``official.py``
@@ -79,11 +86,13 @@ def drive(binary: Path, url: str, pki: Path, pods: Path, bind: str, extra: list[
     cmd = [str(binary), "cycle", "-url", url, "-pods", str(pods), "-ca", str(pki / "ca.crt")]
     cmd += ["-cert", str(pki / "scheduler.crt"), "-key", str(pki / "scheduler.key"), *extra]
     cmd += ["-bind", "stdout" if bind == "official" else bind]
+    # the official client is built (and imported) before the driver starts: the wall time runs from
+    # the driver's "S" line, which this thread must read as it is written
+    binder = official_binder(Path(os.environ["BENCH_KUBECONFIG"]), OFFICIAL_THREADS) if bind == "official" else None
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     result: dict[str, Any] = {}
     binds: list[Future[float]] = []
-    binder = official_binder(Path(os.environ["BENCH_KUBECONFIG"]), OFFICIAL_THREADS) if bind == "official" else None
     started = time.perf_counter()
     with ThreadPoolExecutor(OFFICIAL_THREADS) as pool:
 
@@ -110,6 +119,7 @@ def drive(binary: Path, url: str, pki: Path, pods: Path, bind: str, extra: list[
                 latencies.append(f.result())
             except Exception as exc:
                 failed.append(str(exc))
+        result["cycles_wall"] = result["wall"]
         result["wall"] = time.perf_counter() - started
         result["bind"], result["bound"] = latencies, len(latencies)
         result["failed"] += len(failed)
@@ -128,29 +138,35 @@ def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, bi
     server = Server(config, verify=client_tls)
     api = json.loads(json.dumps(__import__("yaml").safe_load(kubeconfig.read_text())))
     extra = ["-api", api["clusters"][0]["cluster"]["server"], "-token", "test-token"] if bind == "api" else []
-    profile = os.environ.get("BENCH_PROFILE")
-    spy = None
-    if profile:
-        Path(profile).mkdir(parents=True, exist_ok=True)
-        options = os.environ.get("BENCH_PROFILE_ARGS", "--idle").split()
-        out = Path(profile) / f"{bind}-{first}.txt"
-        spy_cmd = ["py-spy", "record", "--pid", str(server.proc.pid), "--format", "raw", "-r", "250", "-o", str(out)]
-        spy = subprocess.Popen(
-            [*spy_cmd, *options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(1.0)
+    stop = profiler(server.proc.pid, f"{bind}-{first}")
     try:
         cpu = cpu_seconds(server.proc.pid)
         result = drive(binary, server.url, pki, pods, bind, extra)
         result["cpu"] = cpu_seconds(server.proc.pid) - cpu
         return result
     finally:
-        if spy is not None:
-            spy.send_signal(__import__("signal").SIGINT)
-            spy.wait(timeout=60)
+        stop()
         server.stop()
+
+
+def profiler(pid: int, name: str) -> Callable[[], None]:
+    """With ``BENCH_PROFILE=DIR``, py-spy records process ``pid`` into ``DIR/<name>.txt`` (raw
+    collapsed stacks, 250 samples/s, ``BENCH_PROFILE_ARGS``: default ``--idle``) until the
+    returned function is called; without, nothing."""
+    folder = os.environ.get("BENCH_PROFILE")
+    if not folder:
+        return lambda: None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    options = os.environ.get("BENCH_PROFILE_ARGS", "--idle").split()
+    cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "-r", "250", "-o", f"{folder}/{name}.txt"]
+    spy = subprocess.Popen([*cmd, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+
+    def stop() -> None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+
+    return stop
 
 
 LABELS = {
@@ -163,7 +179,7 @@ LABELS = {
 def report(bind: str, r: dict[str, Any]) -> float:
     rate = r["bound"] / r["wall"]
     protocols = ", ".join(f"{k} {v}" for k, v in sorted(r["protocols"].items()))
-    print(f"{LABELS[bind]}: {r['bound']} of {r['pods']} bound ({r['failed']} failed)")
+    print(f"{LABELS[bind]}: {r['bound']} of {r['pods']} bound ({r['failed']} failed), wall {r['wall']:.2f} s")
     print(
         f"  pods/s {rate:8.1f}   cycle p50 {pct(r['cycle'], 0.5):6.2f} ms  p99 {pct(r['cycle'], 0.99):6.2f} ms   "
         f"filter p50 {pct(r['filter'], 0.5):5.2f} ms  prioritize p50 {pct(r['prioritize'], 0.5):5.2f} ms"
@@ -187,7 +203,7 @@ def main() -> None:
     variants = os.environ.get("BENCH_VARIANTS", "extender,official,api").split(",")
     total = PODS * len(variants) * ROUNDS
     proc = subprocess.Popen(
-        [sys.executable, "-c", API_SERVER, str(REPO), str(total), str(kubeconfig)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", API_SERVER, str(REPO), str(total), str(kubeconfig), str(BINDING_MS)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -195,7 +211,8 @@ def main() -> None:
         pki = tmp / "pki"
         issue(pki)
         print(
-            f"200 nodes, {PODS} pods per variant, the test API server in its own process; kube-scheduler's "
+            f"200 nodes, {PODS} pods per variant, the test API server in its own process (Bindings applied in "
+            f"{BINDING_MS:g} ms); kube-scheduler's "
             "extender transport over mutual TLS (examples/cluster.yaml, cache mode)"
         )
         rates: dict[str, list[float]] = {v: [] for v in variants}

@@ -13,7 +13,8 @@ HTTP), one pod at a time: filter, then prioritize with filter's survivors. Again
   as kubernetes' test extender answers names-only requests.
 
 Bodies: ``tests/fixtures/extenderargs_cache_n{200,500}.json`` (the recorded pod, 200 and 500 node
-names; ``BENCH_NAMES``). ``BENCH_N`` rounds per row (500) after 20 of warm-up. Run: ``make bench``
+names; ``BENCH_NAMES``). ``BENCH_N`` rounds per row (500) after 20 of warm-up; ``BENCH_PROFILE=DIR``: py-spy records the
+service during each row into ``DIR/names-<count>.txt`` (``BENCH_PROFILE_ARGS``). Run: ``make bench``
 (or ``python bench/bench_go_extender.py``).
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.bench_extender_cycle import profiler  # noqa: E402
 from bench.bench_http import pct  # noqa: E402
 from bench.gotool import kubesched  # noqa: E402
 from tests.conftest import Server, cluster_config  # noqa: E402
@@ -78,7 +80,12 @@ def main() -> None:
             body.write_bytes(go_marshal(doc))
             mean: dict[str, dict[str, float]] = {}
             for label, url in (("the service", server.url), ("a Go extender", go_url)):
-                r = verbs(binary, url, body)
+                spy = profiler(server.proc.pid, f"names-{count}") if label == "the service" else None
+                try:
+                    r = verbs(binary, url, body)
+                finally:
+                    if spy is not None:
+                        spy()
                 mean[label] = {k: sum(r[k]) / len(r[k]) for k in ("filter", "prioritize", "round")}
                 m = mean[label]
                 print(
