@@ -56,7 +56,9 @@ PODS = int(os.environ.get("BENCH_PODS", "1000"))
 #: milliseconds the test API server takes to apply a Binding (kube-apiserver's etcd write), on a
 #: thread of its own per request: no CPU, only latency (``BENCH_BINDING_MS``)
 BINDING_MS = float(os.environ.get("BENCH_BINDING_MS", "5"))
-API_SERVER = BIND_API_SERVER.replace("api = FakeAPIServer().start()", "api = FakeAPIServer().start()\napi.binding_delay = float(sys.argv[4]) / 1000")
+API_SERVER = BIND_API_SERVER.replace(
+    "api = FakeAPIServer().start()", "api = FakeAPIServer().start()\napi.binding_delay = float(sys.argv[4]) / 1000"
+)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 NODES = [f"node-{i:03d}" for i in range(200)]
 #: the official client's threads (its connection pool), as ``bench_bind.py`` and ``official.py``
@@ -202,9 +204,8 @@ def main() -> None:
     kubeconfig = tmp / "api-kubeconfig"
     variants = os.environ.get("BENCH_VARIANTS", "extender,official,api").split(",")
     total = PODS * len(variants) * ROUNDS
-    proc = subprocess.Popen(
-        [sys.executable, "-c", API_SERVER, str(REPO), str(total), str(kubeconfig), str(BINDING_MS)], stdout=subprocess.PIPE, text=True
-    )
+    cmd = [sys.executable, "-c", API_SERVER, str(REPO), str(total), str(kubeconfig), str(BINDING_MS)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         os.environ["BENCH_KUBECONFIG"] = str(kubeconfig)
