@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -49,6 +50,7 @@ from bench.bench_bind import cpu_seconds  # noqa: E402
 from bench.bench_http import pct  # noqa: E402
 from bench.gotool import kubesched  # noqa: E402
 from bench.official import official_binder  # noqa: E402
+from bench.support import profiler, without_bind  # noqa: E402
 from tests.conftest import Server, cluster_config, mutual_tls  # noqa: E402
 from tests.support.bodies import fixture, go_marshal  # noqa: E402
 
@@ -81,12 +83,13 @@ def pods_file(tmp: Path, first: int, count: int) -> Path:
     return path
 
 
-def drive(binary: Path, url: str, pki: Path, pods: Path, bind: str, extra: list[str]) -> dict[str, Any]:
+def drive(binary: Path, url: str, pki: Path | None, pods: Path, bind: str, extra: list[str]) -> dict[str, Any]:
     """Run ``kubesched cycle`` and return its result; with ``bind="official"``, the official
     client binds each pod the driver prints, on :data:`OFFICIAL_THREADS` threads, and the wall
     time runs to the last of those Bindings."""
-    cmd = [str(binary), "cycle", "-url", url, "-pods", str(pods), "-ca", str(pki / "ca.crt")]
-    cmd += ["-cert", str(pki / "scheduler.crt"), "-key", str(pki / "scheduler.key"), *extra]
+    cmd = [str(binary), "cycle", "-url", url, "-pods", str(pods), *extra]
+    if pki is not None:
+        cmd += ["-ca", str(pki / "ca.crt"), "-cert", str(pki / "scheduler.crt"), "-key", str(pki / "scheduler.key")]
     cmd += ["-bind", "stdout" if bind == "official" else bind]
     # the official client is built (and imported) before the driver starts: the wall time runs from
     # the driver's "S" line, which this thread must read as it is written
@@ -129,21 +132,50 @@ def drive(binary: Path, url: str, pki: Path, pods: Path, bind: str, extra: list[
     return result
 
 
-def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, bind: str) -> dict[str, Any]:
-    """One variant on a fresh server: pods ``p-<first>`` onwards."""
+@dataclass(frozen=True)
+class Variant:
+    """How one variant runs: who binds (``extender``: the bind verb; ``official``: the official
+    Python client; ``api``: Go's net/http), over mutual TLS or plain HTTP, whether the driver
+    offers HTTP/2 by ALPN."""
+
+    label: str
+    bind: str
+    tls: bool = True
+    http2: bool = True
+
+
+VARIANTS = {
+    "extender": Variant("the service binds (bindVerb), mutual TLS", "extender"),
+    "extender-http1": Variant("the service binds, mutual TLS, HTTP/1.1 only (DISABLE_HTTP2)", "extender", http2=False),
+    "official": Variant(
+        "kube-scheduler binds: the official Python client; plain HTTP, no bind verb", "official", False
+    ),
+    "api": Variant(
+        "kube-scheduler binds: Go's net/http (client-go's transport); plain HTTP, no bind verb", "api", False
+    ),
+}
+
+
+def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, how: Variant) -> dict[str, Any]:
+    """One variant on a fresh server: pods ``p-<first>`` onwards. The service binding runs
+    ``examples/cluster.yaml`` over mutual TLS as deployed; kube-scheduler binding itself runs it
+    without the bind verb over plain HTTP (the issue's table: the fastest the service can be then)."""
     import ssl
 
     client_tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     client_tls.load_cert_chain(str(pki / "scheduler.crt"), str(pki / "scheduler.key"))
-    config = cluster_config(tmp, kubeconfig.read_text(), edit=mutual_tls(pki))
+    edit = mutual_tls(pki) if how.tls else without_bind
+    config = cluster_config(tmp, kubeconfig.read_text(), edit=edit)
     pods = pods_file(tmp, first, PODS)
-    server = Server(config, verify=client_tls)
-    api = json.loads(json.dumps(__import__("yaml").safe_load(kubeconfig.read_text())))
-    extra = ["-api", api["clusters"][0]["cluster"]["server"], "-token", "test-token"] if bind == "api" else []
-    stop = profiler(server.proc.pid, f"{bind}-{first}")
+    server = Server(config, verify=client_tls if how.tls else None)
+    api = yaml.safe_load(kubeconfig.read_text())
+    extra = ["-api", api["clusters"][0]["cluster"]["server"], "-token", "test-token"] if how.bind == "api" else []
+    if not how.http2:
+        extra.append("-http2=false")
+    stop = profiler(server.proc.pid, f"{how.bind}-{first}")
     try:
         cpu = cpu_seconds(server.proc.pid)
-        result = drive(binary, server.url, pki, pods, bind, extra)
+        result = drive(binary, server.url, pki if how.tls else None, pods, how.bind, extra)
         result["cpu"] = cpu_seconds(server.proc.pid) - cpu
         return result
     finally:
@@ -151,37 +183,10 @@ def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, bi
         server.stop()
 
 
-def profiler(pid: int, name: str) -> Callable[[], None]:
-    """With ``BENCH_PROFILE=DIR``, py-spy records process ``pid`` into ``DIR/<name>.txt`` (raw
-    collapsed stacks, 250 samples/s, ``BENCH_PROFILE_ARGS``: default ``--idle``) until the
-    returned function is called; without, nothing."""
-    folder = os.environ.get("BENCH_PROFILE")
-    if not folder:
-        return lambda: None
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    options = os.environ.get("BENCH_PROFILE_ARGS", "--idle").split()
-    cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "-r", "250", "-o", f"{folder}/{name}.txt"]
-    spy = subprocess.Popen([*cmd, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)
-
-    def stop() -> None:
-        spy.send_signal(signal.SIGINT)
-        spy.wait(timeout=60)
-
-    return stop
-
-
-LABELS = {
-    "extender": "the service binds (bindVerb)",
-    "official": "kube-scheduler binds: official Python client, 16 threads",
-    "api": "kube-scheduler binds: Go net/http (client-go's transport)",
-}
-
-
-def report(bind: str, r: dict[str, Any]) -> float:
+def report(how: Variant, r: dict[str, Any]) -> float:
     rate = r["bound"] / r["wall"]
     protocols = ", ".join(f"{k} {v}" for k, v in sorted(r["protocols"].items()))
-    print(f"{LABELS[bind]}: {r['bound']} of {r['pods']} bound ({r['failed']} failed), wall {r['wall']:.2f} s")
+    print(f"{how.label}: {r['bound']} of {r['pods']} bound ({r['failed']} failed), wall {r['wall']:.2f} s")
     print(
         f"  pods/s {rate:8.1f}   cycle p50 {pct(r['cycle'], 0.5):6.2f} ms  p99 {pct(r['cycle'], 0.99):6.2f} ms   "
         f"filter p50 {pct(r['filter'], 0.5):5.2f} ms  prioritize p50 {pct(r['prioritize'], 0.5):5.2f} ms"
@@ -202,7 +207,7 @@ def main() -> None:
     binary = kubesched()
     tmp = Path(tempfile.mkdtemp(prefix="bench-cycle-"))
     kubeconfig = tmp / "api-kubeconfig"
-    variants = os.environ.get("BENCH_VARIANTS", "extender,official,api").split(",")
+    variants = os.environ.get("BENCH_VARIANTS", ",".join(VARIANTS)).split(",")
     total = PODS * len(variants) * ROUNDS
     cmd = [sys.executable, "-c", API_SERVER, str(REPO), str(total), str(kubeconfig), str(BINDING_MS)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -219,16 +224,15 @@ def main() -> None:
         rates: dict[str, list[float]] = {v: [] for v in variants}
         first = 0
         for _ in range(ROUNDS):
-            for bind in variants:
-                rates[bind].append(report(bind, variant(binary, tmp, kubeconfig, pki, first, bind)))
+            for name in variants:
+                how = VARIANTS[name]
+                rates[name].append(report(how, variant(binary, tmp, kubeconfig, pki, first, how)))
                 first += PODS
         best = {v: max(r) for v, r in rates.items()}
-        if len(best) < 3:
-            return
-        print(
-            f"the service binding / kube-scheduler binding: {best['extender'] / best['official']:.2f}x the official "
-            f"client's pods/s, {best['extender'] / best['api']:.2f}x Go net/http's"
-        )
+        for ours in ("extender", "extender-http1"):
+            for theirs in ("official", "api"):
+                if ours in best and theirs in best:
+                    print(f"{VARIANTS[ours].label} / {VARIANTS[theirs].label}: {best[ours] / best[theirs]:.2f}x pods/s")
     finally:
         proc.kill()
 

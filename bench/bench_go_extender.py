@@ -31,9 +31,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.bench_extender_cycle import profiler  # noqa: E402
 from bench.bench_http import pct  # noqa: E402
 from bench.gotool import kubesched  # noqa: E402
+from bench.support import profiler, without_bind  # noqa: E402
 from tests.conftest import Server, cluster_config  # noqa: E402
 from tests.support.apiserver import FakeAPIServer  # noqa: E402
 from tests.support.bodies import cluster_nodes, fixture, go_marshal  # noqa: E402
@@ -47,14 +47,6 @@ def verbs(binary: Path, url: str, body: Path) -> dict[str, Any]:
     cmd = [str(binary), "verbs", "-url", url, "-body", str(body), "-n", str(N)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return dict(json.loads(out.split("R ", 1)[1]))
-
-
-def without_bind(doc: Any) -> None:
-    """``examples/cluster.yaml`` as kube-scheduler binds itself: no bind verb, no binder."""
-    for profile in doc["profiles"]:
-        profile["extender"]["verbs"] = [v for v in profile["extender"]["verbs"] if v != "bind"]
-        profile["plugins"].pop("bind", None)
-        profile["pluginConfig"] = [pc for pc in profile["pluginConfig"] if pc["name"] != "DefaultBinder"]
 
 
 def main() -> None:

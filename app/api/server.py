@@ -49,6 +49,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.api.delegated import MetricsListener
 from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, VerbRouter
+from app.api.http2 import ALPN_H2, H2Protocol
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
 from app.framework.profile import parse_duration
 
@@ -77,6 +78,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     on_timeout: Callable[[str], None] = staticmethod(lambda phase: None)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None and ssl_object.selected_alpn_protocol() == ALPN_H2:
+            http2 = H2Protocol(self, peer_identity(transport))  # the client chose HTTP/2
+            transport.set_protocol(http2)
+            http2.connection_made(transport)
+            return
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
         self._peer_cn, self._peer_groups = peer_identity(transport)
@@ -420,6 +427,7 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
     config.load()
     if server.tls is not None:
         config.ssl = ssl_context(server.tls)
+        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"])  # HTTP/2 for clients that offer it
     return config
 
 
