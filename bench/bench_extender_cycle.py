@@ -154,6 +154,12 @@ VARIANTS = {
         "kube-scheduler binds: Go's net/http (client-go's transport); plain HTTP, no bind verb", "api", False
     ),
 }
+#: further variants (``BENCH_VARIANTS``): the parts of the difference
+EXTRA = {
+    "extender-plain": Variant("the service binds, plain HTTP (insecureBind)", "extender", tls=False),
+    "api-tls": Variant("kube-scheduler binds: Go net/http; mutual TLS, no bind verb", "api"),
+    "api-tls-http1": Variant("kube-scheduler binds: Go net/http; mutual TLS, HTTP/1.1, no bind verb", "api", http2=False),
+}
 
 
 def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, how: Variant) -> dict[str, Any]:
@@ -164,7 +170,10 @@ def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, ho
 
     client_tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     client_tls.load_cert_chain(str(pki / "scheduler.crt"), str(pki / "scheduler.key"))
-    edit = mutual_tls(pki) if how.tls else without_bind
+    if how.tls:
+        edit = mutual_tls(pki) if how.bind == "extender" else (lambda doc: (without_bind(doc), mutual_tls(pki)(doc)))
+    else:
+        edit = None if how.bind == "extender" else without_bind
     config = cluster_config(tmp, kubeconfig.read_text(), edit=edit)
     pods = pods_file(tmp, first, PODS)
     server = Server(config, verify=client_tls if how.tls else None)
@@ -225,7 +234,7 @@ def main() -> None:
         first = 0
         for _ in range(ROUNDS):
             for name in variants:
-                how = VARIANTS[name]
+                how = VARIANTS.get(name) or EXTRA[name]
                 rates[name].append(report(how, variant(binary, tmp, kubeconfig, pki, first, how)))
                 first += PODS
         best = {v: max(r) for v, r in rates.items()}
