@@ -49,7 +49,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.api.delegated import MetricsListener
 from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, VerbRouter
-from app.api.http2 import ALPN_H2, H2Protocol
+from app.api.http2 import ALPN_H2, GuardedH2Protocol
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
 from app.framework.profile import parse_duration
 
@@ -80,7 +80,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None and ssl_object.selected_alpn_protocol() == ALPN_H2:
-            http2 = H2Protocol(self, peer_identity(transport))  # the client chose HTTP/2
+            http2 = GuardedH2Protocol(  # the client chose HTTP/2
+                self.config,
+                self.server_state,
+                self.app_state,
+                peer_identity(transport),
+                self.body_backstop,
+                self.max_connections,
+                self.on_timeout,
+                self.loop,
+            )
             transport.set_protocol(http2)
             http2.connection_made(transport)
             return
