@@ -30,6 +30,8 @@ def profiler(pid: int, name: str) -> Callable[[], None]:
     Path(folder).mkdir(parents=True, exist_ok=True)
     options = os.environ.get("BENCH_PROFILE_ARGS", "--idle").split()
     cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "-r", "250", "-o", f"{folder}/{name}.txt"]
+    if os.environ.get("BENCH_PROFILER") == "perf":  # C level, the event loop's thread only
+        cmd, options = ["perf", "record", "-F", "2000", "-g", "-t", str(pid), "-o", f"{folder}/{name}.perf"], []
     spy = subprocess.Popen([*cmd, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
 

@@ -94,6 +94,7 @@ class GuardedH2Protocol(ZttpH2Protocol):
         cycle = self.cycles.get(stream_id)
         if cycle is None:
             return
+        cycle.transport = _OneWrite(self.transport, cycle)  # type: ignore[assignment]
         scope: Any = cycle.scope
         scope[PEER_CN] = self.peer_cn
         scope[PEER_GROUPS] = self.peer_groups
@@ -131,6 +132,55 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self.flush()
         cycle.disconnected = True
         cycle.message_event.set()
+
+
+class _OneWrite:
+    """The transport as one HTTP/2 request cycle of uvicorn writes to it: what one ASGI ``send``
+    queues goes out in one write, and the headers of ``http.response.start`` wait for the body
+    (uvicorn writes HEADERS, DATA and the END_STREAM frame separately: three TLS records and three
+    wake-ups of the client for one small answer). Frames of other streams and of the connection
+    are written by the protocol meanwhile; this stream's DATA is only ever queued by its own
+    ``send``, after its HEADERS. Everything else is the transport's."""
+
+    __slots__ = ("_held", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._held: list[bytes] = []
+        send, abort = cycle.send, cycle.abort_stream
+
+        async def send_once(message: Any) -> None:
+            try:
+                await send(message)
+            finally:
+                if message["type"] != "http.response.start" or cycle.response_complete or cycle.disconnected:
+                    self.flush()
+
+        def abort_once() -> None:
+            abort()
+            self.flush()
+
+        cycle.send, cycle.abort_stream = send_once, abort_once
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self._held.append(data)
+
+    def flush(self) -> None:
+        """Write what is held, in one write."""
+        held = self._held
+        if held:
+            data = held[0] if len(held) == 1 else b"".join(held)
+            held.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 __all__ = ["ALPN_H2", "GuardedH2Protocol"]
