@@ -25,7 +25,6 @@ from tests.e2e.test_cluster_server import populate
 from tests.support.apiserver import FakeAPIServer, pod, running
 from tests.support.bodies import fixture, fixture_bytes, go_marshal
 
-
 NODE = {"Node": "node-a"}
 
 
