@@ -21,16 +21,8 @@ import (
 // configuration of restclient.TLSConfigFor (TLS 1.2 minimum, the CA, the client certificate; no
 // ClientSessionCache, so no session resumption).
 func extenderTransport(ca, cert, key string, http2 bool) (*http.Transport, error) {
-	t := &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   http2,
-	}
+	t := defaults()
+	t.ForceAttemptHTTP2 = http2
 	if ca == "" {
 		return t, nil
 	}
@@ -62,6 +54,14 @@ func extenderTransport(ca, cert, key string, http2 bool) (*http.Transport, error
 // apiTransport is client-go's transport for the API server (plain HTTP here, as the test API
 // server serves): 25 idle connections per host (client-go transport/cache.go idleConnsPerHost).
 func apiTransport() *http.Transport {
+	t := defaults()
+	t.MaxIdleConnsPerHost = 25
+	return t
+}
+
+// defaults is utilnet.SetOldTransportDefaults on an empty transport: http.DefaultTransport's
+// proxy, dialer (30s timeout and keep-alive), TLS handshake timeout (10s) and idle timeout (90s).
+func defaults() *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
@@ -70,6 +70,5 @@ func apiTransport() *http.Transport {
 		}).DialContext,
 		TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout:     90 * time.Second,
-		MaxIdleConnsPerHost: 25,
 	}
 }
