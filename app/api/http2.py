@@ -140,7 +140,8 @@ class _OneWrite:
     (uvicorn writes HEADERS, DATA and the END_STREAM frame separately: three TLS records and three
     wake-ups of the client for one small answer). Frames of other streams and of the connection
     are written by the protocol meanwhile; this stream's DATA is only ever queued by its own
-    ``send``, after its HEADERS. Everything else is the transport's."""
+    ``send``, after its HEADERS. Everything else is the transport's. Once the answer is complete
+    the cycle no longer refers to it (no reference cycle left for the collector)."""
 
     __slots__ = ("_held", "_transport")
 
@@ -155,10 +156,17 @@ class _OneWrite:
             finally:
                 if message["type"] != "http.response.start" or cycle.response_complete or cycle.disconnected:
                     self.flush()
+                if cycle.response_complete or cycle.disconnected:
+                    release()
 
         def abort_once() -> None:
             abort()
             self.flush()
+            release()
+
+        def release() -> None:  # the cycle's references to these closures: no reference cycle left
+            cycle.__dict__.pop("send", None)
+            cycle.__dict__.pop("abort_stream", None)
 
         cycle.send, cycle.abort_stream = send_once, abort_once
 

@@ -164,19 +164,22 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 class _HeadWithBody:
     """The transport as one request cycle of uvicorn writes to it, holding the answer's status line
     and headers until its first body bytes (or the answer's end: a HEAD), so both go out in one
-    write: one TLS record, one segment, the client woken once. Everything else is the transport's."""
+    write: one TLS record, one segment, the client woken once. Everything else is the transport's.
+    It lets go of the cycle once the answer is complete (no reference cycle left for the
+    collector)."""
 
     __slots__ = ("_cycle", "_head", "_state", "_transport")
 
     def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
         self._transport = transport
-        self._cycle = cycle
+        self._cycle: Any = cycle
         self._head = b""
         self._state = 0  # 0: before the head, 1: holding it, 2: it went out
         on_response = cycle.on_response
 
         def completed() -> None:
             self.flush()
+            self._cycle = None
             on_response()
 
         cycle.on_response = completed
@@ -186,7 +189,7 @@ class _HeadWithBody:
             self._state = 2
             self._transport.write(b"".join((self._head, data)))
             self._head = b""
-        elif self._state == 0 and self._cycle.response_started:
+        elif self._state == 0 and self._cycle is not None and self._cycle.response_started:
             self._state = 1  # uvicorn writes the head as the answer starts (after any 100 Continue)
             self._head = bytes(data)
         else:
