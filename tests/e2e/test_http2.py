@@ -209,3 +209,29 @@ def test_a_stalled_http2_body_is_reset(secure: tuple[Server, Path]) -> None:
             sock.sendall(conn.data_to_send())
     assert status == b"408"
     assert json.loads(body)["Error"] == "the request body did not arrive within server.timeouts.body (1s)"
+
+
+def test_an_http2_connection_past_max_connections_gets_503(
+    api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The HTTP/2 connection counts as one connection; past maxConnections its requests are
+    refused with 503 and Retry-After in the verb's result type, as over HTTP/1.1."""
+    tmp = tmp_path_factory.mktemp("h2cap")
+    pki = tmp / "pki"
+    certs(pki)
+
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        mutual_tls(pki)(doc)
+        doc["server"]["maxConnections"] = 1
+
+    server = Server(cluster_config(tmp, api.kubeconfig(), edit=edit), verify=client_context(pki, False))
+    try:
+        with httpx.Client(verify=client_context(pki, True), timeout=10) as first, h2_client(pki) as second:
+            assert first.get(f"{server.url}/healthz").status_code == 200  # holds the one connection
+            r = second.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
+            assert r.http_version == "HTTP/2" and r.status_code == 503
+            assert r.headers["retry-after"] == "1"
+            assert r.json()["Error"] == "too many connections: retry later"
+            assert second.get(f"{server.url}/healthz").status_code == 200  # the kubelet's probes still pass
+    finally:
+        server.stop()
