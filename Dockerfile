@@ -8,10 +8,13 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml requirements.lock README.md LICENSE ./
 COPY app ./app
+# The dependencies exactly as locked (each file checked against its hash in requirements.lock, wheels
+# only), then the package itself without resolving anything again: the same image every day.
 RUN python -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: --no-binary=scheduler-extender .
+    && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: --require-hashes -r requirements.lock \
+    && /opt/venv/bin/pip install --no-cache-dir --no-deps --no-binary=scheduler-extender .
 # Out-of-tree policy plugins (docs/install/image.md, "Plugins in the image"): pip requirement
 # specifiers, separated by spaces, of distributions that declare a `scheduler_extender.plugins`
 # entry point, such as

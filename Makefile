@@ -5,20 +5,25 @@ BIN    := $(VENV)/bin
 # runtime dependencies only (make run); the development tools on top (make test, lint, bench)
 RUNTIME := $(VENV)/.runtime
 STAMP  := $(VENV)/.installed
+# the pinned, hashed dependencies (docs/install/image.md, "Reproducible builds"): `make lock` rewrites them
+LOCK     := requirements.lock
+DEV_LOCK := requirements-dev.lock
 
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE  ?= scheduler-extender:$(VERSION)
 
-.PHONY: run test lint bench fuzz schemas reference docs image clean
+.PHONY: run test lint bench fuzz schemas reference docs image lock clean
 
-$(RUNTIME): pyproject.toml
+# the locked dependencies, each file checked against its hash, then the package itself without
+# resolving anything again (tests/unit/test_lock.py fails when pyproject.toml and the locks disagree)
+$(RUNTIME): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet .
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps .
 	touch $(RUNTIME)
 
-$(STAMP): $(RUNTIME)
-	$(BIN)/pip install --quiet '.[dev]'
+$(STAMP): $(RUNTIME) $(DEV_LOCK)
+	$(BIN)/pip install --quiet --require-hashes -r $(DEV_LOCK)
 	touch $(STAMP)
 
 ## run: serve the embedded default profile on 127.0.0.1:8888 (no cluster needed)
@@ -76,6 +81,17 @@ docs: $(STAMP)
 ## for your registry; then docker push it and render with --image)
 image:
 	docker build -t $(IMAGE) .
+
+## lock: re-resolve requirements.lock and requirements-dev.lock from pyproject.toml (newest versions on
+## PyPI, every file's hash, Python 3.11+ on any platform), with uv in a throw-away virtualenv
+lock:
+	$(PYTHON) -m venv $(VENV)-lock
+	$(VENV)-lock/bin/pip install --quiet uv
+	$(VENV)-lock/bin/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 \
+		--no-header --quiet -o $(LOCK)
+	$(VENV)-lock/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --universal \
+		--python-version 3.11 --no-header --quiet -o $(DEV_LOCK)
+	rm -rf $(VENV)-lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

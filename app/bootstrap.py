@@ -24,10 +24,11 @@ import gc
 import logging
 import random
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from app.api.service import ExtenderService
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
@@ -40,16 +41,19 @@ from app.config import (
     bind_exposure,
     load_config,
     metrics_exposure,
+    parse_config,
+    read_config,
+    valid_parts,
 )
-from app.framework.build import build_framework, profile_needs
+from app.framework.build import build_framework, enabled_plugins, plugin_args, profile_needs
 from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.interfaces import ReservePlugin
-from app.framework.profile import parse_duration
+from app.framework.profile import Profile, parse_duration
 from app.framework.registry import Registry
 from app.framework.runtime import Framework
 from app.framework.types import PodInfo
-from app.lifecycle import Supervisor, Worker
+from app.lifecycle import MIN_JOIN, Supervisor, Worker
 from app.observe.decisions import DecisionStore
 from app.observe.events import REPORTING_CONTROLLER, EventRecorder, PodEvent
 from app.observe.logs import setup_logging
@@ -97,25 +101,33 @@ def decision_store(cfg: DecisionsConfig) -> DecisionStore | None:
     return DecisionStore(cfg.max_records, parse_duration(cfg.max_age), cfg.attempts_per_pod, cfg.max_node_verdicts)
 
 
-def assemble(config: Configuration, registry: Registry, source: str = "") -> ExtenderService:
+def assemble(
+    config: Configuration, registry: Registry, source: str = "", positions: Sequence[int] | None = None
+) -> ExtenderService:
     """Build the service of a validated configuration (see the module doc). Raises
-    :class:`ConfigError` when a plugin refuses its args or two plugins count the same pool."""
+    :class:`ConfigError` when a plugin refuses its args (each plugin that does, with the path of
+    its ``pluginConfig``) or two plugins count the same pool. ``positions``: the index in the file
+    of each of ``config.profiles``, for the field paths (default: their own)."""
     cluster = ClusterRuntime(cluster_settings(config.cluster)) if config.cluster is not None else None
+    at = [f"profiles[{i}]" for i in (positions if positions is not None else range(len(config.profiles)))]
     problems: list[str] = []
     wide: dict[str, set[str]] = {}
     guards: dict[str, bool] = {}  # whether the profile's own Reserve guards capacity
     wide_guards = False  # whether a cluster-wide Reserve (run by every profile) guards capacity
+    images: set[str] = set()  # the profiles whose plugins read nodes' status.images
     for i, profile in enumerate(config.profiles):
         needs = profile_needs(profile, registry)
         wide[profile.name] = {name for name, need in needs if need.cluster_wide_reserve}
         guards[profile.name] = any(need.guards_capacity for _, need in needs)
         wide_guards = wide_guards or any(n.guards_capacity and n.cluster_wide_reserve for _, n in needs)
+        if any(need.images for _, need in needs):
+            images.add(profile.name)
         if cluster is not None:
             for name, need in needs:
                 try:
                     cluster.register(name, need)
                 except ValueError as exc:
-                    problems.append(f"profiles[{i}].plugins: {exc}")
+                    problems.append(f"{at[i]}.plugins: {exc}")
     shared: list[ReservePlugin] = []  # live: each framework checks every profile's cluster-wide Reserve
     frameworks: dict[str, Framework] = {}
     for i, profile in enumerate(config.profiles):
@@ -123,14 +135,35 @@ def assemble(config: Configuration, registry: Registry, source: str = "") -> Ext
         try:
             framework = build_framework(profile, registry, handle, shared)
         except (ValueError, TypeError) as exc:
-            problems.append(f"profiles[{i}].plugins: {exc}")
+            problems += _refused_args(at[i], profile, registry, handle, exc)
             continue
         shared.extend(p for p in framework.reserve_plugins if p.name in wide[profile.name] and p not in shared)
         framework.bind_warm_up = guards[profile.name] or wide_guards
         frameworks[profile.name] = framework
     if problems:
         raise ConfigError(problems, source)
-    return ExtenderService(config, frameworks, cluster, decisions=decision_store(config.diagnostics.decisions))
+    service = ExtenderService(config, frameworks, cluster, decisions=decision_store(config.diagnostics.decisions))
+    service.node_images = frozenset(images)
+    return service
+
+
+def _refused_args(at: str, profile: Profile, registry: Registry, handle: Handle, error: Exception) -> list[str]:
+    """Why ``profile``'s framework could not be built (``error``, the first refusal): each enabled
+    plugin whose factory refuses its args on its own, at ``<at>.pluginConfig[j].args`` (or
+    ``<at>.plugins`` without a pluginConfig), so every refusal is reported in one run."""
+    problems: list[str] = []
+    for name in enabled_plugins(profile, registry):
+        entry = registry.get(name)
+        if entry is None:
+            continue
+        try:
+            entry.factory(plugin_args(profile, entry), handle)
+        except (ValueError, TypeError) as exc:
+            j = next((j for j, pc in enumerate(profile.plugin_config) if pc.name == name), None)
+            where = f"{at}.pluginConfig[{j}].args" if j is not None else f"{at}.plugins"
+            text = str(exc)
+            problems.append(f"{where}: {text if text.startswith(name) else f'{name}: {text}'}")
+    return problems or [f"{at}.plugins: {error}"]
 
 
 def build_service(config_path: str | None, registry: Registry | None = None) -> ExtenderService:
@@ -146,46 +179,122 @@ def build_service(config_path: str | None, registry: Registry | None = None) -> 
 @dataclass
 class Preflight:
     """What :func:`preflight` found: ``errors`` the command refuses to start with, ``notes`` it
-    starts with (warnings, and what only the other command would refuse)."""
+    starts with (warnings). ``bind_exposure``: why ``bind`` would be served without
+    client-certificate verification, when ``server.insecureBind`` does not accept it (an error of
+    ``serve`` and ``schedule``; ``validate`` says whether ``render`` secures it)."""
 
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    bind_exposure: str | None = None
+
+
+#: The commands :func:`preflight` checks for.
+Command = Literal["serve", "schedule", "validate"]
 
 
 def preflight(
-    config: Configuration, host: str | None = None, port: int | None = None, schedule: bool | None = False
+    config: Configuration, host: str | None = None, port: int | None = None, command: Command = "serve"
 ) -> Preflight:
-    """Every check ``serve`` (``schedule``: ``True``) makes of an assembled configuration before it
-    listens, with the effective ``host``/``port`` (``None``: the configuration's). ``schedule=None``
-    (``validate``): the ``schedule``-only check becomes a note. ``validate`` and ``serve`` both call
-    this, so they cannot disagree about what starts."""
+    """Every check ``command`` makes of an assembled configuration before it listens, with the
+    effective ``host``/``port`` (``None``: the configuration's): ``schedule`` needs a profile with
+    ``schedulerName``; bind exposure (an error unless ``server.insecureBind``, except for
+    ``validate``: :attr:`Preflight.bind_exposure`); the TLS files load; the metrics listener's.
+    ``validate`` and ``serve`` both call this, so they cannot disagree about what starts."""
     out = Preflight()
     server = config.server
-    if not any(p.scheduler_name for p in config.profiles):
-        text = (
+    if command == "schedule" and not any(p.scheduler_name for p in config.profiles):
+        out.errors.append(
             "no profile sets schedulerName: schedule runs a scheduler for the pods whose "
             "spec.schedulerName a profile names (see examples/chaos-scheduler.yaml)"
         )
-        if schedule:
-            out.errors.append(text)
-        elif schedule is None:
-            out.notes.append(f"schedule (not serve) would refuse this configuration: {text}")
     exposure = bind_exposure(config, host, port)
     if exposure is not None and not server.insecure_bind:
-        out.errors.append(
-            f"{exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
-            "or server.insecureBind: true to accept that exposure"
-        )
+        out.bind_exposure = exposure
+        if command != "validate":
+            out.errors.append(
+                f"{exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
+                "or server.insecureBind: true to accept that exposure"
+            )
     elif exposure is not None:
         out.notes.append(f"server.insecureBind: {exposure}")
     if server.tls is not None:
         from app.api.server import ssl_context
 
         tls = server.tls
-        _tls_files_load("server.tls", lambda: ssl_context(tls), out)
+        files = {"certFile": tls.cert_file, "keyFile": tls.key_file, "clientCAFile": tls.client_ca_file}
+        _tls_files_load("server.tls", lambda: ssl_context(tls), out, files)
     if server.metrics_listener is not None:
         _metrics_preflight(config, port if port is not None else server.port, out)
     return out
+
+
+@dataclass
+class Checked:
+    """What :func:`check_configuration` found in the file ``source``: ``problems`` of the
+    configuration itself (schema, semantics, and the plugins' args as their factories judge
+    them: ``field.path: message``), ``preflight`` the start-up checks, and the ``service`` built
+    when there is no problem."""
+
+    source: str
+    problems: list[str]
+    preflight: Preflight
+    service: ExtenderService | None
+
+    @property
+    def errors(self) -> bool:
+        """Whether the command refuses the file."""
+        return bool(self.problems or self.preflight.errors)
+
+
+def check_configuration(
+    path: str | None,
+    command: Command,
+    host: str | None = None,
+    port: int | None = None,
+    registry: Registry | None = None,
+) -> Checked:
+    """Every check of the configuration file ``path`` (``None``: the embedded default) in one
+    run, each stage on what the previous ones found valid: the schema and the semantic checks
+    (:func:`~app.config.parse_config`), then the plugins' factories (:func:`assemble`: the args
+    each refuses) and the start-up checks of ``command`` (:func:`preflight`) on the sections and
+    profiles that are valid on their own (:func:`~app.config.valid_parts`), so a file with a
+    mistake at each stage shows them all at once."""
+    registry = registry or default_registry()
+    try:
+        data, source = read_config(path)
+    except ConfigError as exc:
+        return Checked(exc.source, exc.problems, Preflight(), None)
+    positions: Sequence[int] | None = None
+    server_valid = True
+    try:
+        config = parse_config(data, registry, source)
+        problems: list[str] = []
+    except ConfigError as exc:
+        problems = list(exc.problems)
+        parts = valid_parts(data, registry)
+        if parts is None:
+            return Checked(source, problems, Preflight(), None)
+        config, positions, server_valid = parts.config, parts.positions, parts.server
+    service = None
+    try:
+        service = assemble(config, registry, source, positions)
+    except ConfigError as exc:
+        problems += exc.problems
+    checked = Preflight()
+    if server_valid:
+        # with profiles left out (invalid), whether one sets schedulerName cannot be told
+        judged: Command = "serve" if command == "schedule" and positions is not None else command
+        checked = preflight(config, host, port, judged)
+    return Checked(source, list(dict.fromkeys(problems)), checked, None if problems else service)
+
+
+def report_refusal(checked: Checked, out: TextIO) -> None:
+    """Write what :func:`check_configuration` refuses to ``out``: the configuration's problems as
+    :class:`~app.config.ConfigError` says them, then each start-up check that failed."""
+    if checked.problems:
+        print(f"error: {ConfigError(checked.problems, checked.source)}", file=out)
+    for error in checked.preflight.errors:
+        print(f"error: {error}", file=out)
 
 
 def _metrics_preflight(config: Configuration, port: int, out: Preflight) -> None:
@@ -211,18 +320,33 @@ def _metrics_preflight(config: Configuration, port: int, out: Preflight) -> None
     from app.api.server import metrics_tls_files, ssl_context
 
     files, ca = metrics_tls_files(metrics), metrics.client_ca_file
+    paths = {"clientCAFile": ca}
+    if metrics.tls is not None:
+        paths = {"tls.certFile": metrics.tls.cert_file, "tls.keyFile": metrics.tls.key_file, **paths}
     if files is not None:
-        _tls_files_load("server.metrics", lambda: ssl_context(files), out)
+        _tls_files_load("server.metrics", lambda: ssl_context(files), out, paths)
     elif ca:
         import ssl
 
-        _tls_files_load("server.metrics", lambda: ssl.create_default_context(cafile=ca), out)
+        _tls_files_load("server.metrics", lambda: ssl.create_default_context(cafile=ca), out, paths)
 
 
-def _tls_files_load(section: str, load: Callable[[], object], out: Preflight) -> None:
-    """``load()`` (a TLS context from ``section``'s files), its failure an error naming the file."""
+def _tls_files_load(section: str, load: Callable[[], object], out: Preflight, files: Mapping[str, str | None]) -> None:
+    """``load()`` (a TLS context from ``section``'s ``files``: field -> path), its failure an
+    error naming the file; each file that cannot be read an error at its field's path."""
     import ssl
 
+    unread = []
+    for key, path in files.items():
+        if path:
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                unread.append(f"{section}.{key}: cannot read {path}: {exc.strerror or exc}")
+    if unread:
+        out.errors.extend(unread)
+        return
     try:
         load()
     except (OSError, ssl.SSLError) as exc:
@@ -259,6 +383,22 @@ class Running:
 
     supervisor: Supervisor = field(default_factory=Supervisor)
     queues: list[SchedulingQueue] = field(default_factory=list)
+    #: each standalone scheduler with its Lease elector (``None`` without ``scheduling.leaderElect``)
+    leading: list[tuple[Scheduler, LeaseElector | None]] = field(default_factory=list)
+
+    async def stop_leading(self, timeout: float) -> None:
+        """On SIGTERM, while the connections drain: stop every scheduler at once (no new
+        scheduling cycle), wait for its binding cycles, then stop its elector, which releases the
+        Lease (client-go's ``ReleaseOnCancel``) so another replica takes over at its next retry
+        period; all within ``timeout`` seconds. The supervisor stops the rest afterwards."""
+        deadline = time.monotonic() + timeout
+        for scheduler, _ in self.leading:
+            scheduler.stop()
+        for scheduler, elector in self.leading:
+            await scheduler.join(max(deadline - time.monotonic(), MIN_JOIN))
+            if elector is not None:
+                elector.stop()
+                await elector.join(max(deadline - time.monotonic(), MIN_JOIN))
 
     def queue_counts(self) -> dict[str, int]:
         """Pods per queue, summed over the schedulers."""
@@ -327,8 +467,9 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             service.recorders.append(recorder)
             posts[name] = recorder.post
         elector = None
-        # the Lease changes hands only after leaseDuration without a renewal: longer than any
-        # Binding of the previous holder can stay in flight, so no warm-up is needed after it
+        # the Lease changes hands only after leaseDuration without a renewal, or once released by
+        # a holder whose binding cycles all ended: no Binding of the previous holder can still be
+        # in flight when the bind deadline is shorter, so no warm-up is needed after it
         short_binds = cluster.bind_deadline < config.seconds("lease_duration")
         if config.leader_elect:
             settings = LeaderElectionSettings(
@@ -346,6 +487,9 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
                 on_start=cluster.start_warm_up,
             )
             running.supervisor.add(elector)
+        # what the scheduler waits for before it reserves anything (None: the cluster state's
+        # bind admission, the warm-up after a start or a takeover)
+        admission = _lease_admission(cluster) if elector is not None and short_binds else None
         framework = service.frameworks[profile.name]
         sort = framework.queue_sort_plugins[0].plugin if framework.queue_sort_plugins else None
         queue = SchedulingQueue(
@@ -369,14 +513,25 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             set_condition=client.set_pod_condition,
             metrics=metrics,
             is_leader=elector.is_leader if elector is not None else (lambda: True),
-            admission=_lease_admission(cluster) if elector is not None and short_binds else None,
+            admission=admission,
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=random.Random(),
         )
         running.supervisor.add(scheduler)
+        running.leading.append((scheduler, elector))
+        if elector is not None:
+            elector.guarded_done = partial(_done_binding, scheduler)
+            if service.leadership is not None:
+                service.leadership.add(elector, admission or cluster.bind_admission)
         log.info("scheduling the pods of schedulerName %s with profile %s", name, profile.name)
     if posts:
         cluster.on_preempted = partial(_preempted_event, posts)
+
+
+def _done_binding(scheduler: Scheduler) -> bool:
+    """Whether ``scheduler`` has stopped and none of its binding cycles is in flight (its Lease
+    may be released)."""
+    return not scheduler.running and scheduler.binding_cycles == 0
 
 
 def _preempted_event(
@@ -393,20 +548,22 @@ def _preempted_event(
 
 def serve(config_path: str | None, host: str | None, port: int | None, schedule: bool = False) -> int:
     """``serve`` (and ``schedule``): build, connect and run until SIGTERM/SIGINT; returns the exit
-    status (1 for a configuration the service refuses, with the reason on standard error)."""
+    status: 0 once stopped by a signal (the schedulers stopped and their Leases released, the
+    connections drained and the workers stopped within ``server.timeouts.shutdown``: a clean stop,
+    as kube-scheduler exits 0 when asked to terminate), 1 for a configuration the service refuses
+    or a socket it cannot listen on, with the reason on standard error."""
     from app.api import create_app
     from app.api.server import ListenError, run
 
-    service = build_service(config_path)
+    checked = check_configuration(config_path, "schedule" if schedule else "serve", host, port)
+    if checked.errors or checked.service is None:
+        report_refusal(checked, sys.stderr)
+        return 1
+    service = checked.service
     config = service.config
     server = config.server
     host = host or server.host
     port = port if port is not None else server.port
-    checked = preflight(config, host, port, schedule)
-    if checked.errors:
-        for error in checked.errors:
-            print(f"error: {error}", file=sys.stderr)
-        return 1
     setup_logging(server.log_level, server.log_format)
     options: dict[str, Any] = {"log_level": server.log_level, "access_log": server.access_log, "log_config": None}
     if server.tls is not None:
@@ -415,7 +572,7 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
         options |= {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
         if server.tls.client_ca_file:
             options |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
-    for note in checked.notes:
+    for note in checked.preflight.notes:
         log.warning("%s", note)
     running = Running()
     cluster = service.cluster
@@ -429,6 +586,8 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
             return 1
         for worker in workers:
             running.supervisor.add(worker)
+        if cluster.follower is not None and service.leadership is not None:
+            service.leadership.add(cluster.follower, cluster.bind_admission)
         recorder = event_recorder(service)
         if recorder is not None:
             running.supervisor.add(recorder)
@@ -487,6 +646,7 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
             on_startup=running.supervisor.start,
             on_shutdown=running.supervisor.stop,
             metrics=listener,
+            on_stopping=running.stop_leading,
         )
     except ListenError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -500,14 +660,17 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
 
 
 __all__ = [
+    "Checked",
     "Preflight",
     "Running",
     "assemble",
     "build_service",
+    "check_configuration",
     "cluster_settings",
     "decision_store",
     "metrics_client",
     "preflight",
+    "report_refusal",
     "schedulers",
     "serve",
 ]

@@ -23,16 +23,22 @@ Exit codes: 0 success, 1 invalid configuration or input, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app import __version__
-from app.bootstrap import assemble, build_service, preflight, serve
+from app.bootstrap import assemble, serve
 from app.config import ConfigError, load_config
 from app.deploy.render import DEFAULT_KUBERNETES_VERSION
 from app.plugins import default_registry
+
+if TYPE_CHECKING:
+    #: What ``ArgumentParser.add_subparsers`` returns.
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -49,36 +55,30 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _schedule(args: argparse.Namespace) -> int:
     """``schedule``: ``serve`` plus the standalone schedulers of the profiles with ``schedulerName``."""
-    return serve(args.config, args.host, args.port, schedule=True)
+    return _stopped(serve(args.config, args.host, args.port, schedule=True))
 
 
 def _serve(args: argparse.Namespace) -> int:
-    return serve(args.config, args.host, args.port)
+    return _stopped(serve(args.config, args.host, args.port))
+
+
+def _stopped(status: int) -> int:
+    """After ``serve``/``schedule`` ran and a signal stopped it (status 0), end the process at once
+    with that status, the logs and standard streams flushed: the shutdown is over, and a verb still
+    busy in the worker thread (which a normal exit would join) must not hold the process past
+    ``server.timeouts.shutdown``. Any other status (a refused start) is returned."""
+    if status != 0:
+        return status
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    """``validate``: the file's schema and semantics, the plugins' args (the frameworks are built),
-    and every check ``serve`` makes before it listens (:func:`app.bootstrap.preflight`); every
-    problem at once, exit 1 when any."""
-    service = build_service(args.config)
-    config = service.config
-    checked = preflight(config, args.host, args.port, schedule=None)
-    for note in checked.notes:
-        print(f"note: {note}", file=sys.stderr)
-    if checked.errors:
-        print(f"error: {args.config}: serve would refuse this configuration:", file=sys.stderr)
-        for error in checked.errors:
-            print(f"  - {error}", file=sys.stderr)
-        return 1
-    print(f"{args.config}: valid ({len(config.profiles)} profile(s))")
-    for profile in config.profiles:
-        ext = profile.extender
-        print(
-            f"  {profile.name}: verbs {', '.join(ext.verbs)}; nodeCacheCapable {str(ext.node_cache_capable).lower()}; "
-            f"filter [{', '.join(profile.plugins.filter.names())}] "
-            f"score [{', '.join(profile.plugins.score.names())}]"
-        )
-    return 0
+    from app.tools.validate import validate
+
+    return validate(args)
 
 
 def _schemas(args: argparse.Namespace) -> int:
@@ -98,6 +98,7 @@ def _render(args: argparse.Namespace) -> int:
         header_source,
         kubernetes_release,
         render,
+        render_warnings,
         target_note,
         write,
     )
@@ -140,6 +141,8 @@ def _render(args: argparse.Namespace) -> int:
         print(path)
     if note:
         print(note, file=sys.stderr)
+    for warning in render_warnings(config, targets):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.image is None:
         print(
             f"warning: the manifests use the image {options.extender_image}, which no registry serves: build it "
@@ -194,7 +197,8 @@ def _check_scheduler_config(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every command, its arguments and examples (``python -m app reference``
-    documents them from this parser in docs/reference/cli.md)."""
+    documents them from this parser in docs/reference/cli.md), one ``_add_<command>`` each, in
+    :data:`COMMANDS` order."""
     parser = argparse.ArgumentParser(
         prog="scheduler-extender",
         description="A Kubernetes scheduler extender: the HTTP webhook kube-scheduler calls to filter, "
@@ -203,39 +207,80 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser(
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def _command(
+    sub: Subparsers, name: str, help: str, description: str, examples: Sequence[str]
+) -> argparse.ArgumentParser:
+    """Add the subcommand ``name``: its one-line ``help`` (the command list), its ``description``
+    (its own ``--help``) and example command lines."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=_examples(*examples),
+        formatter_class=_HelpFormatter,
+    )
+    return parser
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, the description wrapped to the terminal, the examples epilog as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _add_serve(sub: Subparsers) -> None:
+    serve = _command(
+        sub,
         "serve",
-        help="run the extender service",
-        description="Run the extender service: the verbs kube-scheduler calls, health, metrics and /docs.",
-        epilog=_examples("serve", "serve --config examples/two-profiles.yaml --port 8889"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run the extender service",
+        "Run the extender service: the verbs kube-scheduler calls, health, metrics and /docs. Exits 0 once "
+        "SIGTERM or SIGINT stopped it (within server.timeouts.shutdown), 1 when it refuses to start.",
+        ["serve", "serve --config examples/two-profiles.yaml --port 8889"],
     )
     serve.add_argument("--config", help="configuration file (default: the embedded default)")
     serve.add_argument("--host", help="listen address (overrides server.host)")
     serve.add_argument("--port", type=_port, help="listen port, 0..65535 (overrides server.port)")
     serve.set_defaults(func=_serve)
-    sched = sub.add_parser(
+
+
+def _add_schedule(sub: Subparsers) -> None:
+    sched = _command(
+        sub,
         "schedule",
-        help="run the service and schedule, on its own, the pods whose spec.schedulerName a profile names",
-        epilog=_examples("schedule --config examples/chaos-scheduler.yaml"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run the service and schedule, on its own, the pods whose spec.schedulerName a profile names",
+        "Run the service and, for each profile with schedulerName, a scheduler of its own: it binds the pods "
+        "whose spec.schedulerName is that name, with kube-scheduler's default plugins and the profile's. "
+        "Replicas elect one leader per scheduler on a Lease (scheduling.leaderElect); /readyz says which "
+        "replica leads. On SIGTERM the leader stops scheduling, releases its Lease and exits 0 within "
+        "server.timeouts.shutdown.",
+        ["schedule --config examples/chaos-scheduler.yaml"],
     )
     sched.add_argument("--config", required=True, help="configuration file with profiles that set schedulerName")
     sched.add_argument("--host", help="listen address for health, metrics and explain (overrides server.host)")
     sched.add_argument("--port", type=_port, help="listen port, 0..65535 (overrides server.port)")
     sched.set_defaults(func=_schedule)
 
-    replay = sub.add_parser(
+
+def _add_replay(sub: Subparsers) -> None:
+    replay = _command(
+        sub,
         "replay",
-        help="run a recorded request body, or a capture of live traffic, through a configuration offline",
-        description="Answer a recorded request body exactly as the server would (filter, then prioritize with "
+        "run a recorded request body, or a capture of live traffic, through a configuration offline",
+        "Answer a recorded request body exactly as the server would (filter, then prioritize with "
         "the nodes that passed; or preempt), and print a per-node table. Exit 1 when the answer is an error.",
-        epilog=_examples(
+        [
             "replay tests/fixtures/extenderargs_nocache_n10.json",
             "replay tests/fixtures/extenderargs_nocache_n10_space.json --verb filter --json",
             "replay --capture capture.jsonl --config new.yaml",
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        ],
     )
     replay.add_argument("body", nargs="?", help="ExtenderArgs or ExtenderPreemptionArgs JSON file")
     replay.add_argument(
@@ -267,46 +312,57 @@ def build_parser() -> argparse.ArgumentParser:
         "state of stateful policies, instead of an API server; repeatable",
     )
     replay.set_defaults(func=_replay)
-    validate = sub.add_parser(
+
+
+def _add_validate(sub: Subparsers) -> None:
+    validate = _command(
+        sub,
         "validate",
-        help="check a configuration file as serve would, every problem at once",
-        description="Check a configuration file: its schema and semantics, each plugin's args, and every "
-        "check serve makes before it listens (bind exposure, TLS files). Exit 0 when serve would start, "
-        "1 with every problem and its field path.",
-        epilog=_examples("validate examples/two-profiles.yaml", "validate my-config.yaml --port 9443"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "check a configuration file as serve would, every problem at once, and show what will run",
+        "Check a configuration file in one run: its schema and semantics, each plugin's args, and every "
+        "check serve makes before it listens (TLS files, the metrics listener). Exit 0 with, per profile, "
+        "its mode (the verbs kube-scheduler calls, or the schedulerName it schedules) and the plugins it "
+        "runs at each extension point in kube-scheduler's order; 1 with every problem and its field path. "
+        "A bind that render secures by itself (mutual TLS) is accepted, with a note.",
+        ["validate examples/two-profiles.yaml", "validate my-config.yaml --port 9443"],
     )
     validate.add_argument("config", help="the configuration file (YAML, kind ExtenderConfiguration)")
     validate.add_argument("--host", help="check as serve --host would listen (overrides server.host)")
     validate.add_argument("--port", type=_port, help="check as serve --port would listen (overrides server.port)")
     validate.set_defaults(func=_validate)
-    schemas = sub.add_parser(
+
+
+def _add_schemas(sub: Subparsers) -> None:
+    schemas = _command(
+        sub,
         "schemas",
-        help="write JSON Schemas of the wire types and the configuration",
-        description="Write one JSON Schema file per extender wire type (ExtenderArgs, ExtenderFilterResult, ...) "
+        "write JSON Schemas of the wire types and the configuration",
+        "Write one JSON Schema file per extender wire type (ExtenderArgs, ExtenderFilterResult, ...) "
         "and one for the configuration (ExtenderConfiguration.json) into a directory.",
-        epilog=_examples("schemas --out schemas"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        ["schemas --out schemas"],
     )
     schemas.add_argument(
         "--out", required=True, metavar="DIR", help="directory to write the .json files to (created if missing)"
     )
     schemas.set_defaults(func=_schemas)
-    rend = sub.add_parser(
+
+
+def _add_render(sub: Subparsers) -> None:
+    from app.deploy.render import TARGETS
+
+    rend = _command(
+        sub,
         "render",
-        help="write deployment manifests rendered from a configuration",
-        description="Write the deployment manifests of one install target (or all) rendered from a configuration.",
-        epilog=_examples(
+        "write deployment manifests rendered from a configuration",
+        "Write the deployment manifests of one install target (or all) rendered from a configuration.",
+        [
             "render --config examples/cluster.yaml --target kubeadm --out manifests",
             "render --config examples/ip-scheduler.yaml --target standalone --image REGISTRY/scheduler-extender:0.1.0 "
             "--out ip",
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        ],
     )
     rend.add_argument("--config", help="configuration file (default: the embedded default)")
     rend.add_argument("--out", required=True, help="output directory")
-    from app.deploy.render import TARGETS
-
     rend.add_argument(
         "--target",
         action="append",
@@ -326,11 +382,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rend.add_argument("--namespace", help="namespace of second-scheduler/ (default: kube-system)")
     rend.set_defaults(func=_render)
-    certs = sub.add_parser(
+
+
+def _add_certs(sub: Subparsers) -> None:
+    certs = _command(
+        sub,
         "certs",
-        help="write a CA, the extender's server certificate and kube-scheduler's client certificate",
-        epilog=_examples("certs --out pki", "certs --out pki --name extender.example.com --force"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "write a CA, the extender's server certificate and kube-scheduler's client certificate",
+        "Write the files of mutual TLS between kube-scheduler and the extender into a directory: a CA "
+        "(ca.crt, ca.key; 10 years), the extender's serving certificate (server.crt, server.key) for "
+        "127.0.0.1, ::1, localhost and each --name, and kube-scheduler's client certificate (scheduler.crt, "
+        "scheduler.key; CN system:kube-scheduler, which the extender admits to bind). Keys are written mode "
+        "0600; a directory that already holds any of these files is refused unless --force.",
+        ["certs --out pki", "certs --out pki --name extender.example.com --force"],
     )
     certs.add_argument("--out", required=True, help="directory (render mounts /etc/kubernetes/scheduler-extender/pki)")
     certs.add_argument(
@@ -342,11 +406,18 @@ def build_parser() -> argparse.ArgumentParser:
     certs.add_argument("--days", type=int, default=365, help="validity of the two leaf certificates (default 365)")
     certs.add_argument("--force", action="store_true", help="replace existing files")
     certs.set_defaults(func=_certs)
-    exp = sub.add_parser(
+
+
+def _add_explain(sub: Subparsers) -> None:
+    exp = _command(
+        sub,
         "explain",
-        help="why a pod was (not) placed: the service's recent decisions for it",
-        epilog=_examples("explain shop/web-frontend-8nwljbtfbb-p4hn7", "explain shop/web --url http://127.0.0.1:8889"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "why a pod was (not) placed: the service's recent decisions for it",
+        "Ask a running service (GET /explain/NAMESPACE/NAME) why it placed a pod or not, and print its "
+        "recent decisions, oldest first: per filter, prioritize, preempt and bind, each node's verdict, "
+        "the plugin that decided and its reason, the highest scores, and the outcome. Exit 1 when the "
+        "service has no decision for the pod or cannot be reached, 2 for a malformed NAMESPACE/NAME.",
+        ["explain shop/web-frontend-8nwljbtfbb-p4hn7", "explain shop/web --url http://127.0.0.1:8889"],
     )
     exp.add_argument("pod", help="NAMESPACE/NAME")
     exp.add_argument(
@@ -359,14 +430,22 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--top", type=int, default=5, help="highest-scored nodes to show per prioritize (default 5)")
     exp.set_defaults(func=_explain)
 
-    chk = sub.add_parser(
+
+def _add_check_scheduler_config(sub: Subparsers) -> None:
+    chk = _command(
+        sub,
         "check-scheduler-config",
-        help="preflight a KubeSchedulerConfiguration against this service",
-        epilog=_examples(
+        "preflight a KubeSchedulerConfiguration against this service",
+        "Check a KubeSchedulerConfiguration (or kube-scheduler's static pod manifest) before kube-scheduler "
+        "reads it: strict decoding and kube-scheduler's own validation, what upstream accepts but breaks in "
+        "practice, the files its tlsConfig names, then each extenders: entry against the running service "
+        "(the profile its urlPrefix names, each verb answering with its result type, nodeCacheCapable, the "
+        "scheme and client certificate), with probes that change nothing. Exit 1 when an error is found "
+        "(warnings allowed).",
+        [
             "check-scheduler-config /etc/kubernetes/kube-scheduler-config.yaml",
             "check-scheduler-config manifests/kube-scheduler-config.yaml --offline",
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        ],
     )
     chk.add_argument(
         "file",
@@ -382,18 +461,35 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--offline", action="store_true", help="skip the checks against the running service")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request (default 5)")
     chk.set_defaults(func=_check_scheduler_config)
-    ref = sub.add_parser(
+
+
+def _add_reference(sub: Subparsers) -> None:
+    ref = _command(
+        sub,
         "reference",
-        help="write the generated pages of the documentation: configuration, command line, plugin args",
-        description="Write docs/reference/configuration.md (from the configuration models), docs/reference/cli.md "
+        "write the generated pages of the documentation: configuration, command line, plugin args",
+        "Write docs/reference/configuration.md (from the configuration models), docs/reference/cli.md "
         "(from this command line) and the args table of each plugin page under docs/plugins/.",
-        epilog=_examples("reference", "reference --check"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        ["reference", "reference --check"],
     )
     ref.add_argument("--docs", default="docs", metavar="DIR", help="the documentation directory (default: docs)")
     ref.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each file that is out of date")
     ref.set_defaults(func=_reference)
-    return parser
+
+
+#: The subcommands, in the order ``--help`` lists them: each adds its parser.
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    _add_serve,
+    _add_schedule,
+    _add_replay,
+    _add_validate,
+    _add_schemas,
+    _add_render,
+    _add_certs,
+    _add_explain,
+    _add_check_scheduler_config,
+    _add_reference,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pydantic
 import yaml
@@ -54,8 +55,20 @@ class ConfigError(SchedulerExtenderError, ValueError):
         super().__init__(f"{where}invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+class FieldError(ValueError):
+    """A model validator's refusal of one of its fields: ``field`` (the camelCase path below the
+    model), so the problem is reported at that field's path rather than the model's."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+
+
+_M = TypeVar("_M", bound=_Model)
 
 
 class SchedulerTLSConfig(_Model):
@@ -123,8 +136,9 @@ class TimeoutsConfig(_Model):
       sees the close and dials again (a request on a connection closed under it is retried by
       Go's transport, as nothing was written).
     - ``shutdown`` (10s): on SIGTERM, how long the process may take to exit: requests in flight
-      get this long to finish, the background work (watches, Lease, schedulers) what is left of it
-      (at least 1 s); then the process exits anyway.
+      get this long to finish while the standalone schedulers stop at once and release their
+      Leases; the background work (watches, Lease, schedulers) gets what is left of it (at least
+      1 s); then the process exits anyway, with status 0.
     """
 
     header: Duration = "5s"
@@ -238,9 +252,10 @@ class MetricsServerConfig(_Model):
     @pydantic.model_validator(mode="after")
     def _plain_has_no_tls(self) -> MetricsServerConfig:
         if self.insecure and (self.tls is not None or self.client_ca_file):
-            raise ValueError(
-                "insecure: true serves plain HTTP without authentication: remove tls and clientCAFile, "
-                "or insecure to serve HTTPS"
+            raise FieldError(
+                "insecure",
+                "true serves plain HTTP without authentication: remove tls and clientCAFile, "
+                "or insecure to serve HTTPS",
             )
         return self
 
@@ -309,14 +324,16 @@ class ServerConfig(_Model):
     @pydantic.model_validator(mode="after")
     def _budget_admits_a_body(self) -> ServerConfig:
         if self.max_in_flight_bytes is not None and self.max_in_flight_bytes < self.max_request_bytes:
-            raise ValueError(
-                f"maxInFlightBytes ({self.max_in_flight_bytes}) must be at least maxRequestBytes "
-                f"({self.max_request_bytes}): a body the service admits must fit"
+            raise FieldError(
+                "maxInFlightBytes",
+                f"{self.max_in_flight_bytes} must be at least maxRequestBytes ({self.max_request_bytes}): a body "
+                "the service admits must fit",
             )
         if self.metrics is not None and self.metrics.enabled and self.metrics.port == self.port:
-            raise ValueError(
-                f"metrics.port ({self.metrics.port}) must differ from port: the metrics listener is a second "
-                "socket beside the verbs' (set server.metrics.port, 10261 by default)"
+            raise FieldError(
+                "metrics.port",
+                f"{self.metrics.port} must differ from port: the metrics listener is a second socket beside the "
+                "verbs' (set server.metrics.port, 10261 by default)",
             )
         return self
 
@@ -558,6 +575,9 @@ def _pydantic_problems(exc: pydantic.ValidationError, prefix: str = "", data: An
     out = []
     for err in exc.errors(include_url=False):
         path = _loc(_as_written(tuple(err["loc"]), data))
+        refused = (err.get("ctx") or {}).get("error")
+        if isinstance(refused, FieldError):
+            path = f"{path}.{refused.field}" if path else refused.field
         full = f"{prefix}.{path}" if prefix and path else (prefix or path)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
@@ -634,6 +654,14 @@ def load_config(path: str | Path | None, registry: Registry) -> Configuration:
 
     Raises :class:`ConfigError` (also for unreadable files and YAML syntax errors).
     """
+    data, source = read_config(path)
+    return parse_config(data, registry, source)
+
+
+def read_config(path: str | Path | None) -> tuple[Any, str]:
+    """The YAML document of a configuration file (``None``: the embedded default) and the name
+    its problems are reported under. Raises :class:`ConfigError` for an unreadable file or YAML
+    syntax errors."""
     if path is None:
         text = files("app").joinpath("default-config.yaml").read_text(encoding="utf-8")
         source = "<embedded default>"
@@ -644,7 +672,7 @@ def load_config(path: str | Path | None, registry: Registry) -> Configuration:
         except OSError as exc:
             raise ConfigError([f"cannot read the file: {exc.strerror}"], source) from exc
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text), source
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -652,7 +680,57 @@ def load_config(path: str | Path | None, registry: Registry) -> Configuration:
         raise ConfigError([f"not valid YAML{where}: {what}"], source) from exc
     except yaml.YAMLError as exc:
         raise ConfigError([f"not valid YAML: {exc}"], source) from exc
-    return parse_config(data, registry, source)
+
+
+@dataclass(frozen=True)
+class ValidParts:
+    """The parts of a document :func:`parse_config` refused that are valid on their own, so the
+    checks of the later stages (plugin factories, the start-up checks) still run on them and
+    report their problems in the same run: ``config`` holds each section that validates (the
+    defaults for one that does not) and the profiles that pass every check of their own,
+    ``positions`` the index of each of those profiles in the document, ``server`` whether the
+    ``server:`` section itself validated (else its start-up checks would judge defaults)."""
+
+    config: Configuration
+    positions: tuple[int, ...]
+    server: bool
+
+
+def valid_parts(data: Any, registry: Registry) -> ValidParts | None:
+    """The :class:`ValidParts` of ``data`` (a document :func:`parse_config` refused), or ``None``
+    when it is not even a mapping."""
+    if not isinstance(data, dict):
+        return None
+
+    def section(model: type[_M], key: str) -> _M | None:
+        try:
+            return model.model_validate(data.get(key) or {})
+        except pydantic.ValidationError:
+            return None
+
+    server = section(ServerConfig, "server")
+    cluster = (section(ClusterConfig, "cluster") or ClusterConfig()) if isinstance(data.get("cluster"), dict) else None
+    raw = data.get("profiles") if isinstance(data.get("profiles"), list) else []
+    profiles: list[Profile] = []
+    positions: list[int] = []
+    for i, item in enumerate(raw or []):
+        try:
+            profile = Profile.model_validate(item)
+        except pydantic.ValidationError:
+            continue
+        if not _validate_profile(i, profile, registry, {}, cluster is not None):
+            profiles.append(profile)
+            positions.append(i)
+    config = Configuration.model_construct(
+        api_version="config.scheduler-extender.dev/v1alpha1",
+        kind="ExtenderConfiguration",
+        server=server or ServerConfig(),
+        cluster=cluster,
+        diagnostics=section(DiagnosticsConfig, "diagnostics") or DiagnosticsConfig(),
+        scheduling=section(SchedulingConfig, "scheduling") or SchedulingConfig(),
+        profiles=profiles,
+    )
+    return ValidParts(config, tuple(positions), server is not None)
 
 
 def validate_semantics(config: Configuration, registry: Registry) -> list[str]:

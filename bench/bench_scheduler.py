@@ -9,6 +9,9 @@ rest plain), ``plain-5000`` (5,000 nodes, 1,500 plain pods). For each: pods boun
 the first Binding to the last, the first Binding's delay after the scheduler process started,
 p50/p99 of a scheduling attempt (the scheduler's own histogram, bucket upper bounds), and the API
 server's own ceiling (the official client binding as many other pods directly, 16 threads).
+``claims`` (200 nodes in 3 zones, 200 pods of one StatefulSet-like set, first without claims, then
+each with its own WaitForFirstConsumer claim that the test provisioner binds at once): pods bound per
+second of both and their ratio.
 Run: ``make bench`` (or ``python bench/bench_scheduler.py``).
 """
 
@@ -169,11 +172,129 @@ SCENARIOS = {"plain": ("plain", 200), "mix": ("mix", 200), "plain-5000": ("plain
 
 
 def main() -> None:
-    chosen = os.environ.get("BENCH_SCENARIOS", ",".join(SCENARIOS)).split(",")
+    chosen = os.environ.get("BENCH_SCENARIOS", ",".join([*SCENARIOS, *CLAIM_SCENARIOS])).split(",")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s); every default plugin enabled")
     for name in chosen:
+        if name in CLAIM_SCENARIOS:
+            run_claims(name)
+            continue
         scenario, nodes = SCENARIOS[name]
         run(scenario if name != "plain-5000" else "plain", nodes)
+
+
+# --- Claims: a StatefulSet-like set of pods with WaitForFirstConsumer PersistentVolumeClaims ----------
+
+CLAIM_PODS = 200
+
+API_SERVER_CLAIMS = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from tests.support.apiserver import FakeAPIServer, claim, claim_volume, node, pod, storage_class
+from tests.support.provisioner import Provisioner
+nodes, pods, with_claims, kubeconfig = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
+api = FakeAPIServer().start()
+for i in range(nodes):
+    doc = node(f"node-{i:04d}", cpu="64", memory="256Gi", pods="110")
+    doc["metadata"]["labels"] = {
+        "kubernetes.io/hostname": f"node-{i:04d}",
+        "topology.kubernetes.io/zone": f"zone-{i % 3}",
+    }
+    api.put("nodes", doc)
+api.put("storageclasses", storage_class("standard"))
+for i in range(pods):
+    doc = pod(f"web-{i}", "bench", cpu="100m", memory="128Mi")
+    doc["spec"]["schedulerName"] = "bench-scheduler"
+    doc["metadata"]["labels"] = {"app": "web"}
+    if with_claims:
+        api.put("persistentvolumeclaims", claim(f"data-web-{i}", "bench"))
+        doc["spec"]["volumes"] = [claim_volume("data", f"data-web-{i}")]
+    api.put("pods", doc)
+provisioner = Provisioner(api).start()
+times = []
+bind = api.bind
+def timed(namespace, name, body):
+    answer = bind(namespace, name, body)
+    if namespace == "bench" and answer[0] == 201:
+        times.append(time.time())
+    return answer
+api.bind = timed
+open(kubeconfig, "w").write(api.kubeconfig())
+print("ready", flush=True)
+while len(times) < pods:
+    time.sleep(0.05)
+print(f"{times[0]} {times[-1]} {len(provisioner.provisioned)}", flush=True)
+sys.stdin.readline()
+"""
+
+
+def bind_rate(with_claims: bool, nodes: int) -> tuple[float, float, int]:
+    """One ``schedule`` run over ``CLAIM_PODS`` pods of one StatefulSet-like set on ``nodes`` nodes,
+    each with its own ``WaitForFirstConsumer`` claim when ``with_claims`` (the test provisioner of
+    ``tests/support/provisioner.py`` creating and binding a volume as soon as VolumeBinding's PreBind
+    writes ``volume.kubernetes.io/selected-node``). Returns (pods bound per second from the first
+    Binding to the last, the first Binding's delay after the scheduler process started in seconds,
+    claims provisioned)."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-claims-"))
+    kubeconfig = tmp / "kubeconfig"
+    api = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            API_SERVER_CLAIMS,
+            str(REPO),
+            str(nodes),
+            str(CLAIM_PODS),
+            str(int(with_claims)),
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert api.stdout is not None and api.stdout.readline().strip() == "ready"
+        config = {
+            "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+            "kind": "ExtenderConfiguration",
+            "server": {"host": "127.0.0.1", "logLevel": "warning"},
+            "cluster": {"kubeconfig": str(kubeconfig)},
+            "diagnostics": {"decisions": {"enabled": False}},
+            "profiles": [{"name": "bench", "schedulerName": "bench-scheduler"}],
+        }
+        path = tmp / "schedule.yaml"
+        path.write_text(yaml.safe_dump(config))
+        started = time.time()
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "app", "schedule", "--config", str(path), "--port", str(free_port())],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp / "schedule.log").open("wb"),
+        )
+        try:
+            first, last, provisioned = api.stdout.readline().split()
+        finally:
+            scheduler.terminate()
+            scheduler.wait(timeout=30)
+        api.stdin.write("\n")  # type: ignore[union-attr]
+        api.stdin.flush()  # type: ignore[union-attr]
+    finally:
+        api.kill()
+    return (CLAIM_PODS - 1) / max(float(last) - float(first), 1e-9), float(first) - started, int(provisioned)
+
+
+def run_claims(name: str) -> None:
+    """The ``claims`` scenario: the same set of pods without claims, then with a claim each."""
+    nodes = CLAIM_SCENARIOS[name]
+    plain, plain_first, _ = bind_rate(False, nodes)
+    claims, claims_first, provisioned = bind_rate(True, nodes)
+    print(
+        f"{name:<11} {nodes:>5} nodes {CLAIM_PODS} pods   without claims {plain:7.1f} pods/s (first bind "
+        f"{plain_first:5.2f} s)   with a WaitForFirstConsumer claim each {claims:7.1f} pods/s (first bind "
+        f"{claims_first:5.2f} s, {provisioned} claims provisioned)   ratio {claims / plain:5.0%}"
+    )
+
+
+CLAIM_SCENARIOS = {"claims": 200}
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ class Server:
             try:
                 path = "readyz" if wait_ready else "healthz"
                 r = httpx.get(f"{self.url}/{path}", timeout=1, verify=verify or True)
-                if r.status_code == 200 and not (wait_ready and r.json().get("role") == "warming up"):
+                if r.status_code == 200 and not (wait_ready and r.json().get("role") == "leader (warming up)"):
                     return  # ready, and (with cluster state) past the warm-up before binds are admitted
                 time.sleep(0.1)
             except httpx.TransportError:

@@ -1,16 +1,17 @@
 """The application: :class:`~app.api.edge.VerbRouter` (the verbs) in front of a FastAPI app that
-serves ``GET /`` (a JSON pointer to the rest), ``/healthz``, ``/readyz``, ``/profiles``,
-``/explain/{namespace}/{name}``, ``/version``, ``/metrics`` and the OpenAPI document
-(``/openapi.json``, ``/docs``), whose verb paths come from the same table the router serves
-(:data:`~app.api.service.VERBS`).
+serves the :data:`ROUTES` table (``GET /`` a JSON pointer to the rest, ``/healthz``, ``/readyz``,
+``/profiles``, ``/explain/{namespace}/{name}``, ``/version``, ``/metrics``), each answered by a
+method of :class:`Routes`, and the OpenAPI document (``/openapi.json``, ``/docs``), whose verb paths
+come from the same table the router serves (:data:`~app.api.service.VERBS`).
 """
 
 from __future__ import annotations
 
 import platform
+from functools import partial
 from typing import Any
 
-from fastapi import Request
+from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi_offline import FastAPIOffline
@@ -23,29 +24,46 @@ from app.api.metrics import Metrics
 from app.api.service import VERBS, ExtenderService, openapi_paths
 from app.observe.logs import decision_logger
 
+#: The endpoints besides the verbs: path, :class:`Routes` method answering ``GET`` on it, and
+#: FastAPI's route options (OpenAPI tags, response class and model).
+ROUTES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("/", "index", {"tags": ["health"]}),
+    ("/healthz", "healthz", {"tags": ["health"], "response_class": PlainTextResponse}),
+    ("/readyz", "readyz", {"tags": ["health"]}),
+    ("/profiles", "profiles", {"tags": ["health"]}),
+    (
+        "/explain/{namespace}/{name}",
+        "explain",
+        {
+            "tags": ["diagnostics"],
+            "response_model": Explanation,
+            "response_model_by_alias": True,
+            "response_model_exclude_none": True,
+            "responses": {
+                404: {"description": "No decision is recorded for this pod"},
+                403: {"description": "No client certificate"},
+            },
+        },
+    ),
+    ("/version", "version", {"tags": ["health"]}),
+    ("/metrics", "metrics", {"tags": ["health"]}),
+)
 
-def create_app(service: ExtenderService) -> VerbRouter:
-    """Build the ASGI app serving ``service``'s profiles; its metrics observe the verbs."""
-    # the /docs and /redoc pages with their scripts and styles served from the package
-    # (fastapi-offline): they work on an air-gapped control plane
-    app = FastAPIOffline(
-        title="Kubernetes scheduler extender",
-        version=__version__,
-        description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
-    )
-    metrics = Metrics(service.frameworks, service.cluster, service.recorders)
-    service.listeners.append(metrics.decided)
-    service.listeners.append(decision_logger())
-    if service.decisions is not None:
-        store = service.decisions
-        metrics.records.set_function(lambda: len(store))
-    app.state.service = service
-    app.state.metrics = metrics
 
-    @app.get("/", tags=["health"])
-    async def index() -> dict[str, Any]:
+class Routes:
+    """The answers of :data:`ROUTES` for ``service`` (each method's docstring is its OpenAPI
+    description)."""
+
+    def __init__(self, service: ExtenderService, metrics: Metrics) -> None:
+        self.service = service
+        self._metrics = metrics
+        tls = service.config.server.tls
+        self._explain_needs_certificate = bool(tls is not None and tls.client_ca_file)
+
+    async def index(self) -> dict[str, Any]:
         """What this service answers: the verbs (``POST``, also under ``/{profile}/``), the profiles,
         the other endpoints and the API documentation (``/docs``)."""
+        service = self.service
         return {
             "service": "scheduler-extender",
             "version": __version__,
@@ -54,24 +72,25 @@ def create_app(service: ExtenderService) -> VerbRouter:
             "verbs": [f"POST /{verb}" for verb in VERBS] + [f"POST /{{profile}}/{verb}" for verb in VERBS],
             "defaultProfile": service.default_profile,
             "profiles": [{"name": p.name, "verbs": list(p.extender.verbs)} for p in service.config.profiles],
-            "endpoints": ["/healthz", "/readyz", "/profiles", "/explain/{namespace}/{name}", "/version", "/metrics"],
+            "endpoints": [path for path, _, _ in ROUTES if path != "/"],
         }
 
-    @app.get("/healthz", response_class=PlainTextResponse, tags=["health"])
-    async def healthz() -> str:
+    async def healthz(self) -> str:
         """Liveness: the process answers (verb work runs off the event loop, so this answers
         while a request is being decoded or evaluated)."""
         return "ok"
 
-    @app.get("/readyz", tags=["health"])
-    async def readyz() -> JSONResponse:
+    async def readyz(self) -> JSONResponse:
         """Readiness: 200 when every profile can answer; 503 with the reason while the cluster
         state has not synced, when its list/watch has failed for longer than ``staleAfter``, or
         when a background worker (reflector, scheduler, ...) ended by itself. ``workers`` lists
         each worker's last error while any has one.
-        With cluster state, ``role`` says whether this replica binds: ``leader``, ``warming up``
-        (after a start or a takeover) or ``follower`` (another replica's kube-scheduler holds the
-        Lease); all three are ready, as filter answers on each."""
+        With cluster state, ``role`` says what this replica does: ``leader`` (it holds the Lease,
+        or there is no election, and binds or schedules), ``leader (warming up)`` (it holds the
+        Lease but waits: the cluster state's sync, or the warm-up after a start or a takeover) or
+        ``standby`` (another replica holds the Lease); with leader election, ``leases`` gives each
+        Lease's holder and this replica's role for it. All are ready: filter answers on each."""
+        service = self.service
         body: dict[str, Any] = {"status": "ready", "profiles": list(service.frameworks)}
         if service.health is not None:
             health = service.health()
@@ -85,16 +104,21 @@ def create_app(service: ExtenderService) -> VerbRouter:
         if service.cluster is not None:
             ready, reason = service.cluster.state.ready()
             body["cluster"] = reason
-            body["role"] = service.cluster.role()
+            if service.leadership is not None:
+                body["role"] = service.leadership.role()
+                if service.leadership.elected:
+                    body["leases"] = {
+                        r.lease: {"holder": r.holder, "role": r.role} for r in service.leadership.leases()
+                    }
             if not ready:
                 body["status"] = "not ready"
                 return JSONResponse(body, status_code=503)
         return JSONResponse(body)
 
-    @app.get("/profiles", tags=["health"])
-    async def profiles() -> dict[str, Any]:
+    async def profiles(self) -> dict[str, Any]:
         """The profiles served and, for each, the ``extenders:`` settings kube-scheduler must use
         (what ``render`` writes and ``check-scheduler-config`` compares a user's file with)."""
+        service = self.service
         tls = service.config.server.tls
         return {
             "defaultProfile": service.default_profile,
@@ -106,29 +130,15 @@ def create_app(service: ExtenderService) -> VerbRouter:
             ],
         }
 
-    tls = service.config.server.tls
-    explain_needs_certificate = bool(tls is not None and tls.client_ca_file)
-
-    @app.get(
-        "/explain/{namespace}/{name}",
-        tags=["diagnostics"],
-        response_model=Explanation,
-        response_model_by_alias=True,
-        response_model_exclude_none=True,
-        responses={
-            404: {"description": "No decision is recorded for this pod"},
-            403: {"description": "No client certificate"},
-        },
-    )
-    async def explain(namespace: str, name: str, request: Request) -> Any:
+    async def explain(self, namespace: str, name: str, request: Request) -> Any:
         """The pod's recent decisions, oldest first: per attempt, each node's verdict, deciding
         plugin, reason and scores, and the outcome. With ``server.tls.clientCAFile`` set, only a
         caller with a client certificate that CA signed may read it (it names pods and nodes)."""
-        if explain_needs_certificate and not request.scope.get(PEER_CN):
+        if self._explain_needs_certificate and not request.scope.get(PEER_CN):
             return JSONResponse(
                 {"detail": "explain needs a TLS client certificate signed by server.tls.clientCAFile"}, 403
             )
-        store = service.decisions
+        store = self.service.decisions
         if store is None:
             return JSONResponse({"detail": "decision records are off (diagnostics.decisions.enabled: false)"}, 404)
         attempts = store.get(namespace, name)
@@ -139,30 +149,54 @@ def create_app(service: ExtenderService) -> VerbRouter:
         uid = attempts[-1].uid
         return {"pod": {"namespace": namespace, "name": name, "uid": uid}, "attempts": [a.explain() for a in attempts]}
 
-    @app.get("/version", tags=["health"])
-    async def version() -> dict[str, str]:
+    async def version(self) -> dict[str, str]:
         """The service's version and runtime."""
         return {"version": __version__, "python": platform.python_version()}
 
-    @app.get("/metrics", tags=["health"])
-    async def metrics_route() -> Response:
+    async def metrics(self) -> Response:
         """Prometheus metrics (text exposition format)."""
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(self._metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            paths, models = openapi_paths()
-            schema["paths"] = paths | schema.get("paths", {})
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for model in models:
-                model_schema = model.model_json_schema(
-                    by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
-                )
-                components.update(model_schema.pop("$defs", {}))
-                components[model.__name__] = model_schema
-            app.openapi_schema = schema
-        return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+def create_app(service: ExtenderService) -> VerbRouter:
+    """Build the ASGI app serving ``service``'s profiles; its metrics observe the verbs."""
+    # the /docs and /redoc pages with their scripts and styles served from the package
+    # (fastapi-offline): they work on an air-gapped control plane
+    app = FastAPIOffline(
+        title="Kubernetes scheduler extender",
+        version=__version__,
+        description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
+    )
+    metrics = Metrics(service.frameworks, service.cluster, service.recorders, service.leadership)
+    service.listeners.append(metrics.decided)
+    service.listeners.append(decision_logger())
+    if service.decisions is not None:
+        store = service.decisions
+        metrics.records.set_function(lambda: len(store))
+    app.state.service = service
+    app.state.metrics = metrics
+    routes = Routes(service, metrics)
+    for path, endpoint, options in ROUTES:
+        app.add_api_route(path, getattr(routes, endpoint), methods=["GET"], **options)
+    app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return VerbRouter(service, app, metrics, service.config.server)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document of ``app``'s routes plus the verbs' paths and wire models (built once)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        paths, models = openapi_paths()
+        schema["paths"] = paths | schema.get("paths", {})
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in models:
+            model_schema = model.model_json_schema(
+                by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
+            )
+            components.update(model_schema.pop("$defs", {}))
+            components[model.__name__] = model_schema
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+__all__ = ["ROUTES", "Routes", "create_app"]

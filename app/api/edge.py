@@ -199,7 +199,7 @@ class VerbRouter:
             loop = asyncio.get_running_loop()
             if not verb.decode_on_loop and len(body) >= INLINE_BODY_BYTES:
                 return await loop.run_in_executor(self.worker, verb.run, service, target, body), False
-            args = verb.decoded(service, body)
+            args = verb.decoded(service, body, target)
             if isinstance(args, Answer):
                 return args, False
             handle: Any = verb.handle  # a blocking verb's handler answers at once

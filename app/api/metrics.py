@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from app.cluster.leader import STANDBY, Leadership
 from app.extender.codec import all_passed
 from app.framework.status import Code, Status, code_name, reason_code
 from app.observe.decisions import Decision
@@ -67,12 +68,17 @@ class Metrics:
     """
 
     def __init__(
-        self, profiles: Iterable[str], cluster: ClusterRuntime | None = None, recorders: Sequence[EventCounts] = ()
+        self,
+        profiles: Iterable[str],
+        cluster: ClusterRuntime | None = None,
+        recorders: Sequence[EventCounts] = (),
+        leadership: Leadership | None = None,
     ) -> None:
         self.profiles = frozenset(profiles)
         self.registry = CollectorRegistry(auto_describe=True)
         if cluster is not None:
-            self.registry.register(ClusterCollector(cluster, recorders))
+            leadership = leadership or Leadership(cluster.bind_admission)
+            self.registry.register(ClusterCollector(cluster, recorders, leadership))
         self.requests = Counter(
             "scheduler_extender_requests",
             "Extender requests answered, by profile, verb, HTTP status code and outcome.",
@@ -258,15 +264,23 @@ class ClusterCollector(Collector):
     - ``scheduler_extender_requeued_pods_total``: pending pods annotated by re-queue assistance.
     - ``scheduler_extender_events_posted_total``, ``..._events_dropped_total``: pod events
       written, and dropped (queue full, over the rate budget, refused).
-    - ``scheduler_extender_is_leader``: 1 while this replica's binds are admitted (the Lease's
-      leader, warmed up); ``scheduler_extender_takeovers_total``: times it became the leader.
+    - ``scheduler_extender_is_leader{lease}``: 1 while this replica holds the Lease
+      ``<namespace>/<name>`` (kube-scheduler's that it follows, or a standalone scheduler's that it
+      elects on), warming up included; 0 on a standby. Without leader election one sample with
+      ``lease=""``, 1: the replica acts alone. ``scheduler_extender_takeovers_total{lease}``: times
+      this replica became the Lease's holder (its first acquisition included). Both read
+      :class:`~app.cluster.leader.Leadership`, as ``/readyz``'s ``role`` does.
     """
 
-    def __init__(self, runtime: ClusterRuntime, recorders: Sequence[EventCounts] = ()) -> None:
+    def __init__(
+        self, runtime: ClusterRuntime, recorders: Sequence[EventCounts] = (), leadership: Leadership | None = None
+    ) -> None:
         self.runtime = runtime
         self.state = runtime.state
         #: the pod-event writers (a live list: the composition root adds them as it builds them)
         self.recorders = recorders
+        #: the Leases followed or elected on (the composition root adds them as it starts them)
+        self.leadership = leadership or Leadership(runtime.bind_admission)
 
     def describe(self) -> list[object]:
         return []
@@ -305,17 +319,7 @@ class ClusterCollector(Collector):
         for kind in ("nodes", "pods"):
             since.add_metric([kind], stats[f"{kind}_since_ok"])
         yield since
-        yield GaugeMetricFamily(
-            "scheduler_extender_is_leader",
-            "1 while this replica's binds are admitted: the Lease's leader (or no election), warmed up.",
-            value=1 if self.runtime.bind_admission() is None else 0,
-        )
-        follower = self.runtime.follower
-        yield CounterMetricFamily(
-            "scheduler_extender_takeovers",
-            "Times this replica became the Lease's leader.",
-            value=follower.takeovers if follower is not None else 0,
-        )
+        yield from self._leadership()
         recorders = self.recorders
         yield CounterMetricFamily(
             "scheduler_extender_events_posted",
@@ -337,3 +341,21 @@ class ClusterCollector(Collector):
         assumed.add_metric(["confirmed"], stats["assumed_confirmed"])
         assumed.add_metric(["expired"], stats["assumed_expired"])
         yield assumed
+
+    def _leadership(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        leader = GaugeMetricFamily(
+            "scheduler_extender_is_leader",
+            '1 while this replica holds the Lease (warming up included), 0 on a standby; lease="" without election.',
+            labels=["lease"],
+        )
+        takeovers = CounterMetricFamily(
+            "scheduler_extender_takeovers", "Times this replica became the Lease's holder.", labels=["lease"]
+        )
+        reports = self.leadership.leases()
+        if not reports:
+            leader.add_metric([""], 1)
+        for report in reports:
+            leader.add_metric([report.lease], 0 if report.role == STANDBY else 1)
+            takeovers.add_metric([report.lease], report.takeovers)
+        yield leader
+        yield takeovers

@@ -17,11 +17,13 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
   excepted so the kubelet's probes still see a live process.
 
 :func:`run` serves until SIGTERM/SIGINT and lets requests in flight finish within
-``server.timeouts.shutdown``; uvicorn then cancels what is left, the background workers are
+``server.timeouts.shutdown``; meanwhile the standalone schedulers stop at once and their Leases are
+released (the ``on_stopping`` hook). uvicorn then cancels what is left, the background workers are
 stopped within what is left of that budget (a reflector's idle watch is interrupted, not waited
-for: :meth:`~app.cluster.reflector.Reflector.stop`), and uvicorn re-raises the signal with its
-default action, which ends the process even while a verb is busy in the worker thread (exit
-status 143 for SIGTERM, as for any process SIGTERM ends).
+for: :meth:`~app.cluster.reflector.Reflector.stop`), and :func:`run` returns the signal that
+stopped it instead of letting uvicorn raise it again: the command then exits 0, as kube-scheduler
+does when asked to terminate ("Requested to terminate, exiting"), even while a verb is busy in
+the worker thread (:mod:`app.cli` ends the process at once once stopped).
 
 With ``server.metrics``, :func:`run` also serves the metrics listener
 (:class:`~app.api.delegated.MetricsListener`) as a second ``uvicorn.Server``
@@ -33,6 +35,7 @@ it; the same guarded protocol (``server.timeouts``, ``server.metrics.maxConnecti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import errno
 import logging
@@ -41,7 +44,8 @@ import resource
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -344,9 +348,12 @@ async def _listen(server: uvicorn.Server, startup: Callable[[], Awaitable[None]]
 class ExtenderServer(uvicorn.Server):
     """uvicorn's server, plus the certificate reloader while it serves, and the composition
     root's hooks: ``on_startup()`` once the socket is bound (on the loop: it starts the
-    background workers), ``await on_shutdown(seconds)`` once the connections are drained (it stops
-    them within ``seconds``: what is left of ``server.timeouts.shutdown``, at least
-    :data:`MIN_STOP`)."""
+    background workers), ``await on_stopping(seconds)`` as soon as a signal asks it to stop, while
+    the connections are drained (it stops the schedulers and releases their Leases within
+    ``server.timeouts.shutdown``), ``await on_shutdown(seconds)`` once the connections are drained
+    (it stops the workers within ``seconds``: what is left of ``server.timeouts.shutdown``, at
+    least :data:`MIN_STOP`). ``signalled``: the signals that stopped it (uvicorn's own would raise
+    them again once stopped)."""
 
     def __init__(
         self,
@@ -355,11 +362,15 @@ class ExtenderServer(uvicorn.Server):
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[float], Awaitable[Any]] | None = None,
         metrics: MetricsServer | None = None,
+        on_stopping: Callable[[float], Awaitable[Any]] | None = None,
     ) -> None:
         super().__init__(config)
         self.reloader = reloader
         self.on_startup = on_startup
         self.on_shutdown = on_shutdown
+        self.on_stopping = on_stopping
+        self._stopping: asyncio.Future[Any] | None = None
+        self.signalled: list[int] = []
         #: the second listener (``server.metrics``), started once this one is bound, on its loop
         self.metrics = metrics
         self._reloading: asyncio.Task[None] | None = None
@@ -395,16 +406,45 @@ class ExtenderServer(uvicorn.Server):
             await self.metrics.on_tick(counter)  # its Date header; it exits with this one
         return await super().on_tick(counter)
 
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's signal handling, except that the signals that stopped the server are kept in
+        :attr:`signalled` rather than raised again once it has shut down."""
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                self.signalled = list(self._captured_signals)
+                self._captured_signals.clear()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """uvicorn's: stop serving (at its next tick); and begin ``on_stopping`` at once, on the
+        loop, so no scheduling cycle starts after the signal."""
+        super().handle_exit(sig, frame)
+        try:
+            loop = asyncio.get_running_loop()  # the signal interrupts the loop's own thread
+        except RuntimeError:
+            return  # not serving yet: shutdown begins it
+        loop.call_soon_threadsafe(self._begin_stopping)
+
+    def _begin_stopping(self) -> None:
+        if self._stopping is None and self.on_stopping is not None:
+            budget = float(self.config.timeout_graceful_shutdown or 0)
+            self._stopping = asyncio.ensure_future(self.on_stopping(budget))
+
     async def shutdown(self, sockets: Any = None) -> None:
         began = time.monotonic()
+        budget = float(self.config.timeout_graceful_shutdown or 0)
         if self._reloading is not None:
             self._reloading.cancel()
+        draining: list[Awaitable[Any]] = [super().shutdown(sockets)]
         if self.metrics is not None:
-            await asyncio.gather(self.metrics.stop(), super().shutdown(sockets))
-        else:
-            await super().shutdown(sockets)
+            draining.append(self.metrics.stop())
+        self._begin_stopping()
+        if self._stopping is not None:
+            draining.append(self._stopping)
+        await asyncio.gather(*draining)
         if self.on_shutdown is not None:
-            budget = float(self.config.timeout_graceful_shutdown or 0)
             await self.on_shutdown(max(budget - (time.monotonic() - began), MIN_STOP))
 
 
@@ -618,10 +658,12 @@ def run(
     on_startup: Callable[[], None] | None = None,
     on_shutdown: Callable[[float], Awaitable[Any]] | None = None,
     metrics: MetricsListener | None = None,
-) -> bool:
+    on_stopping: Callable[[float], Awaitable[Any]] | None = None,
+) -> list[int]:
     """Serve ``app`` until SIGTERM or SIGINT (see the module doc), with the hooks of
     :class:`ExtenderServer`, and ``metrics`` on its own socket (:func:`metrics_server`) when
-    given; returns whether it served. Raises :class:`ListenError` when a socket cannot be bound."""
+    given; returns the signals that stopped it. Raises :class:`ListenError` when a socket cannot
+    be bound."""
     server = app.service.config.server
     extra = metrics.config.max_connections + 16 if metrics is not None else 0
     raise_open_files_limit(server.max_connections + 64 + extra)
@@ -630,11 +672,11 @@ def run(
     if server.tls is not None and config.ssl:
         reloader = CertificateReloader(config.ssl, server.tls, parse_duration(server.tls.reload_interval))
     second = metrics_server(metrics, server, options) if metrics is not None else None
-    server_ = ExtenderServer(config, reloader, on_startup, on_shutdown, second)
+    server_ = ExtenderServer(config, reloader, on_startup, on_shutdown, second, on_stopping)
     try:
         server_.run()
     finally:
         app.worker.shutdown(wait=False, cancel_futures=True)
         if metrics is not None:
             metrics.close()
-    return bool(server_.started)
+    return server_.signalled

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from app.cluster.leader import Leadership
 from app.cluster.runtime import ClusterRuntime
 from app.cluster.state import Snapshot
 from app.config import Configuration
@@ -115,6 +116,12 @@ class ExtenderService:
         self.verbs: dict[str, tuple[VerbName, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
         self.default_profile = config.default_profile
+        #: what this replica's Leases say (``/readyz``'s role, the leader metrics); the composition
+        #: root adds each Lease it follows or elects on
+        self.leadership = Leadership(cluster.bind_admission) if cluster is not None else None
+        #: the profiles whose plugins read nodes' ``status.images`` (:attr:`ClusterNeeds.images`):
+        #: the nodes of their request bodies are decoded with it
+        self.node_images: frozenset[str] = frozenset()
 
     def _snapshot(self) -> Snapshot | None:
         return self.cluster.state.snapshot() if self.cluster is not None else None
@@ -197,10 +204,13 @@ class ExtenderService:
         self, framework: Framework, view: codec.ExtenderArgsView, snapshot: Snapshot | None
     ) -> ResolvedNodes:
         """The NodeInfos plugins see and the request indexes the cache does not know
-        (``snapshot``: the cluster state's, or ``None`` without one)."""
+        (``snapshot``: the cluster state's, or ``None`` without one). ``NodeNames`` resolve through
+        the cluster state whatever the profile's ``nodeCacheCapable`` says (kube-scheduler sends
+        them only when its entry says true: a profile set otherwise still answers for the nodes
+        it knows, rather than hand its plugins nodes without objects)."""
         if snapshot is None:
             return ResolvedNodes(view.nodes)
-        if view.names is None or not self.cache_capable.get(framework.profile, False):
+        if view.names is None:
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return ResolvedNodes(view.nodes)
@@ -393,22 +403,29 @@ class Verb:
     decode_on_loop: bool = False
     #: the decoded input -> how many nodes or victims the plugins will evaluate
     weight: Callable[[Any], int] = len
+    #: ``decode`` keeping the nodes' ``status.images``, for a profile whose plugins read them
+    #: (:attr:`ExtenderService.node_images`); ``None``: ``decode`` for every profile
+    decode_images: Callable[[bytes | bytearray, codec.Limits], Any] | None = None
 
     def error(self, status: int, message: str, retry_after: int | None = None) -> Answer:
         """This verb's result type carrying ``message`` in ``Error``, with an HTTP status."""
         return error_answer(self.name, status, message, retry_after)
 
-    def decoded(self, service: ExtenderService, body: bytes | bytearray) -> Any:
-        """The handler's input, or the 400 :class:`Answer` for a body that does not decode."""
+    def decoded(self, service: ExtenderService, body: bytes | bytearray, framework: Framework | None = None) -> Any:
+        """The handler's input for ``framework``'s profile (its nodes with ``status.images`` when
+        its plugins read them), or the 400 :class:`Answer` for a body that does not decode."""
+        decode = self.decode
+        if self.decode_images is not None and framework is not None and framework.profile in service.node_images:
+            decode = self.decode_images
         try:
-            return self.decode(body, service.limits)
+            return decode(body, service.limits)
         except codec.DecodeError as exc:
             return self.error(400, str(exc))
 
     def run(self, service: ExtenderService, framework: Framework, body: bytes | bytearray) -> Answer:
         """Decode and answer a blocking verb's body (the worker thread's job for a large preempt
         body, whose decoding is not one msgspec pass)."""
-        args = self.decoded(service, body)
+        args = self.decoded(service, body, framework)
         if isinstance(args, Answer):
             return args
         answer = self.handle(service, framework, args)
@@ -417,7 +434,7 @@ class Verb:
 
     async def run_async(self, service: ExtenderService, framework: Framework, body: bytes | bytearray) -> Answer:
         """Decode and answer a non-blocking verb's body (bind) on the event loop."""
-        args = self.decoded(service, body)
+        args = self.decoded(service, body, framework)
         if isinstance(args, Answer):
             return args
         answer = self.handle(service, framework, args)
@@ -441,6 +458,7 @@ VERBS: dict[str, Verb] = {
             ExtenderService.filter,
             blocking=True,
             decode_on_loop=True,
+            decode_images=partial(codec.decode_extender_args, keep_raw=True, images=True),
         ),
         Verb(
             "prioritize",
@@ -451,6 +469,7 @@ VERBS: dict[str, Verb] = {
             ExtenderService.prioritize,
             blocking=True,
             decode_on_loop=True,
+            decode_images=partial(codec.decode_extender_args, keep_raw=False, images=True),
         ),
         Verb(
             "preempt",

@@ -14,6 +14,11 @@ measured on this process's clock (client-go's ``observedTime``), as the leader i
 after failing to renew for that long. ``leaseDuration`` (15 s) is what the Lease says when it has
 ``spec.leaseDurationSeconds``. A takeover starts the warm-up of
 :meth:`app.cluster.runtime.ClusterRuntime.bind_admission`.
+
+The standalone scheduler's replicas elect their own leader instead (:class:`LeaseElector`,
+client-go's ``LeaderElector`` with ``ReleaseOnCancel`` as kube-scheduler sets it: a stopped leader
+hands its Lease over at once). :class:`Leadership` gathers what a replica's Leases say, for
+``/readyz`` and the metrics: only a Lease's holder reports ``leader``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -67,8 +72,10 @@ class _Lease(msgspec.Struct):
 
 _LEASE = msgspec.json.Decoder(_Lease)
 
-#: ``role()`` values, as ``/readyz`` shows them.
-LEADER, FOLLOWER = "leader", "follower"
+#: The roles ``/readyz`` shows (:meth:`Leadership.role`): this replica holds the Lease and acts
+#: (binds, schedules); holds it but does not act yet (the cluster state has not synced, or the
+#: warm-up after a start or a takeover); does not hold it (another replica's acts).
+LEADER, WARMING_UP, STANDBY = "leader", "leader (warming up)", "standby"
 
 
 class LeaseFollower(PeriodicWorker):
@@ -144,26 +151,40 @@ class LeaseFollower(PeriodicWorker):
         return self._leading
 
     def role(self) -> str:
-        """:data:`LEADER` or :data:`FOLLOWER`."""
-        return LEADER if self._leading else FOLLOWER
+        """:data:`LEADER` or :data:`STANDBY` (whether binds are admitted yet: :class:`Leadership`)."""
+        return LEADER if self._leading else STANDBY
+
+    @property
+    def lease(self) -> str:
+        """``<namespace>/<name>`` of the Lease followed."""
+        return f"{self.settings.lease_namespace}/{self.settings.lease_name}"
 
 
 class LeaseElector(PeriodicWorker):
     """Elects this process the holder of a Lease, as client-go's ``LeaderElector``
-    (k8s.io/client-go/tools/leaderelection/leaderelection.go, ``tryAcquireOrRenew``, with
-    ``resourcelock.LeaseLock``), for the standalone scheduler's replicas.
+    (k8s.io/client-go/tools/leaderelection/leaderelection.go, ``tryAcquireOrRenew`` and
+    ``release``, with ``resourcelock.LeaseLock``), for the standalone scheduler's replicas.
 
     Every ``retry_period`` seconds: read the Lease; create it when it does not exist; when another
-    identity holds it and its record was seen to change less than ``lease_duration`` ago (on this
-    process's clock: client-go's ``observedTime``), wait; otherwise write ourselves as the holder
-    (``renewTime`` now; ``acquireTime`` and ``leaseTransitions`` + 1 on a change of holder) with the
-    read ``resourceVersion`` as precondition, so two candidates never both win. The leader stops
-    leading when it has not renewed for ``renew_deadline`` seconds. ``read`` as for
-    :class:`LeaseFollower`; ``create(namespace, body)`` and ``replace(namespace, name, body)``
-    raise :class:`APIError` (409 when another write came first). ``identity``: ``<hostname>_<uuid>``
-    as kube-scheduler's. ``on_start``/``on_stop`` are called from the thread, a
-    :class:`~app.lifecycle.PeriodicWorker` named ``lease-elector`` stepping every ``retry_period``
-    seconds. A failed Lease read or write is the worker's ``error`` until a step succeeds.
+    identity holds it and its record was seen to change less than its ``leaseDurationSeconds``
+    ago (on this process's clock: client-go's ``observedTime``), wait; otherwise write ourselves
+    as the holder (``renewTime`` now; ``acquireTime`` and ``leaseTransitions`` + 1 on a change of
+    holder) with the read ``resourceVersion`` as precondition, so two candidates never both win.
+    A Lease whose ``holderIdentity`` is empty (released) is taken at once. The leader stops
+    leading when it has not renewed for ``renew_deadline`` seconds.
+
+    Stopped while leading, it releases the Lease (``ReleaseOnCancel``, which kube-scheduler sets:
+    :meth:`release`) once the work the Lease guards has ended (``guarded_done()``; a scheduler's
+    binding cycles), so the next candidate takes it at its next ``retry_period`` instead of after
+    ``leaseDuration``; while that work may still be running the Lease is left to expire.
+
+    ``read`` as for :class:`LeaseFollower`; ``create(namespace, body)`` and ``replace(namespace,
+    name, body)`` raise :class:`APIError` (409 when another write came first). ``identity``:
+    ``<hostname>_<uuid>`` as kube-scheduler's. ``on_start``/``on_stop`` are called from the thread,
+    a :class:`~app.lifecycle.PeriodicWorker` named ``lease-elector`` stepping every
+    ``retry_period`` seconds. A failed Lease read or write is the worker's ``error`` until a step
+    succeeds. ``takeovers``: how many times this process became the holder (its first acquisition
+    included).
     """
 
     def __init__(
@@ -177,6 +198,7 @@ class LeaseElector(PeriodicWorker):
         identity: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        guarded_done: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__("lease-elector", settings.retry_period)
         self.settings = settings
@@ -184,20 +206,77 @@ class LeaseElector(PeriodicWorker):
         self._read, self._create, self._replace = read, create, replace
         self._on_start, self._on_stop = on_start, on_stop
         self._clock, self._wall = clock, wall
+        #: whether the work the Lease guards has ended (checked before :meth:`release`)
+        self.guarded_done = guarded_done
         self._record: tuple[str, str | None] | None = None
         self._observed = 0.0
         self._renewed = 0.0
         self._leading = False
         self.holder = ""
+        self.takeovers = 0
+
+    @property
+    def lease(self) -> str:
+        """``<namespace>/<name>`` of the Lease elected on."""
+        return f"{self.settings.lease_namespace}/{self.settings.lease_name}"
 
     def stop(self) -> None:
-        """Stop electing (the Lease is left to expire, as client-go without ``ReleaseOnCancel``);
-        does not wait for a step in progress (see :meth:`join`)."""
+        """Stop electing; the thread then releases the Lease if it holds it (:meth:`release`).
+        Does not wait (see :meth:`join`)."""
         super().stop()
+
+    def run(self) -> None:
+        """Step every ``retry_period`` until stopped, then :meth:`release` (``renew`` returning
+        with ``ReleaseOnCancel``)."""
+        super().run()
+        self.release()
 
     def is_leader(self) -> bool:
         """This process holds the Lease (renewed within ``renew_deadline``)."""
         return self._leading
+
+    def release(self) -> bool:
+        """Give the Lease up if this process holds it, as client-go's ``release``: the record
+        written with the read ``resourceVersion`` as precondition, ``holderIdentity`` empty,
+        ``leaseDurationSeconds`` 1, ``acquireTime`` and ``renewTime`` now, ``leaseTransitions``
+        kept. Not while the guarded work may still run (``guarded_done()`` false), nor when the
+        Lease names another holder by now. Returns whether the Lease is not (or no longer) held
+        by this process; a failed write is logged and leaves it to expire."""
+        if not self._leading:
+            return True
+        s = self.settings
+        if not self.guarded_done():
+            log.warning(
+                "Lease %s: not released: the work it guards may still be running; it expires %gs after the "
+                "last renewal",
+                self.lease,
+                s.lease_duration,
+            )
+            return False
+        try:
+            raw = self._read(s.lease_namespace, s.lease_name)
+            lease = _LEASE.decode(raw) if raw is not None else None
+            spec = (lease.spec if lease is not None else None) or _LeaseSpec()
+            if lease is None or spec.holder_identity != self.identity:
+                holder = spec.holder_identity or "nobody"
+                self._stopped_leading("Lease %s: held by %s by now: nothing to release", holder)
+                return True
+            now = micro_time(self._wall())
+            version = lease.metadata.resource_version if lease.metadata is not None else None
+            body = self._body(version, now, spec.lease_transitions or 0)
+            body["spec"] |= {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now}
+            self._replace(s.lease_namespace, s.lease_name, body)
+        except (APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            log.error("Lease %s: failed to release: %s", self.lease, exc)
+            return False
+        self.holder = ""
+        self._stopped_leading("Lease %s: released by %s", self.identity)
+        return True
+
+    def _stopped_leading(self, message: str, detail: str) -> None:
+        log.info(message, self.lease, detail)
+        self._leading = False
+        self._on_stop()
 
     def step(self) -> None:
         """One ``tryAcquireOrRenew``, then start or stop leading accordingly."""
@@ -210,10 +289,9 @@ class LeaseElector(PeriodicWorker):
             self._renewed = now
         leading = acquired or (self._leading and now - self._renewed < self.settings.renew_deadline)
         if leading and not self._leading:
-            log.info(
-                "Lease %s/%s: %s is the leader", self.settings.lease_namespace, self.settings.lease_name, self.identity
-            )
+            log.info("Lease %s: %s is the leader", self.lease, self.identity)
             self._leading = True
+            self.takeovers += 1
             self._on_start()
         elif self._leading and not leading:
             log.warning(
@@ -282,4 +360,86 @@ class LeaseElector(PeriodicWorker):
             log.warning("%s", error)
 
 
-__all__ = ["FOLLOWER", "LEADER", "LeaderElectionSettings", "LeaseElector", "LeaseFollower"]
+@dataclass(frozen=True)
+class LeaseReport:
+    """One Lease as this replica sees it: ``lease`` (``<namespace>/<name>``), its ``holder`` as
+    last read, this replica's ``role`` for it (:data:`LEADER`, :data:`WARMING_UP` or
+    :data:`STANDBY`) and how many times it became the holder (``takeovers``)."""
+
+    lease: str
+    holder: str
+    role: str
+    takeovers: int
+
+
+class _Elected(Protocol):
+    """A :class:`LeaseFollower` or :class:`LeaseElector` as :class:`Leadership` reads it."""
+
+    holder: str
+    takeovers: int
+
+    @property
+    def lease(self) -> str: ...
+
+    def is_leader(self) -> bool: ...
+
+
+class Leadership:
+    """What this replica's Leases say, as ``/readyz`` (``role``, ``leases``) and the metrics
+    (``scheduler_extender_is_leader``, ``scheduler_extender_takeovers_total``) report it.
+
+    Each Lease is added with the ``admission()`` of the work it guards (why that work may not act
+    yet, or ``None``: the bind verb's :meth:`~app.cluster.runtime.ClusterRuntime.bind_admission`
+    for kube-scheduler's Lease, a standalone scheduler's own admission for its Lease), so the role
+    says what the replica does: :data:`STANDBY` while another holds the Lease, :data:`WARMING_UP`
+    while it holds the Lease but its work waits (the cluster state's sync, the warm-up after a
+    start or a takeover), :data:`LEADER` once it acts. Without any Lease (no election) the replica
+    acts alone: :data:`LEADER` once ``admission()`` (given here) admits."""
+
+    def __init__(self, admission: Callable[[], str | None] = lambda: None) -> None:
+        self._admission = admission
+        self._leases: list[tuple[_Elected, Callable[[], str | None]]] = []
+
+    def add(self, lease: _Elected, admission: Callable[[], str | None]) -> None:
+        """Report ``lease`` too, its work admitted by ``admission()``."""
+        self._leases.append((lease, admission))
+
+    @property
+    def elected(self) -> bool:
+        """Whether any Lease is followed or elected on."""
+        return bool(self._leases)
+
+    def leases(self) -> list[LeaseReport]:
+        """Each Lease, in the order added."""
+        return [
+            LeaseReport(lease.lease, lease.holder, _role(lease.is_leader(), admission), lease.takeovers)
+            for lease, admission in self._leases
+        ]
+
+    def role(self) -> str:
+        """:data:`STANDBY` when this replica holds none of its Leases; :data:`WARMING_UP` when it
+        holds some and the work of one of them waits; else :data:`LEADER` (see the class doc)."""
+        if not self._leases:
+            return _role(True, self._admission)
+        held = [r.role for r in self.leases() if r.role != STANDBY]
+        if not held:
+            return STANDBY
+        return WARMING_UP if WARMING_UP in held else LEADER
+
+
+def _role(leading: bool, admission: Callable[[], str | None]) -> str:
+    if not leading:
+        return STANDBY
+    return LEADER if admission() is None else WARMING_UP
+
+
+__all__ = [
+    "LEADER",
+    "STANDBY",
+    "WARMING_UP",
+    "LeaderElectionSettings",
+    "Leadership",
+    "LeaseElector",
+    "LeaseFollower",
+    "LeaseReport",
+]

@@ -10,16 +10,18 @@ are registered first, then the plugins are built with this runtime as their hand
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
-from app.cluster.leader import LEADER, LeaderElectionSettings, LeaseFollower
+from app.cluster.leader import LeaderElectionSettings, LeaseFollower
 from app.cluster.pdbs import KIND as PDBS
 from app.cluster.pdbs import PDBStore
 from app.cluster.podgroups import KIND as PODGROUPS
@@ -28,11 +30,13 @@ from app.cluster.reflector import Reflector, Store, state_store
 from app.cluster.requeue import Requeuer
 from app.cluster.selectors import SpreadSelectors
 from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
+from app.cluster.volumes import VolumeStores
 from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
 from app.framework.objects import LabelSelector
 from app.framework.registry import PolicyRule
 from app.framework.status import Status
 from app.framework.types import PodInfo, PodRef
+from app.framework.volumes import CLAIMS, VolumeWrite, VolumeWriteResult
 from app.kube.errors import APIError
 from app.kube.timefmt import rfc3339_time
 
@@ -99,8 +103,6 @@ class ClusterSettings:
 WATCH_MARGIN = 1.0
 #: How often (seconds) a bind waiting for the watch's first sync looks again.
 SYNC_POLL = 0.05
-#: ``role()`` while binds are not admitted yet on a leader.
-WARMING_UP = "warming up"
 
 
 class ClusterRuntime:
@@ -121,6 +123,7 @@ class ClusterRuntime:
         self._podgroups: PodGroupStore | None = None
         self._pdbs: PDBStore | None = None
         self._selectors: SpreadSelectors | None = None
+        self._volumes: VolumeStores | None = None
         #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (the
         #: composition root records kube-scheduler's ``Preempted`` Event on the victim)
         self.on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None
@@ -149,6 +152,10 @@ class ClusterRuntime:
             self._pdbs = PDBStore()
         if needs.spread_selectors and self._selectors is None:
             self._selectors = SpreadSelectors()
+        if (needs.volumes or needs.csi_storage_capacities) and self._volumes is None:
+            self._volumes = VolumeStores(self.state)
+        if needs.csi_storage_capacities and self._volumes is not None:
+            self._volumes.want_capacities()
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
         self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
@@ -158,6 +165,42 @@ class ClusterRuntime:
     def podgroups(self) -> PodGroupStore | None:
         """The PodGroups store, when a plugin declared ``pod_groups``."""
         return self._podgroups
+
+    @property
+    def volumes(self) -> VolumeStores | None:
+        """The storage objects (:class:`~app.cluster.volumes.VolumeStores`), when a plugin
+        declared ``volumes``."""
+        return self._volumes
+
+    async def update_volume(self, write: VolumeWrite, timeout: float) -> VolumeWriteResult:
+        """VolumeBinding's PreBind write (``bindAPIUpdate``, whose ``Update`` of the claim or volume
+        this sends as a JSON merge PATCH with the decision's ``resourceVersion`` as precondition:
+        :meth:`KubeClient.patch_volume_object`), on the API executor; an error result before
+        :meth:`connect`."""
+        if self.executor is None or self.client is None:
+            return VolumeWriteResult(error="the cluster connection is not started (schedule connects it)")
+        meta: dict[str, Any] = {"resourceVersion": write.resource_version or None}
+        if write.annotations:
+            meta["annotations"] = dict(write.annotations)
+        patch: dict[str, Any] = {"metadata": {k: v for k, v in meta.items() if v is not None}}
+        if write.claim_ref is not None:
+            ref = write.claim_ref
+            fields = {
+                "kind": ref.kind,
+                "namespace": ref.namespace,
+                "name": ref.name,
+                "uid": ref.uid,
+                "apiVersion": ref.api_version,
+                "resourceVersion": ref.resource_version,
+            }
+            patch["spec"] = {"claimRef": {k: v for k, v in fields.items() if v}}
+        namespace = write.namespace if write.kind == CLAIMS else ""
+        call = partial(self.client.patch_volume_object, write.kind, namespace, write.name, patch, timeout)
+        try:
+            version = await asyncio.get_running_loop().run_in_executor(self.executor, call)
+        except APIError as exc:
+            return VolumeWriteResult(error=exc.message or str(exc))
+        return VolumeWriteResult(resource_version=version)
 
     def snapshot(self) -> Snapshot:
         """The cache as of now (:meth:`ClusterState.snapshot`)."""
@@ -356,18 +399,12 @@ class ClusterRuntime:
         the previous leader sent can no longer be in flight (:meth:`bind_admission`)."""
         self._warm_up()
 
-    def role(self) -> str:
-        """``leader``, ``warming up`` or ``follower`` (``/readyz``)."""
-        if self.follower is not None and not self.follower.is_leader():
-            return self.follower.role()
-        return LEADER if self.bind_admission() is None else WARMING_UP
-
     # -- the connection -----------------------------------------------------------------------------
 
     def connect(self, client: KubeClient | None = None) -> list[Any]:
         """Load credentials (unless ``client`` is given) and build the background workers that
-        keep the cache current: the reflectors (nodes, pods, and PodGroups, PodDisruptionBudgets and
-        the spread selectors' four kinds when declared), the requeuer and the Lease follower (as
+        keep the cache current: the reflectors (nodes, pods, and PodGroups, PodDisruptionBudgets,
+        the spread selectors' four kinds and the storage kinds when declared), the requeuer and the Lease follower (as
         configured). Returns them, not started: the caller's supervisor starts and stops them
         (:mod:`app.lifecycle`).
 
@@ -391,6 +428,8 @@ class ClusterRuntime:
             stores.append((PDBS, self._pdbs))
         if self._selectors is not None:
             stores.extend(self._selectors.stores.items())
+        if self._volumes is not None:
+            stores.extend(self._volumes.stores.items())
         self.reflectors = [
             Reflector(
                 kind,
@@ -447,7 +486,6 @@ __all__ = [
     "EVENTS_RBAC",
     "REQUEUE_RBAC",
     "SPREAD_SELECTORS_RBAC",
-    "WARMING_UP",
     "WATCH_MARGIN",
     "ClusterRuntime",
     "ClusterSettings",

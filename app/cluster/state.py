@@ -346,6 +346,22 @@ class ClusterState:
             del self._events[:drop]
             self._events_base += drop
 
+    def record_event(self, resource: str, action: ActionType) -> None:
+        """Record a cluster event of another watched kind (a storage object of
+        :mod:`app.cluster.volumes`: ``framework.GVK`` ``resource``, ``action``) in the log the
+        schedulers' queues read (:meth:`events_since`). Call it without holding another lock
+        that a Reserve check may take (the cache's lock is taken here)."""
+        with self._lock:
+            self._emit(resource, action)
+
+    def add_kind(self, kind: str) -> None:
+        """Track another watched kind's sync and health (the storage kinds of
+        :mod:`app.cluster.volumes`): :meth:`has_synced`, :meth:`ready` and :meth:`stats` cover it
+        from now on, and its store reports through :meth:`mark_synced` and the others. Call
+        before the reflectors start; adding a kind twice does nothing."""
+        with self._lock:
+            self._kinds.setdefault(kind, _KindState())
+
     def events_since(self, seq: int) -> tuple[int, list[ClusterEvent] | None]:
         """``(last, events)``: the cluster events after number ``seq`` up to number ``last``;
         ``events`` is ``None`` when some of them are no longer kept (treat it as every event).
@@ -415,15 +431,16 @@ class ClusterState:
             self._touch()
 
     def seed(self, nodes: Iterable[objects.Node], pods: Iterable[objects.Pod]) -> None:
-        """Load ``nodes`` and ``pods`` as a completed list of each would, and mark both synced:
-        cluster state without an API server (``replay --cluster-state``, tests).
+        """Load ``nodes`` and ``pods`` as a completed list of each would, and mark every kind
+        synced (those added by :meth:`add_kind` empty): cluster state without an API server
+        (``replay --cluster-state``, tests).
 
         Raises :class:`~app.framework.types.ObjectDecodeError` (a ``ValueError``) for a malformed
         pod quantity.
         """
         self.replace_nodes(nodes)
         self.replace_pods([self.record(p) for p in pods])
-        for kind in KINDS:
+        for kind in list(self._kinds):  # nodes, pods, and the kinds added (storage: none seeded)
             self.mark_synced(kind)
 
     # -- reflector health --------------------------------------------------------------------------
@@ -465,7 +482,7 @@ class ClusterState:
                 state.watch_restarts += 1
 
     def has_synced(self) -> bool:
-        """Whether both nodes and pods completed their first list."""
+        """Whether nodes, pods and every kind added (:meth:`add_kind`) completed their first list."""
         with self._lock:
             return self._synced()
 

@@ -4,7 +4,8 @@ Writes, with :mod:`app.kube.pki` (the ``cryptography`` library, ECDSA P-256, SHA
 
 - ``ca.crt``/``ca.key``: a CA that signs the two others (10 years, as kubeadm's CAs);
 - ``server.crt``/``server.key``: the extender's serving certificate (server auth) for
-  ``127.0.0.1``, ``::1``, ``localhost`` and any ``--name`` (DNS names or IP addresses);
+  :data:`DEFAULT_NAMES` and any ``--name`` (DNS names or IP addresses): the verb listener's and
+  the metrics listener's;
 - ``scheduler.crt``/``scheduler.key``: kube-scheduler's client certificate (client auth), CN
   ``system:kube-scheduler`` (:data:`~app.config.SCHEDULER_CLIENT_CN`), which the extender admits to
   ``bind`` by default (``server.tls.allowedClients``).
@@ -13,7 +14,7 @@ Leaf certificates last ``--days`` (365). Keys are written mode 0600; the extende
 65532 and must be able to read ``server.key`` (the install steps of docs/install/kubeadm.md
 ``chown`` it).
 Existing files are not overwritten without ``--force``. ``render`` mounts the directory
-(:data:`~app.deploy.render.PKI_DIR` by default) into both static pods.
+(:data:`~app.deploy.wiring.PKI_DIR` by default) into both static pods.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from app.kube.pki import Key, new_ca, new_leaf, pem, pem_key, subject_alt_names
 #: The files ``certs`` writes, in order.
 FILES = ("ca.crt", "ca.key", "server.crt", "server.key", "scheduler.crt", "scheduler.key")
 CA_DAYS = 3650
+#: The server certificate's names besides ``--name``: the loopback kube-scheduler reaches the
+#: static pod on, and the metrics Service of the static pods (``scheduler-extender-metrics`` in
+#: ``kube-system``), the name their PodMonitor verifies the metrics listener's certificate for.
+DEFAULT_NAMES = ("127.0.0.1", "::1", "localhost", "scheduler-extender-metrics.kube-system.svc")
 
 
 class CertsError(SchedulerExtenderError, ValueError):
@@ -59,7 +64,7 @@ def issue(out: Path, names: list[str] | None = None, days: int = 365, force: boo
     existing = [out / f for f in FILES if (out / f).exists()]
     if existing and not force:
         raise CertsError(f"{existing[0]} exists: pass --force to replace the whole set")
-    sans = ["127.0.0.1", "::1", "localhost", *(n for n in names or [] if n not in ("127.0.0.1", "::1", "localhost"))]
+    sans = list(dict.fromkeys([*DEFAULT_NAMES, *(names or [])]))
     try:
         general_names = subject_alt_names(sans)
     except ValueError as exc:

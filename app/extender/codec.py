@@ -39,7 +39,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Generic, TypeVar, cast
 
 import msgspec
 import orjson
@@ -303,26 +303,21 @@ def _cap(count: int, limit: int, what: str, setting: str) -> None:
 # -- ExtenderArgs (filter, prioritize) ------------------------------------------------------------
 
 
-class _RawNodeList(msgspec.Struct, forbid_unknown_fields=True):
+_Item = TypeVar("_Item")
+
+
+class _NodeList(msgspec.Struct, Generic[_Item], forbid_unknown_fields=True):
     metadata: msgspec.Raw = msgspec.Raw(b"{}")
-    items: list[msgspec.Raw] | None = None
+    items: list[_Item] | None = None
 
 
-class _RawArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
-    # exactly the keys json.Marshal(ExtenderArgs) writes; anything else takes the general path
+class _Args(msgspec.Struct, Generic[_Item], rename="pascal", forbid_unknown_fields=True):
+    """Exactly the keys ``json.Marshal(ExtenderArgs)`` writes (anything else takes the general
+    path), the nodes as ``_Item``: raw bytes (filter: echoed as received), :class:`objects.RequestNode`
+    (prioritize), or :class:`objects.Node` (a profile whose plugins read ``status.images``)."""
+
     pod: msgspec.Raw
-    nodes: _RawNodeList | None
-    node_names: list[str] | None
-
-
-class _ViewNodeList(msgspec.Struct, forbid_unknown_fields=True):
-    metadata: msgspec.Raw = msgspec.Raw(b"{}")
-    items: list[objects.RequestNode] | None = None
-
-
-class _ViewArgs(msgspec.Struct, rename="pascal", forbid_unknown_fields=True):
-    pod: msgspec.Raw
-    nodes: _ViewNodeList | None
+    nodes: _NodeList[_Item] | None
     node_names: list[str] | None
 
 
@@ -339,8 +334,9 @@ class _GoArgs(msgspec.Struct, rename="pascal"):
     node_names: list[str] | None = None
 
 
-_RAW_ARGS = msgspec.json.Decoder(_RawArgs)
-_VIEW_ARGS = msgspec.json.Decoder(_ViewArgs)
+_RAW_ARGS = msgspec.json.Decoder(_Args[msgspec.Raw])
+_VIEW_ARGS = msgspec.json.Decoder(_Args[objects.RequestNode])
+_IMAGES_ARGS = msgspec.json.Decoder(_Args[objects.Node])
 _EMPTY_OBJECT = b"{}"
 _NULL = b"null"
 
@@ -404,21 +400,25 @@ class ExtenderArgsView:
 
 
 def decode_extender_args(
-    body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, *, keep_raw: bool = True
+    body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, *, keep_raw: bool = True, images: bool = False
 ) -> ExtenderArgsView:
     """Decode a filter/prioritize body; raises :class:`DecodeError`.
 
     ``keep_raw=True`` (filter) keeps each node's bytes for the echo and decodes a node only when a
     plugin first reads it; ``keep_raw=False`` (prioritize) decodes every node in the same pass.
+    ``images``: nodes keep ``status.images`` (:class:`objects.Node`), for a profile whose plugins
+    read it (:attr:`~app.framework.handle.ClusterNeeds.images`: ImageLocality); else they are
+    decoded without it (:class:`objects.RequestNode`: a node's 40-odd image entries cost more than
+    the rest of it, and kube-scheduler scores ImageLocality itself before it calls an extender).
     ``Pod`` must be an object; at least one of ``Nodes`` and ``NodeNames`` must be non-null (when
     both are, as in kube-scheduler's test fixtures, they must list the same nodes). At most
     ``limits.max_nodes`` nodes or names.
     """
     check_body(body, limits)
     try:
-        raw = (_RAW_ARGS if keep_raw else _VIEW_ARGS).decode(body)
+        raw = (_RAW_ARGS if keep_raw else _IMAGES_ARGS if images else _VIEW_ARGS).decode(body)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return _decode_extender_args_general(body, limits)
+        return _decode_extender_args_general(body, limits, images)
     except RecursionError:
         raise _nesting_error() from None
     pod_view = decode_as(raw.pod, objects.Pod | None, "Pod")
@@ -430,47 +430,52 @@ def decode_extender_args(
     if raw.nodes is not None:
         if bytes(raw.nodes.metadata) != _NULL:
             meta = raw.nodes.metadata
-        if isinstance(raw, _RawArgs):
-            raws, nodes = _request_nodes(raw.nodes.items, limits)
+        if keep_raw:
+            raws, nodes = _request_nodes(cast("list[msgspec.Raw] | None", raw.nodes.items), limits, images)
         else:
-            views = raw.nodes.items or []
+            views = cast("list[objects.Node | objects.RequestNode]", raw.nodes.items or [])
             _cap(len(views), limits.max_nodes, "Nodes.items", "maxNodes")
             nodes = []
             for view in views:
                 name = view.metadata.name if view.metadata is not None else None
                 if not name:  # not what json.Marshal(v1.Node) writes: decode the Go way
-                    return _decode_extender_args_general(body, limits)
-                nodes.append(NodeInfo(name, cast(objects.Node, view)))  # a Node without status.images
+                    return _decode_extender_args_general(body, limits, images)
+                nodes.append(NodeInfo(name, cast(objects.Node, view)))  # without status.images unless images
     return _assemble(PodInfo(pod_view), nodes, raws, meta, raw.node_names, limits)
 
 
-def _request_nodes(items: list[msgspec.Raw] | None, limits: Limits) -> tuple[list[msgspec.Raw], list[NodeInfo]]:
-    """``Nodes.items`` (at most ``limits.max_nodes``) and a NodeInfo per item, each decoded now:
-    a node that does not decode is the request's fault, refused before any plugin or decision
-    record reads it (:class:`DecodeError`)."""
+def _request_nodes(
+    items: list[msgspec.Raw] | None, limits: Limits, images: bool = False
+) -> tuple[list[msgspec.Raw], list[NodeInfo]]:
+    """``Nodes.items`` (at most ``limits.max_nodes``) and a NodeInfo per item, each decoded now
+    (with ``status.images`` when ``images``): a node that does not decode is the request's fault,
+    refused before any plugin or decision record reads it (:class:`DecodeError`)."""
     raws = items or []
     _cap(len(raws), limits.max_nodes, "Nodes.items", "maxNodes")
     nodes = []
     for i, item in enumerate(raws):
-        node = _load_node(i, item)
+        node = _load_node(i, item, images)
         nodes.append(NodeInfo(node.metadata.name or "" if node.metadata is not None else "", node))
     return raws, nodes
 
 
-def _load_node(i: int, item: msgspec.Raw) -> objects.Node:
-    """Decode node ``i`` of ``Nodes.items`` as :class:`objects.RequestNode` (no
-    ``status.images``), which plugins read as a Node."""
+def _load_node(i: int, item: msgspec.Raw, images: bool = False) -> objects.Node:
+    """Decode node ``i`` of ``Nodes.items`` as :class:`objects.Node` with ``images``, else as
+    :class:`objects.RequestNode` (no ``status.images``), which plugins read as a Node."""
     where = f"Nodes.items[{i}]"
-    view: objects.RequestNode = decode_as(item, objects.RequestNode, where)
+    kind: type[objects.Node | objects.RequestNode] = objects.Node if images else objects.RequestNode
+    view = decode_as(item, kind, where)
     if view.metadata is None or not view.metadata.name:
         # not what json.Marshal(v1.Node) writes: fold keys, as Go's decoder would
-        view = go_decode(item, objects.RequestNode, where)
+        view = go_decode(item, kind, where)
         if view.metadata is None or not view.metadata.name:
             raise DecodeError(f"{where} has no metadata.name")
-    return cast(objects.Node, view)  # the same fields, status.images excepted
+    return cast(objects.Node, view)  # the same fields, status.images excepted unless images
 
 
-def _decode_extender_args_general(body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS) -> ExtenderArgsView:
+def _decode_extender_args_general(
+    body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, images: bool = False
+) -> ExtenderArgsView:
     args: _GoArgs = _go_top(body, _GoArgs, "ExtenderArgs")
     if args.pod is None or bytes(args.pod) == _NULL:
         raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
@@ -481,7 +486,7 @@ def _decode_extender_args_general(body: bytes | bytearray, limits: Limits = DEFA
     if args.nodes is not None:
         if args.nodes.metadata is not None and bytes(args.nodes.metadata) != _NULL:
             meta = args.nodes.metadata
-        raws, nodes = _request_nodes(args.nodes.items, limits)
+        raws, nodes = _request_nodes(args.nodes.items, limits, images)
     return _assemble(PodInfo(pod), nodes, raws, meta, args.node_names, limits)
 
 

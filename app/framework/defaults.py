@@ -4,11 +4,11 @@ expanded.
 :data:`DEFAULT_PLUGINS` is v1.30's ``getDefaultPlugins``
 (pkg/scheduler/apis/config/v1/default_plugins.go): one ``multiPoint`` list, score weights in
 brackets: SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (3),
-NodeAffinity (2), NodePorts, NodeResourcesFit (1), [VolumeRestrictions, NodeVolumeLimits,
-VolumeBinding, VolumeZone], PodTopologySpread (2), InterPodAffinity (2), DefaultPreemption,
-NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder. The four volume plugins
-are not here: this service does not watch PersistentVolumes, PersistentVolumeClaims nor
-StorageClasses (a pod with volumes is placed as if it had none).
+NodeAffinity (2), NodePorts, NodeResourcesFit (1), VolumeRestrictions, EBSLimits, GCEPDLimits,
+NodeVolumeLimits, AzureDiskLimits, VolumeBinding, VolumeZone, PodTopologySpread (2),
+InterPodAffinity (2), DefaultPreemption, NodeResourcesBalancedAllocation (1), ImageLocality (1),
+DefaultBinder. The volume plugins (:mod:`app.plugins.volumes`) make the cluster state watch the
+storage objects (``ClusterNeeds.volumes``) of every profile that keeps them.
 
 A profile with ``schedulerName`` (the standalone scheduler) starts from that default, as every
 kube-scheduler profile does; its own ``multiPoint`` merges into it (:func:`merge_plugin_set`,
@@ -45,6 +45,13 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("NodeAffinity", 2),
     ("NodePorts", None),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("EBSLimits", None),
+    ("GCEPDLimits", None),
+    ("NodeVolumeLimits", None),
+    ("AzureDiskLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", None),

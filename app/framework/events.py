@@ -34,6 +34,11 @@ class ActionType(IntFlag):
 
 #: ``framework.GVK`` values for the kinds this service watches.
 POD, NODE, POD_GROUP, WILDCARD = "Pod", "Node", "PodGroup", "*"
+#: ``framework.GVK`` values of the storage kinds the volume plugins read (v1.30
+#: pkg/scheduler/framework/types.go)
+PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM = "PersistentVolume", "PersistentVolumeClaim"
+STORAGE_CLASS, CSI_NODE = "storage.k8s.io/StorageClass", "storage.k8s.io/CSINode"
+CSI_DRIVER, CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIDriver", "storage.k8s.io/CSIStorageCapacity"
 
 
 @dataclass(frozen=True)
@@ -53,4 +58,18 @@ class ClusterEvent:
 #: Every event of every kind (upstream's ``framework.EventUnschedulableTimeout``-free wildcard).
 ANY_EVENT = ClusterEvent(WILDCARD, ActionType.ALL)
 
-__all__ = ["ANY_EVENT", "NODE", "POD", "POD_GROUP", "WILDCARD", "ActionType", "ClusterEvent"]
+__all__ = [
+    "ANY_EVENT",
+    "CSI_DRIVER",
+    "CSI_NODE",
+    "CSI_STORAGE_CAPACITY",
+    "NODE",
+    "PERSISTENT_VOLUME",
+    "PERSISTENT_VOLUME_CLAIM",
+    "POD",
+    "POD_GROUP",
+    "STORAGE_CLASS",
+    "WILDCARD",
+    "ActionType",
+    "ClusterEvent",
+]

@@ -19,6 +19,7 @@ from typing import Protocol
 from app.framework.objects import LabelSelector
 from app.framework.status import Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
+from app.framework.volumes import VolumeLister, VolumeWrite, VolumeWriteResult
 from app.framework.waiting import WaitingPods
 
 
@@ -78,6 +79,14 @@ class ClusterNeeds:
     capacity is taken (a pool's slots, cpu and memory), so a Binding a previous process may
     still have in flight could make it over-commit: binds of a profile running such a Reserve
     wait out the warm-up after a start or takeover (a pool implies it, :attr:`guards_capacity`).
+    ``volumes``: watch PersistentVolumes, PersistentVolumeClaims (``v1``), StorageClasses,
+    CSINodes and CSIDrivers (``storage.k8s.io/v1``) for :attr:`ClusterHandle.volumes` (the volume
+    plugins: VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits and the in-tree
+    limits), and let PreBind write claims and volumes (:meth:`ClusterHandle.update_volume`:
+    PATCH of ``persistentvolumeclaims`` and ``persistentvolumes``). ``csi_storage_capacities``:
+    also watch CSIStorageCapacities (``storage.k8s.io/v1``; VolumeBinding's capacity check).
+    Render derives the RBAC of both from these flags (``system:volume-scheduler``'s and
+    ``system:kube-scheduler``'s rules for those kinds).
     """
 
     pools: tuple[PoolSpec, ...] = ()
@@ -90,6 +99,8 @@ class ClusterNeeds:
     reserves_capacity: bool = False
     pod_disruption_budgets: bool = False
     spread_selectors: bool = False
+    volumes: bool = False
+    csi_storage_capacities: bool = False
 
     @property
     def guards_capacity(self) -> bool:
@@ -172,6 +183,17 @@ class ClusterHandle(Protocol):
     @property
     def podgroups(self) -> PodGroupLister | None:
         """The PodGroups, when a plugin declared ``pod_groups``."""
+        ...
+
+    @property
+    def volumes(self) -> VolumeLister | None:
+        """The watched storage objects, when a plugin declared ``volumes``."""
+        ...
+
+    async def update_volume(self, write: VolumeWrite, timeout: float) -> VolumeWriteResult:
+        """Send one of VolumeBinding's PreBind writes (a claim's ``selected-node``, a volume's
+        ``claimRef``) to the API server within ``timeout`` seconds, off the event loop: its
+        ``resourceVersion`` after the write, or the API server's error (never raises)."""
         ...
 
     def snapshot(self) -> NodeLister:

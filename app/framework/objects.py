@@ -235,6 +235,119 @@ class PodSchedulingGate(msgspec.Struct, rename="camel", frozen=True, gc=False):
     name: str | None = None
 
 
+class PersistentVolumeClaimVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PersistentVolumeClaimVolumeSource``: the claim a pod volume uses."""
+
+    claim_name: str | None = None
+    read_only: bool | None = None
+
+
+class Present(msgspec.Struct, frozen=True, gc=False):
+    """A volume source whose presence alone is read (``ephemeral``, ``azureFile``,
+    ``vsphereVolume``): its fields are skipped by the decoder."""
+
+
+class GCEPersistentDiskVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.GCEPersistentDiskVolumeSource``."""
+
+    pd_name: str | None = None
+    fs_type: str | None = None
+    partition: int | None = None
+    read_only: bool | None = None
+
+
+class AWSElasticBlockStoreVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.AWSElasticBlockStoreVolumeSource``."""
+
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+    fs_type: str | None = None
+    partition: int | None = None
+    read_only: bool | None = None
+
+
+class AzureDiskVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.AzureDiskVolumeSource``."""
+
+    disk_name: str | None = None
+    disk_uri: str | None = msgspec.field(default=None, name="diskURI")
+    caching_mode: str | None = None
+    fs_type: str | None = None
+    read_only: bool | None = None
+    kind: str | None = None
+
+
+class CinderVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.CinderVolumeSource`` (and ``CinderPersistentVolumeSource``)."""
+
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+    fs_type: str | None = None
+    read_only: bool | None = None
+
+
+class RBDVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.RBDVolumeSource`` (and ``RBDPersistentVolumeSource``): monitors, pool, image."""
+
+    monitors: list[str] | None = None
+    pool: str | None = None
+    image: str | None = None
+    read_only: bool | None = None
+
+
+class ISCSIVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.ISCSIVolumeSource`` (and ``ISCSIPersistentVolumeSource``)."""
+
+    target_portal: str | None = None
+    iqn: str | None = None
+    lun: int | None = None
+    read_only: bool | None = None
+
+
+class PortworxVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PortworxVolumeSource``."""
+
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+    fs_type: str | None = None
+    read_only: bool | None = None
+
+
+class Volume(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """A ``v1.Volume`` cut to the sources the volume plugins read: a claim (``persistentVolumeClaim``,
+    or ``ephemeral``, whose claim is named ``<pod>-<volume>``) and the in-tree disks whose
+    conflicts and attach limits kube-scheduler checks or translates to CSI."""
+
+    name: str | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: Present | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    azure_file: Present | None = None
+    cinder: CinderVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    portworx_volume: PortworxVolumeSource | None = None
+    vsphere_volume: Present | None = None
+
+    def relevant(self) -> bool:
+        """Whether a volume plugin reads this volume (else a pod record does not keep it)."""
+        return any(
+            source is not None
+            for source in (
+                self.persistent_volume_claim,
+                self.ephemeral,
+                self.gce_persistent_disk,
+                self.aws_elastic_block_store,
+                self.azure_disk,
+                self.azure_file,
+                self.cinder,
+                self.rbd,
+                self.iscsi,
+                self.portworx_volume,
+                self.vsphere_volume,
+            )
+        )
+
+
 class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """The parts of ``v1.PodSpec`` policies read."""
 
@@ -254,6 +367,8 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     scheduling_gates: list[PodSchedulingGate] | None = None
     #: ``PreemptLowerPriority`` (default) or ``Never``
     preemption_policy: str | None = None
+    #: ``spec.volumes`` (the sources of :class:`Volume`; the others are skipped)
+    volumes: list[Volume] | None = None
 
 
 class PodCondition(msgspec.Struct, rename="camel", frozen=True, gc=False):

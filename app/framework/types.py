@@ -77,6 +77,7 @@ class PodInfo:
         "tolerations",
         "topology_spread_constraints",
         "uid",
+        "volumes",
     )
 
     def __init__(self, pod: objects.Pod | None, uid_only: str = "") -> None:
@@ -115,6 +116,9 @@ class PodInfo:
         #: ``0.0.0.0`` and ``TCP`` for unset (pkg/scheduler/util ``GetHostPorts`` of v1.30: the
         #: containers' ports with a ``hostPort`` above 0; init containers are not read)
         self.host_ports: tuple[tuple[str, str, int], ...] = _host_ports(spec)
+        #: ``spec.volumes`` the volume plugins read (claims and in-tree disks,
+        #: :meth:`objects.Volume.relevant`), in the pod's order; the others are not kept
+        self.volumes: tuple[objects.Volume, ...] = tuple(v for v in spec.volumes or () if v.relevant())
         #: the containers' and init containers' images (ImageLocality)
         self.images: tuple[str, ...] = tuple(
             c.image for c in (*(spec.containers or ()), *(spec.init_containers or ())) if c.image

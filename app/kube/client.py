@@ -57,6 +57,13 @@ COLLECTIONS = {
     "replicationcontrollers": "/api/v1/replicationcontrollers",
     "replicasets": "/apis/apps/v1/replicasets",
     "statefulsets": "/apis/apps/v1/statefulsets",
+    # what the volume plugins read (app.cluster.volumes)
+    "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
+    "persistentvolumes": "/api/v1/persistentvolumes",
+    "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
+    "csinodes": "/apis/storage.k8s.io/v1/csinodes",
+    "csidrivers": "/apis/storage.k8s.io/v1/csidrivers",
+    "csistoragecapacities": "/apis/storage.k8s.io/v1/csistoragecapacities",
 }
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -293,7 +300,9 @@ class KubeClient:
         """``GET`` a collection of :data:`COLLECTIONS`: ``nodes``, (non-terminal) ``pods``,
         ``podgroups`` (``scheduling.x-k8s.io/v1alpha1``), ``poddisruptionbudgets`` (``policy/v1``),
         ``services``, ``replicationcontrollers`` (``v1``), ``replicasets`` or ``statefulsets``
-        (``apps/v1``)."""
+        (``apps/v1``), ``persistentvolumeclaims``, ``persistentvolumes`` (``v1``),
+        ``storageclasses``, ``csinodes``, ``csidrivers`` or ``csistoragecapacities``
+        (``storage.k8s.io/v1``)."""
         if kind == "pods":
             query["fieldSelector"] = POD_FIELD_SELECTOR
         return self.request("GET", COLLECTIONS[kind], timeout, query=query, stream=stream)
@@ -344,6 +353,26 @@ class KubeClient:
         self.request(
             "PATCH", path, timeout, body={"metadata": {"annotations": annotations}}, content_type=STRATEGIC_MERGE
         )
+
+    def patch_volume_object(
+        self, kind: str, namespace: str, name: str, patch: dict[str, Any], timeout: float = 5.0
+    ) -> str:
+        """JSON merge PATCH of a ``persistentvolumeclaims`` (namespaced) or ``persistentvolumes``
+        object, as VolumeBinding's PreBind updates a claim or a volume; a
+        ``metadata.resourceVersion`` in ``patch`` is the precondition (``409 Conflict`` when the
+        object changed). Returns the object's ``resourceVersion`` after the patch."""
+        if kind == "persistentvolumeclaims":
+            path = f"/api/v1/namespaces/{_name(namespace)}/persistentvolumeclaims/{_name(name)}"
+        elif kind == "persistentvolumes":
+            path = f"/api/v1/persistentvolumes/{_name(name)}"
+        else:
+            raise ValueError(f"not a volume kind: {kind!r}")
+        data: bytes = self.request("PATCH", path, timeout, body=patch, content_type=MERGE).data
+        try:
+            meta = (json.loads(data) or {}).get("metadata") or {}
+        except (ValueError, AttributeError) as exc:
+            raise APIError(0, "MalformedResponse", f"{kind}/{name}: {exc}") from exc
+        return str(meta.get("resourceVersion") or "")
 
     def create_event(self, namespace: str, body: dict[str, Any], timeout: float = 5.0) -> None:
         """POST an ``events.k8s.io/v1`` Event (``body`` as JSON) in ``namespace``."""

@@ -23,6 +23,7 @@ from app.plugins import (
 )
 from app.plugins.chaos import coin_flip, dice_roll
 from app.plugins.noderesources import balanced_allocation, fit
+from app.plugins.volumes import node_volume_limits, volume_binding, volume_restrictions, volume_zone
 
 IN_TREE: tuple[PluginEntry, ...] = (
     # kube-scheduler's default plugins (every standalone-scheduler profile starts from them:
@@ -34,6 +35,13 @@ IN_TREE: tuple[PluginEntry, ...] = (
     tainttoleration.PLUGIN,
     nodeaffinity.PLUGIN,
     nodeports.PLUGIN,
+    volume_restrictions.PLUGIN,
+    node_volume_limits.EBS_PLUGIN,
+    node_volume_limits.GCE_PD_PLUGIN,
+    node_volume_limits.PLUGIN,
+    node_volume_limits.AZURE_DISK_PLUGIN,
+    volume_binding.PLUGIN,
+    volume_zone.PLUGIN,
     podtopologyspread.PLUGIN,
     interpodaffinity.PLUGIN,
     defaultpreemption.PLUGIN,

@@ -197,12 +197,20 @@ class Scheduler(TaskWorker):
     # -- the loop --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The loop of the module doc, until stopped (binding cycles in flight are abandoned with
-        the loop; their reservations expire)."""
+        """The loop of the module doc, until stopped; then the binding cycles in flight are waited
+        for (within the stop's join: any left then are abandoned with the loop, their reservations
+        expire), so a leader releases its Lease only once no Binding of its own can still land."""
         while not self.stopping.is_set():
             if not await self.step():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), 0.05)
+        if self._binds:
+            await asyncio.wait(set(self._binds))
+
+    @property
+    def binding_cycles(self) -> int:
+        """Binding cycles in flight (WaitOnPermit to PostBind)."""
+        return len(self._binds)
 
     async def step(self) -> bool:
         """Sync the queue with the watch, apply cluster events, and try one pod; returns whether a

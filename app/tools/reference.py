@@ -48,6 +48,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from app.config import API_VERSION, KIND, Configuration, implements
+from app.deploy.rbac import WATCHED_KINDS, needs_grants
 from app.framework.defaults import POINTS
 from app.framework.profile import Duration
 from app.framework.registry import PluginEntry, Registry
@@ -477,9 +478,20 @@ def plugin_facts(entry: PluginEntry) -> str:
     methods = {name for name in dir(factory) if not name.startswith("_")} if isinstance(factory, type) else set()
     points = [label for method, label in _METHODS if method in methods]
     keys = [f"`{to_camel(point)}`" for point, protocol in POINTS.items() if methods and implements(entry, protocol)]
+    # as render grants them: the plugin's own rules but on kinds the cluster state reads for it
+    # (those reads are granted once, from its declared needs)
+    rules: list[Any] = [
+        rule for rule in entry.rbac if not any((g, r) in WATCHED_KINDS for g in rule.api_groups for r in rule.resources)
+    ]
+    if entry.needs is not None:  # what the cluster state reads for it, with its default args
+        try:
+            args = entry.args() if entry.args is not None else None
+            rules += needs_grants(entry.needs(args, 5.0), entry.name)
+        except Exception:  # args without defaults: the page shows the plugin's own rules only
+            pass
     rbac = "; ".join(
         f"{', '.join(rule.verbs)} on {', '.join(rule.resources)} ({', '.join(g or 'core' for g in rule.api_groups)})"
-        for rule in entry.rbac
+        for rule in rules
     )
     rows = [
         "| | |",

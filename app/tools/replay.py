@@ -248,10 +248,17 @@ def _replay_args(
     view = codec.decode_extender_args(body, service.limits, keep_raw=False)  # it decoded for the verbs
     names = view.node_name_list()
     framework = service.frameworks[profile or str(service.default_profile)]
+    scheduler_name = next((p.scheduler_name for p in service.config.profiles if p.name == framework.profile), None)
     print(
         f"pod {view.pod.key()}  profile {framework.profile}  nodes {len(names)}  mode "
         f"{'NodeNames (nodeCacheCapable: true)' if view.node_names else 'Nodes (nodeCacheCapable: false)'}"
     )
+    if scheduler_name:
+        print(
+            f"note: profile {framework.profile} schedules the pods of schedulerName {scheduler_name} itself "
+            "(python -m app schedule), kube-scheduler never calls it: its Filter and Score answered as the "
+            "extender's verbs; the scheduler binds a passing node of the highest TOTAL (the weighted sum)"
+        )
     verdicts = ["-"] * len(names)
     reasons = [""] * len(names)
     if filtered is not None:
@@ -283,11 +290,30 @@ def _replay_args(
                 for ep in framework.score_plugins:
                     if ep.name not in d.plugin_scores:
                         print(f"note: {ep.name} did not score (its PreScore skipped the pod, or its error was ignored)")
+    weights = {ep.name: ep.weight for ep in framework.score_plugins}
+    totals = {
+        name: str(sum(weights.get(p, 1) * per_plugin[p][name] for p in per_plugin if name in per_plugin[p]))
+        for name in scores
+    }
     rows = [
-        [name, verdicts[i], *(str(per_plugin[p].get(name, "")) for p in per_plugin), scores.get(name, ""), reasons[i]]
+        [
+            name,
+            verdicts[i],
+            *(str(per_plugin[p].get(name, "")) for p in per_plugin),
+            *([totals.get(name, "")] if scheduler_name else []),
+            scores.get(name, ""),
+            reasons[i],
+        ]
         for i, name in enumerate(names)
     ]
-    header = ["NODE", "FILTER", *(f"{p}(0-100)" for p in per_plugin), "SCORE(0-10)", "REASON"]
+    header = [
+        "NODE",
+        "FILTER",
+        *(f"{p}(0-100)" for p in per_plugin),
+        *(["TOTAL"] if scheduler_name else []),
+        "SCORE(0-10)",
+        "REASON",
+    ]
     print(_table(rows, header))
     if filtered is not None:
         print(f"{verdicts.count('pass')}/{len(names)} nodes pass")

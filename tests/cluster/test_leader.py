@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.cluster.leader import FOLLOWER, LEADER, LeaderElectionSettings, LeaseFollower
-from app.cluster.runtime import WARMING_UP, ClusterRuntime
+from app.cluster.leader import LEADER, STANDBY, WARMING_UP, LeaderElectionSettings, Leadership, LeaseFollower
+from app.cluster.runtime import ClusterRuntime
 from app.framework import ClusterNeeds
 from app.kube.errors import APIError
 from tests.cluster.conftest import official_client, wait_for
@@ -34,7 +34,7 @@ def test_follows_the_holder_and_its_renewals(api: FakeAPIServer) -> None:
     assert not f.is_leader() and f.error == "Lease kube-system/kube-scheduler does not exist"
     api.put("leases", lease("cp-2_7f3a"))  # another node's kube-scheduler leads
     f.poll()
-    assert f.role() == FOLLOWER and f.holder == "cp-2_7f3a" and takeovers == []
+    assert f.role() == STANDBY and f.holder == "cp-2_7f3a" and takeovers == []
     api.put("leases", lease("cp-1_91bc"))  # this node's kube-scheduler took over
     f.poll()
     assert f.role() == LEADER and takeovers == [1] and f.takeovers == 1
@@ -94,14 +94,21 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Call
     assert refusal is not None and refusal.startswith(
         "this extender's kube-scheduler (cp-1) does not hold the Lease kube-system/kube-scheduler (held by cp-2_7f3a)"
     )
-    assert runtime.role() == FOLLOWER
+    leadership = Leadership(runtime.bind_admission)
+    assert runtime.follower is not None
+    leadership.add(runtime.follower, runtime.bind_admission)
+    assert leadership.role() == STANDBY
+    assert [(r.lease, r.holder, r.role) for r in leadership.leases()] == [
+        ("kube-system/kube-scheduler", "cp-2_7f3a", STANDBY)
+    ]
     api.put("leases", lease("cp-1_91bc"))
-    wait_for(lambda: runtime.role() != FOLLOWER, what="takeover")
-    # a takeover restarts the warm-up: the previous leader's Bindings may still be in flight
-    assert runtime.role() == WARMING_UP
+    wait_for(lambda: leadership.role() != STANDBY, what="takeover")
+    # a takeover restarts the warm-up: the previous leader's Bindings may still be in flight; the
+    # role says so without denying that this replica's kube-scheduler holds the Lease
+    assert leadership.role() == WARMING_UP and leadership.leases()[0].takeovers == 1
     assert (runtime.bind_admission() or "").startswith("warming up: binds are admitted in ")
     wait_for(lambda: runtime.bind_admission() is None, what="warm-up over")
-    assert runtime.role() == LEADER
+    assert leadership.role() == LEADER
 
 
 def test_the_elector_is_a_periodic_worker_whose_failed_writes_are_its_error() -> None:
@@ -147,4 +154,4 @@ def test_no_warm_up_without_a_reserve_that_guards_capacity(
     runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=5.0))
     wait_for(runtime.state.has_synced)
     assert runtime.bind_admission() is None and runtime.bind_admission_wait() == 0.0
-    assert runtime.role() == LEADER
+    assert Leadership(runtime.bind_admission).role() == LEADER

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from app.cluster.runtime import ClusterRuntime
+from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.cluster.state import ClusterState
-from tests.cluster.conftest import wait_for
+from tests.cluster.conftest import connect, wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod
 
 
@@ -149,3 +150,22 @@ def test_api_server_down_at_start_and_later(api: FakeAPIServer, make_runtime: Ca
     api.start(port)
     wait_for(lambda: state.ready()[0], what="ready again")
     assert all(r.running and not r.error for r in runtime.reflectors)
+
+
+def test_stopping_ends_a_quiet_watch_at_once() -> None:
+    """A watch on which nothing arrives (no event, no bookmark for a minute, as a real API server
+    between bookmarks) ends when its reflector is stopped, well before the server's next message:
+    the read blocked in the reflector's thread is woken (closing the stream alone waited for that
+    message, on the event loop, for each quiet watch), and no worker is left behind."""
+    api = FakeAPIServer(bookmark_interval=60).start()
+    try:
+        api.put("nodes", node("n1"))
+        runtime = ClusterRuntime(ClusterSettings(watch_timeout=300))
+        supervisor = connect(runtime, api.url)
+        wait_for(runtime.state.has_synced, what="sync")
+        wait_for(lambda: sum("watch=true" in r for r in api.requests) >= 2, what="both watches open")
+        late = asyncio.run(asyncio.wait_for(supervisor.stop(1.0), 20))
+        runtime.close()
+        assert late == []
+    finally:
+        api.stop()

@@ -63,7 +63,7 @@ def test_validate_sees_the_plugin_only_when_installed(site: Path, config: Path) 
     assert "profiles[0].plugins.filter[0].name: unknown plugin 'AvoidNodeSuffix'" in without.stderr
     with_plugin = subprocess.run(run, capture_output=True, text=True, cwd=REPO, env={**os.environ, **env_with(site)})
     assert with_plugin.returncode == 0, with_plugin.stderr
-    assert "filter [AvoidNodeSuffix]" in with_plugin.stdout
+    assert "  filter      AvoidNodeSuffix" in with_plugin.stdout.splitlines()
 
 
 @pytest.fixture(scope="module")

@@ -288,8 +288,8 @@ def test_sigterm_with_a_request_in_flight_exits_within_the_bound(tmp_path: Path)
     time.sleep(0.2)
     s.proc.send_signal(signal.SIGTERM)
     try:
-        # uvicorn re-raises SIGTERM after the graceful period: the status of a process SIGTERM ended
-        assert s.proc.wait(timeout=15) == -signal.SIGTERM
+        # stopped by SIGTERM once the graceful period is over, the request still unfinished: exit 0
+        assert s.proc.wait(timeout=15) == 0
     except subprocess.TimeoutExpired:
         s.proc.kill()
         pytest.fail("the server did not exit after SIGTERM with a request in flight")

@@ -319,7 +319,7 @@ def test_the_metrics_port_must_differ_from_the_verbs_port(tmp_path: Path) -> Non
     path = tmp_path / "same-port.yaml"
     path.write_text(yaml.safe_dump(doc))
     result = cli("validate", str(path))
-    assert result.returncode == 1 and "metrics.port (8888) must differ from port" in result.stderr
+    assert result.returncode == 1 and "server.metrics.port: 8888 must differ from port" in result.stderr
     doc["server"]["metrics"]["port"] = 9999
     path.write_text(yaml.safe_dump(doc))
     result = cli("validate", str(path), "--port", "9999")  # the effective port

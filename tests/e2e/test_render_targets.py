@@ -4,10 +4,12 @@ path, the PodGroup CRD comes with Coscheduling, and what is written still passes
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -39,6 +41,7 @@ SECOND = {
         "rbac.yaml",
         "scheduler-extender-config.yaml",
         "serviceaccount.yaml",
+        "poddisruptionbudget.yaml",
         "metrics.yaml",
         "podmonitor.yaml",
     )
@@ -51,6 +54,7 @@ STANDALONE = {
         "rbac.yaml",
         "scheduler-extender-config.yaml",
         "serviceaccount.yaml",
+        "poddisruptionbudget.yaml",
         "metrics.yaml",
         "podmonitor.yaml",
     )
@@ -260,22 +264,19 @@ def test_each_target_makes_the_metrics_listener_scrapeable(tmp_path: Path, targe
     labels, ns = metadata["labels"], "kube-system"
     objects = {(d["kind"], d["metadata"]["name"]): d for d in _all(files[f"{where}{metrics_file}"])}
     kinds = sorted(kind for kind, _ in objects)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Secret", "Service", "ServiceAccount"]
+    # no ServiceAccount of its own and no long-lived token Secret for the scraper
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Service"]
     (service,) = [d for (kind, _), d in objects.items() if kind == "Service"]
     assert service["metadata"]["namespace"] == ns and service["spec"]["selector"] == labels
     assert service["spec"]["ports"] == [{"name": "metrics", "port": 10261, "targetPort": "metrics", "protocol": "TCP"}]
-    # the scraper's identity: a ServiceAccount, its token Secret, get of /metrics
-    (reader,) = [d for (kind, _), d in objects.items() if kind == "ServiceAccount"]
-    name = reader["metadata"]["name"]
+    # the scraper reads /metrics as its own ServiceAccount (its pods' bound, projected token)
+    (role,) = [d for (kind, _), d in objects.items() if kind == "ClusterRole"]
+    name = role["metadata"]["name"]
     assert name.endswith("-metrics-reader")
-    (secret,) = [d for (kind, _), d in objects.items() if kind == "Secret"]
-    assert secret["type"] == "kubernetes.io/service-account-token"
-    assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": name}
-    role = objects[("ClusterRole", name)]
     assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     binding = objects[("ClusterRoleBinding", name)]
     assert binding["roleRef"]["name"] == name
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": ns}]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}]
     # the extender's own identity may review its callers
     (delegator,) = [
         d for (kind, n), d in objects.items() if kind == "ClusterRoleBinding" and n.endswith("-auth-delegator")
@@ -291,11 +292,29 @@ def test_each_target_makes_the_metrics_listener_scrapeable(tmp_path: Path, targe
         assert delegator["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": ns}]
         kustomization = yaml.safe_load(files[f"{where}kustomization.yaml"])
         assert metrics_file in kustomization["resources"] and monitor_file not in kustomization["resources"]
+        # the listener serves the certificate of the Secret the PodMonitor takes the CA from
+        listener = _extender_config(files, target)["server"]["metrics"]
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "metrics-tls")
+        assert listener["tls"] == {
+            "certFile": f"{mount['mountPath']}/tls.crt",
+            "keyFile": f"{mount['mountPath']}/tls.key",
+            "reloadInterval": "10s",
+        }
+        volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "metrics-tls")
+        secret = volume["secret"]["secretName"]
     else:  # the user of the static pod's kubeconfig, which its cluster: section reviews with
         assert delegator["subjects"] == [
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:scheduler-extender"}
         ]
-    # the PodMonitor: the pods' labels, port metrics over HTTPS with the reader's token
+        listener = _extender_config(files, target)["server"]["metrics"]  # the certs PKI on each node
+        pki = "/etc/kubernetes/scheduler-extender/pki"
+        assert listener["tls"] == {
+            "certFile": f"{pki}/server.crt",
+            "keyFile": f"{pki}/server.key",
+            "reloadInterval": "10s",
+        }
+        secret = "scheduler-extender-metrics-tls"
+    # the PodMonitor: the pods' labels, port metrics over HTTPS, the certificate verified with its CA
     (monitor,) = _all(files[f"{where}{monitor_file}"])
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1" and monitor["kind"] == "PodMonitor"
     spec = monitor["spec"]
@@ -304,15 +323,13 @@ def test_each_target_makes_the_metrics_listener_scrapeable(tmp_path: Path, targe
     (endpoint,) = spec["podMetricsEndpoints"]
     assert set(endpoint) <= PODMONITOR_ENDPOINT
     assert endpoint["port"] == "metrics" and endpoint["scheme"] == "https" and endpoint["path"] == "/metrics"
-    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
-    # the credentials come from the Secret rendered beside it, in the PodMonitor's namespace
-    assert endpoint["authorization"] == {
-        "type": "Bearer",
-        "credentials": {"name": secret["metadata"]["name"], "key": "token"},
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": secret, "key": "ca.crt"}},
+        "serverName": f"{service['metadata']['name']}.{ns}.svc",
     }
-    assert secret["metadata"]["namespace"] == monitor["metadata"]["namespace"]
+    assert "insecureSkipVerify" not in str(monitor)
     for version in (PINNED, OLDEST):
-        assert {"Service", "Secret", "ServiceAccount"} <= assert_valid(files, version)
+        assert {"Service", "ClusterRole", "ClusterRoleBinding"} <= assert_valid(files, version)
 
 
 def _edited(tmp_path: Path, example: str, **metrics: Any) -> Path:
@@ -361,7 +378,8 @@ def test_the_static_pod_mounts_the_listener_files_and_the_deployments_make_do_wi
     listener = _extender_config(files, "static-pod")["server"]["metrics"]
     assert listener["tls"]["certFile"] == f"{pki}/metrics.crt" and listener["clientCAFile"] == f"{pki}/ca.crt"
     listener = _extender_config(files, "second-scheduler")["server"]["metrics"]  # a Deployment: no host files
-    assert "tls" not in listener and "clientCAFile" not in listener and "kubeconfig" not in listener
+    assert listener["tls"]["certFile"].startswith("/etc/scheduler-extender-metrics-tls/")  # the Secret's
+    assert "clientCAFile" not in listener and "kubeconfig" not in listener
     for version in (PINNED, OLDEST):
         assert_valid(files, version)
 
@@ -378,3 +396,61 @@ def test_no_podgroup_crd_when_coscheduling_reads_no_podgroups(tmp_path: Path) ->
     config.write_text(yaml.safe_dump(doc))
     files, _ = render_ok(tmp_path / "out", "--config", str(config), "--target", "kubeadm")
     assert _crds(files) == {}
+
+
+# -- HA hygiene and the real kustomize ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "where"), [("second-scheduler", "second-scheduler/"), ("standalone", "scheduler/")])
+def test_two_replicas_spread_over_nodes_with_a_disruption_budget(tmp_path: Path, target: str, where: str) -> None:
+    files, _ = render_ok(tmp_path / "out", "--config", "examples/ip-scheduler.yaml", "--target", target)
+    (deployment,) = _all(files[f"{where}deployment.yaml"])
+    spec = deployment["spec"]
+    labels = spec["selector"]["matchLabels"]
+    assert spec["replicas"] >= 2
+    (spread,) = spec["template"]["spec"]["topologySpreadConstraints"]
+    assert spread == {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": labels},
+        "nodeTaintsPolicy": "Honor",
+    }
+    (budget,) = _all(files[f"{where}poddisruptionbudget.yaml"])
+    assert budget["apiVersion"] == "policy/v1" and budget["kind"] == "PodDisruptionBudget"
+    assert budget["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": labels}}
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert "poddisruptionbudget.yaml" in yaml.safe_load(files[f"{where}kustomization.yaml"])["resources"]
+    # no probe starts an interpreter: the kubelet's httpGet on the metrics port
+    for container in spec["template"]["spec"]["containers"]:
+        for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
+            if kind in container and container["name"] != "kube-scheduler":
+                assert "exec" not in container[kind] and container[kind]["httpGet"]["port"] == "metrics"
+                assert "host" not in container[kind]["httpGet"]  # the pod's address, not the node's loopback
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@pytest.mark.parametrize(("target", "where"), [("second-scheduler", "second-scheduler"), ("standalone", "scheduler")])
+def test_kubectl_kustomize_builds_each_deployment_target(tmp_path: Path, target: str, where: str) -> None:
+    out = tmp_path / "out"
+    render_ok(out, "--config", "examples/ip-scheduler.yaml", "--target", target)
+    built = subprocess.run([KUBECTL, "kustomize", str(out / where)], capture_output=True, text=True, check=True)
+    kinds = sorted(d["kind"] for d in _all(built.stdout))
+    assert {"ConfigMap", "Deployment", "PodDisruptionBudget", "ServiceAccount", "Role", "ClusterRole"} <= set(kinds)
+    for version in (PINNED, OLDEST):
+        for doc in _all(built.stdout):
+            kubernetes_validate.validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize("target", ["kubeadm", "static-pod"])
+def test_a_control_plane_target_warns_when_kube_scheduler_reaches_no_profile(tmp_path: Path, target: str) -> None:
+    _, stderr = render_ok(tmp_path / "named", "--config", "examples/ip-scheduler.yaml", "--target", target)
+    assert f"warning: --target {target}: profile ip (ip-scheduler) sets schedulerName" in stderr
+    assert "can never act" in stderr and "--target standalone" in stderr
+    _, stderr = render_ok(tmp_path / "plain", "--config", "examples/cluster.yaml", "--target", target)
+    assert "can never act" not in stderr
+    _, stderr = render_ok(tmp_path / "own", "--config", "examples/ip-scheduler.yaml", "--target", "standalone")
+    assert "can never act" not in stderr

@@ -129,7 +129,17 @@ def role(server: Server) -> str:
         return "down"
 
 
-def test_leader_killed_during_a_burst_a_follower_takes_over(tmp_path: Path, api: FakeAPIServer) -> None:
+def is_leader(server: Server) -> str:
+    """``scheduler_extender_is_leader`` and ``..._takeovers_total`` of kube-scheduler's Lease."""
+    text = httpx.get(f"{server.url}/metrics", timeout=5).text
+    wanted = (
+        'scheduler_extender_is_leader{lease="kube-system/kube-scheduler"} ',
+        'scheduler_extender_takeovers_total{lease="kube-system/kube-scheduler"} ',
+    )
+    return " ".join(line.split()[-1] for w in wanted for line in text.splitlines() if line.startswith(w))
+
+
+def test_leader_killed_during_a_burst_a_standby_takes_over(tmp_path: Path, api: FakeAPIServer) -> None:
     holder, stop = ["cp-0_5b1e"], threading.Event()
     renewer = threading.Thread(target=renew, args=(api, holder, stop), daemon=True)
     renewer.start()
@@ -141,11 +151,15 @@ def test_leader_killed_during_a_burst_a_follower_takes_over(tmp_path: Path, api:
             path = config(tmp_path / f"r{i}", api, "5s", 2.0, leaderElection=election)
             replicas.append(Server(path, wait_ready=False))
         for r in replicas:
-            wait_for(lambda r=r: role(r) in ("leader", "follower"), timeout=20, what="a settled role")  # type: ignore[misc]
-        assert [role(r) for r in replicas] == ["leader", "follower", "follower"]
+            wait_for(lambda r=r: role(r) in ("leader", "standby"), timeout=20, what="a settled role")  # type: ignore[misc]
+        assert [role(r) for r in replicas] == ["leader", "standby", "standby"]
+        # the metrics say the same: only the replica whose kube-scheduler holds the Lease leads
+        assert [is_leader(r) for r in replicas] == ["1.0 1.0", "0.0 0.0", "0.0 0.0"]
+        leases = httpx.get(f"{replicas[1].url}/readyz", timeout=2).json()["leases"]
+        assert leases == {"kube-system/kube-scheduler": {"holder": "cp-0_5b1e", "role": "standby"}}
         pods = pool_pods(api, "burst", 30)
         bodies = [_binding(p, POOL) for p in pods]
-        # a follower binds nothing: its kube-scheduler is not the one scheduling
+        # a standby binds nothing: its kube-scheduler is not the one scheduling
         refused = asyncio.run(post_binds(replicas[2].url, bodies[:1]))
         assert refused[0].startswith("this extender's kube-scheduler (cp-2) does not hold the Lease"), refused
         api.binding_delay = 0.3
@@ -157,9 +171,10 @@ def test_leader_killed_during_a_burst_a_follower_takes_over(tmp_path: Path, api:
         holder[0] = ""  # nobody renews; the next kube-scheduler acquires the Lease
         api.put("leases", lease("cp-1_c0de"))
         holder[0] = "cp-1_c0de"
-        wait_for(lambda: role(replicas[1]) in ("warming up", "leader"), timeout=20, what="takeover")
+        wait_for(lambda: role(replicas[1]) in ("leader (warming up)", "leader"), timeout=20, what="takeover")
         assert time.monotonic() - killed <= 15 + 5  # leaseDuration + 5 s
-        assert role(replicas[2]) == "follower"
+        assert role(replicas[2]) == "standby"
+        assert [is_leader(r) for r in replicas[1:]] == ["1.0 1.0", "0.0 0.0"]  # a takeover counted
         answers = retry_until(
             replicas[1].url, bodies, time.monotonic() + 20, lambda a: a == "" or "pool underlay-ip exhausted" in a
         )

@@ -193,6 +193,8 @@ def test_two_replicas_elect_one_leader_and_the_other_takes_over(api: FakeAPIServ
         time.sleep(2.0)
         holders = {holder for _, holder in api.lease_writes}
         assert len(holders) == 1  # the second replica never wrote itself as the holder
+        wait_for(lambda: readyz(second).get("role") == "standby", what="the second replica a standby")
+        assert readyz(first)["role"] == "leader"
         first.stop(signal.SIGKILL)  # the leader dies without releasing the Lease
         wait_for(lambda: len({h for _, h in api.lease_writes}) == 2, seconds=15, what="a takeover")
         for i in range(5):
@@ -203,6 +205,95 @@ def test_two_replicas_elect_one_leader_and_the_other_takes_over(api: FakeAPIServ
     finally:
         first.stop()
         second.stop()
+
+
+def readyz(replica: Scheduler) -> dict[str, Any]:
+    """The replica's ``/readyz`` body (``{}`` while it does not answer)."""
+    try:
+        return dict(httpx.get(f"{replica.url}/readyz", timeout=2).json())
+    except (httpx.HTTPError, ValueError):
+        return {}
+
+
+def leader_metrics(replica: Scheduler) -> list[str]:
+    """The replica's ``scheduler_extender_is_leader`` and ``..._takeovers_total`` samples."""
+    text = httpx.get(f"{replica.url}/metrics", timeout=5).text
+    wanted = ("scheduler_extender_is_leader{", "scheduler_extender_takeovers_total{")
+    return [line for line in text.splitlines() if line.startswith(wanted)]
+
+
+def test_sigterm_hands_the_lease_over_and_the_standby_binds_at_once(tmp_path: Path) -> None:
+    """Two replicas of the ip-scheduler with kube-scheduler's leader election timing (lease 15 s,
+    retry period 2 s) and idle watches (no bookmark, as kube-apiserver's may stay): only the Lease's
+    holder says leader (``/readyz``, metrics), the other standby; SIGTERM of the leader ends it
+    within ``server.timeouts.shutdown`` with status 0 and releases the Lease as client-go's
+    ``ReleaseOnCancel`` does, and the standby binds a new pod within 3 s, not a lease duration later."""
+    api = FakeAPIServer(bookmark_interval=3600.0)
+    api.start()
+    for i in range(2):
+        api.put("nodes", node(f"n{i}"))
+    lease_name = "kube-system/ip-scheduler"
+    path = config(tmp_path, api, "ip-scheduler.yaml", leaseDuration="15s", renewDeadline="10s", retryPeriod="2s")
+    doc = yaml.safe_load(path.read_text())
+    doc["server"]["timeouts"] = {"shutdown": "3s"}
+    path.write_text(yaml.safe_dump(doc))
+    first = Scheduler(path)
+    second: Scheduler | None = None
+    try:
+        wait_for(lambda: readyz(first).get("role") == "leader", what="the first replica leading")
+        second = Scheduler(path)
+        wait_for(lambda: readyz(second).get("status") == "ready", what="the second replica ready")  # type: ignore[arg-type]
+        time.sleep(2.5)  # a retry period: the standby has read the Lease at least once more
+        holder = api.objects["leases"][lease_name]["spec"]["holderIdentity"]
+        assert readyz(first)["role"] == "leader" and readyz(first)["leases"][lease_name]["holder"] == holder
+        assert readyz(second)["role"] == "standby"
+        assert readyz(second)["leases"] == {lease_name: {"holder": holder, "role": "standby"}}
+        assert leader_metrics(first) == [
+            f'scheduler_extender_is_leader{{lease="{lease_name}"}} 1.0',
+            f'scheduler_extender_takeovers_total{{lease="{lease_name}"}} 1.0',
+        ]
+        assert leader_metrics(second) == [
+            f'scheduler_extender_is_leader{{lease="{lease_name}"}} 0.0',
+            f'scheduler_extender_takeovers_total{{lease="{lease_name}"}} 0.0',
+        ]
+        for i in range(4):
+            api.put("pods", pending(f"before-{i}", "ip-scheduler"))
+        wait_for(lambda: len(bound(api)) == 4, what="the leader binding")
+        time.sleep(0.5)  # every watch idle again
+        writes = len(api.lease_writes)
+        stopped = time.monotonic()
+        first.proc.send_signal(signal.SIGTERM)
+        for i in range(3):
+            api.put("pods", pending(f"after-{i}", "ip-scheduler"))
+        wait_for(lambda: {f"after-{i}" for i in range(3)} <= set(bound(api)), seconds=15, what="the standby binding")
+        took = time.monotonic() - stopped
+        assert took < 3.0, f"the standby bound the new pods {took:.1f}s after the leader's SIGTERM"
+        status = first.proc.wait(timeout=10)
+        exited = time.monotonic() - stopped
+        assert status == 0 and exited < 3 + 1, (status, exited, first.log.read_text())
+        # released as client-go does: holder cleared, leaseDurationSeconds 1, then taken by the standby
+        released = api.lease_specs[writes:]
+        assert released[0]["holderIdentity"] == "" and released[0]["leaseDurationSeconds"] == 1
+        assert released[0]["renewTime"] == released[0]["acquireTime"]
+        assert released[1]["holderIdentity"] not in ("", holder) and released[1]["leaseTransitions"] == 1
+        assert f"Lease {lease_name}: released by {holder}" in first.log.read_text()
+        names = [b["metadata"]["name"] for b in api.bindings]
+        assert len(names) == len(set(names)) == 7  # no pod bound twice
+        # the stopped leader bound none of the pods created after its SIGTERM: the standby did, after
+        # its acquisition (the Lease write after the release)
+        taken = writes + 1 + api.lease_writes[writes:].index(("ip-scheduler", released[1]["holderIdentity"]))
+        after = [n for n, w in zip(names, api.lease_writes_before_binding, strict=True) if w < taken]
+        assert set(after) == {f"before-{i}" for i in range(4)}, after
+        assert readyz(second)["role"] == "leader"
+        assert leader_metrics(second) == [
+            f'scheduler_extender_is_leader{{lease="{lease_name}"}} 1.0',
+            f'scheduler_extender_takeovers_total{{lease="{lease_name}"}} 1.0',
+        ]
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+        api.stop()
 
 
 def test_schedule_refuses_a_configuration_without_scheduler_names(tmp_path: Path) -> None:

@@ -84,8 +84,8 @@ def test_sigterm_with_idle_watches_exits_within_the_shutdown_timeout(
             pytest.fail(f"{command} was still running {SHUTDOWN + 10}s after SIGTERM:\n{log.read_text()}")
         took = time.monotonic() - started
         assert took < SHUTDOWN + 1, f"{command} took {took:.1f}s to exit after SIGTERM:\n{log.read_text()}"
-        # uvicorn re-raises the signal once it has shut down: the status of a process SIGTERM ended
-        assert status == -signal.SIGTERM, log.read_text()
+        # a clean stop on SIGTERM exits 0, as kube-scheduler does when asked to terminate
+        assert status == 0, log.read_text()
         assert "did not end within" not in log.read_text()
     finally:
         if proc.poll() is None:

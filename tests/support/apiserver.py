@@ -38,6 +38,11 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
   and no reason otherwise (RBAC has no opinion); recorded in ``access_reviews``.
   ``token_review_failure``/``access_review_failure``: answer those reviews with that HTTP status
   (an API server in trouble).
+- **storage kinds** (PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes,
+  CSIDrivers, CSIStorageCapacities): list and watch as the other kinds; ``PATCH`` of a claim or
+  a volume (a JSON merge patch, what VolumeBinding's PreBind sends) with
+  ``metadata.resourceVersion`` as precondition (``409 Conflict`` "the object has been modified"
+  when it is not the stored one), recorded in :attr:`FakeAPIServer.volume_patches`.
 - Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
 
 Controls for tests: add/modify/delete objects, :meth:`compact` the history, :meth:`end_watches`,
@@ -82,9 +87,22 @@ def status_body(code: int, reason: str, message: str, **details: Any) -> Obj:
     return out
 
 
+#: the cluster-scoped kinds (keyed by name; the others by namespace/name)
+CLUSTER_SCOPED = frozenset({"nodes", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"})
+#: the storage kinds: collection path and kind
+STORAGE_KINDS = {
+    "persistentvolumeclaims": ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
+    "persistentvolumes": ("/api/v1/persistentvolumes", "PersistentVolume"),
+    "storageclasses": ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass"),
+    "csinodes": ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
+    "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
+    "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
+}
+
+
 def _key(kind: str, obj: Obj) -> str:
     meta = obj["metadata"]
-    return meta["name"] if kind == "nodes" else f"{meta['namespace']}/{meta['name']}"
+    return meta["name"] if kind in CLUSTER_SCOPED else f"{meta['namespace']}/{meta['name']}"
 
 
 def _matches(kind: str, selector: str | None, obj: Obj) -> bool:
@@ -169,11 +187,18 @@ class FakeAPIServer:
             "statefulsets": {},
             "leases": {},
             "events": {},
+            **{kind: {} for kind in STORAGE_KINDS},
         }
+        #: (kind, key, patch) of every PATCH of a claim or a volume, in order
+        self.volume_patches: list[tuple[str, str, Obj]] = []
         #: ("create" | "patch", namespace/name) of every events.k8s.io write, in order
         self.event_writes: list[tuple[str, str]] = []
         #: (lease name, holderIdentity) of every Lease write, in order
         self.lease_writes: list[tuple[str, str]] = []
+        #: the ``spec`` of every Lease write, in the same order
+        self.lease_specs: list[Obj] = []
+        #: for each of :attr:`bindings`, how many Lease writes came before it (who led then)
+        self.lease_writes_before_binding: list[int] = []
         #: (namespace/name, patch) of every pods/status PATCH
         self.status_patches: list[tuple[str, Obj]] = []
         #: whether the scheduling.x-k8s.io PodGroup CRD is installed (else its paths are 404)
@@ -345,6 +370,7 @@ class FakeAPIServer:
             stored["metadata"]["resourceVersion"] = str(self.rv)
             self.objects["leases"][key] = stored
             self.lease_writes.append((name, stored["spec"].get("holderIdentity", "")))
+            self.lease_specs.append(copy.deepcopy(stored["spec"]))
             return (201 if create else 200), stored
 
     def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> tuple[int, Obj]:
@@ -423,6 +449,7 @@ class FakeAPIServer:
             "replicationcontrollers": "ReplicationControllerList",
             "replicasets": "ReplicaSetList",
             "statefulsets": "StatefulSetList",
+            **{k: f"{v[1]}List" for k, v in STORAGE_KINDS.items()},
         }[kind]
         with self.lock:
             token = query.get("continue")
@@ -526,6 +553,26 @@ class FakeAPIServer:
         }
         return 201, review
 
+    def patch_volume(self, kind: str, key: str, patch: Obj) -> tuple[int, Obj]:
+        """``PATCH`` of a PersistentVolumeClaim or PersistentVolume (``key``: ``namespace/name`` or
+        ``name``): a JSON merge patch (RFC 7386: maps merged, ``null`` deletes, anything else
+        replaced), ``metadata.resourceVersion`` in it a precondition; emitted as MODIFIED."""
+        name = key.rsplit("/", 1)[-1]
+        resource = "persistentvolumeclaims" if kind == "persistentvolumeclaims" else "persistentvolumes"
+        with self.lock:
+            current = self.objects[kind].get(key)
+            if current is None:
+                return 404, status_body(404, "NotFound", f'{resource} "{name}" not found')
+            wanted = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != current["metadata"].get("resourceVersion"):
+                message = (
+                    f'Operation cannot be fulfilled on {resource} "{name}": the object has been modified; '
+                    "please apply your changes to the latest version and try again"
+                )
+                return 409, status_body(409, "Conflict", message)
+            self.volume_patches.append((kind, key, copy.deepcopy(patch)))
+            return 200, self.put(kind, _merge_patch(current, patch))
+
     def bind(self, namespace: str, name: str, body: Obj) -> tuple[int, Obj]:
         if self.binding_delay:
             time.sleep(self.binding_delay)
@@ -533,6 +580,7 @@ class FakeAPIServer:
         meta = body.get("metadata") or {}
         with self.lock:
             self.bindings.append(copy.deepcopy(body))
+            self.lease_writes_before_binding.append(len(self.lease_writes))
             pod = self.objects["pods"].get(f"{namespace}/{name}")
             if pod is None:
                 return 404, status_body(404, "NotFound", f'pods "{name}" not found', name=name, kind="pods")
@@ -604,6 +652,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 "/api/v1/replicationcontrollers": "replicationcontrollers",
                 "/apis/apps/v1/replicasets": "replicasets",
                 "/apis/apps/v1/statefulsets": "statefulsets",
+                **{collection: kind for kind, (collection, _) in STORAGE_KINDS.items()},
             }.get(path)
             if path in ("/version", "/version/"):
                 major, minor = api.version.removeprefix("v").split(".")[:2]
@@ -698,6 +747,12 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
             if segs[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and len(segs) == 7 and segs[5] == "events":
                 self._send(*api.patch_event(segs[4], segs[6], body))
                 return
+            if len(segs) == 6 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "persistentvolumeclaims":
+                self._send(*api.patch_volume("persistentvolumeclaims", f"{segs[3]}/{segs[5]}", body))
+                return
+            if len(segs) == 4 and segs[:3] == ["api", "v1", "persistentvolumes"]:
+                self._send(*api.patch_volume("persistentvolumes", segs[3], body))
+                return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
         def do_DELETE(self) -> None:
@@ -776,6 +831,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                                 "replicationcontrollers": "ReplicationController",
                                 "replicasets": "ReplicaSet",
                                 "statefulsets": "StatefulSet",
+                                **{k: v[1] for k, v in STORAGE_KINDS.items()},
                             }[kind]
                             self._chunk(
                                 {
@@ -818,6 +874,19 @@ def _events(watcher: _Watcher, deadline: float, tick: float) -> Iterator[tuple[s
         yield item
         if item is None:
             return
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch of ``target`` by ``patch`` (a new object)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge_patch(out.get(key), value)
+    return out
 
 
 # -- object builders -------------------------------------------------------------------------------
@@ -868,6 +937,103 @@ def pod(
         "spec": spec,
         "status": {"phase": phase},
     }
+
+
+def storage_class(
+    name: str, mode: str = "WaitForFirstConsumer", provisioner: str = "test.csi.example.com", **extra: Any
+) -> Obj:
+    """A ``storage.k8s.io/v1`` StorageClass (``volumeBindingMode`` defaulted, as the API server does)."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name, "uid": f"uid-sc-{name}"},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+        **extra,
+    }
+
+
+def claim(
+    name: str,
+    namespace: str = "default",
+    storage_class_name: str | None = "standard",
+    size: str = "1Gi",
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    volume_name: str = "",
+    **annotations: str,
+) -> Obj:
+    """A PersistentVolumeClaim (``Pending``, or ``Bound`` to ``volume_name`` with
+    ``pv.kubernetes.io/bind-completed``, as the PV controller leaves it)."""
+    spec: Obj = {"accessModes": list(access_modes), "resources": {"requests": {"storage": size}}}
+    if storage_class_name is not None:
+        spec["storageClassName"] = storage_class_name
+    meta: Obj = {"name": name, "namespace": namespace, "uid": f"uid-pvc-{namespace}-{name}"}
+    phase = "Pending"
+    if volume_name:
+        spec["volumeName"] = volume_name
+        annotations = {"pv.kubernetes.io/bind-completed": "yes", **annotations}
+        phase = "Bound"
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def volume(
+    name: str,
+    size: str = "1Gi",
+    storage_class_name: str = "standard",
+    claim_ref: Obj | None = None,
+    zone: str = "",
+    csi_driver: str = "test.csi.example.com",
+    labels: dict[str, str] | None = None,
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+) -> Obj:
+    """A CSI PersistentVolume, ``Available`` (``Bound`` with ``claim_ref``), with a required node
+    affinity on ``topology.kubernetes.io/zone`` when ``zone`` is given."""
+    spec: Obj = {
+        "capacity": {"storage": size},
+        "accessModes": list(access_modes),
+        "storageClassName": storage_class_name,
+        "persistentVolumeReclaimPolicy": "Delete",
+        "volumeMode": "Filesystem",
+        "csi": {"driver": csi_driver, "volumeHandle": f"handle-{name}"},
+    }
+    if zone:
+        requirement = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [requirement]}]}}
+    if claim_ref is not None:
+        spec["claimRef"] = claim_ref
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "uid": f"uid-pv-{name}", "labels": dict(labels or {})},
+        "spec": spec,
+        "status": {"phase": "Bound" if claim_ref is not None else "Available"},
+    }
+
+
+def csi_node(node_name: str, driver: str = "test.csi.example.com", count: int | None = None) -> Obj:
+    """A CSINode of ``node_name`` with one driver (``allocatable.count`` when ``count`` is given)."""
+    entry: Obj = {"name": driver, "nodeID": node_name, "topologyKeys": ["topology.kubernetes.io/zone"]}
+    if count is not None:
+        entry["allocatable"] = {"count": count}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": node_name, "uid": f"uid-csinode-{node_name}"},
+        "spec": {"drivers": [entry]},
+    }
+
+
+def claim_volume(name: str, claim_name: str) -> Obj:
+    """A pod volume using claim ``claim_name`` (for ``spec.volumes``)."""
+    return {"name": name, "persistentVolumeClaim": {"claimName": claim_name}}
 
 
 def lease(holder: str, name: str = "kube-scheduler", namespace: str = "kube-system", duration: int = 15) -> Obj:

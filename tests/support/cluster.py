@@ -13,6 +13,7 @@ import msgspec
 from app.cluster.podgroups import PodGroup, PodGroupStore
 from app.cluster.selectors import SpreadSelectors
 from app.cluster.state import ClusterState, ReserveCheck, Snapshot
+from app.cluster.volumes import CLAIMS, VOLUMES, VolumeStores
 from app.framework import (
     SUCCESS,
     ClusterNeeds,
@@ -25,6 +26,7 @@ from app.framework import (
     Status,
     objects,
 )
+from app.framework.volumes import VolumeWrite, VolumeWriteResult
 
 
 class MemoryCluster:
@@ -41,6 +43,10 @@ class MemoryCluster:
         self.pdbs: list[PodDisruptionBudget] = []
         self.unnominated: list[str] = []
         self.preemptions: list[tuple[str, str, list[str]]] = []
+        self._volumes: VolumeStores | None = None
+        #: every :meth:`update_volume` write, in order; ``refuse_volume_write``: answer them with that error
+        self.volume_writes: list[VolumeWrite] = []
+        self.refuse_volume_write = ""
 
     # -- what tests set up ---------------------------------------------------------------------------
 
@@ -52,6 +58,18 @@ class MemoryCluster:
             self._podgroups = PodGroupStore()
         if needs.spread_selectors and self._selectors is None:
             self._selectors = SpreadSelectors()
+        if (needs.volumes or needs.csi_storage_capacities) and self._volumes is None:
+            self._volumes = VolumeStores(self.state)
+        if needs.csi_storage_capacities and self._volumes is not None:
+            self._volumes.want_capacities()
+
+    def seed_storage(self, kind: str, documents: list[dict[str, Any]]) -> None:
+        """Load storage objects (``kind`` as :data:`app.cluster.volumes.KINDS`, or
+        ``csistoragecapacities``) as a completed list would; ``ValueError`` unless a plugin
+        declared ``volumes``."""
+        if self._volumes is None:
+            raise ValueError("no plugin declared volumes")
+        self._volumes.load(kind, documents)
 
     def build(
         self, entry: PluginEntry, args: dict[str, Any] | None = None, http_timeout: float = 5.0, **kw: Any
@@ -85,6 +103,36 @@ class MemoryCluster:
     @property
     def podgroups(self) -> PodGroupStore | None:
         return self._podgroups
+
+    @property
+    def volumes(self) -> VolumeStores | None:
+        return self._volumes
+
+    async def update_volume(self, write: VolumeWrite, timeout: float) -> VolumeWriteResult:
+        """Recorded in :attr:`volume_writes`, then applied to the stored object as the API server
+        would (the ``resourceVersion`` precondition, the annotations merged, the ``claimRef`` set,
+        the version increased), unless :attr:`refuse_volume_write` is set."""
+        self.volume_writes.append(write)
+        if self.refuse_volume_write:
+            return VolumeWriteResult(error=self.refuse_volume_write)
+        assert self._volumes is not None
+        obj: Any = (
+            self._volumes.claim(write.namespace, write.name)
+            if write.kind == CLAIMS
+            else self._volumes.volume(write.name)
+        )
+        if obj is None:
+            return VolumeWriteResult(error=f'{write.kind} "{write.name}" not found')
+        if write.resource_version and write.resource_version != obj.meta.resource_version:
+            return VolumeWriteResult(error=f'Operation cannot be fulfilled on {write.kind} "{write.name}": modified')
+        version = str(int(obj.meta.resource_version or "0") + 1)
+        annotations = {**(obj.meta.annotations or {}), **write.annotations} or None
+        meta = msgspec.structs.replace(obj.meta, resource_version=version, annotations=annotations)
+        obj = msgspec.structs.replace(obj, metadata=meta)
+        if write.claim_ref is not None and write.kind == VOLUMES:
+            obj = msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.specs, claim_ref=write.claim_ref))
+        self._volumes.apply(write.kind, "MODIFIED", obj)
+        return VolumeWriteResult(resource_version=version)
 
     def snapshot(self) -> Snapshot:
         return self.state.snapshot()

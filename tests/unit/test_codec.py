@@ -54,6 +54,20 @@ def test_fast_path_agrees_with_pydantic_models(name: str) -> None:
             expected = msgspec.convert(item, objects.RequestNode)  # request nodes: no status.images
             assert views_equal(f.node, expected) and views_equal(e.node, expected) and views_equal(g.node, expected)
         assert json.loads(bytes(fast.list_meta)) == contract.nodes.metadata
+        # for a profile whose plugins read status.images (ImageLocality), every path keeps them
+        with_images = (
+            codec.decode_extender_args(body, keep_raw=True, images=True),
+            codec.decode_extender_args(body, keep_raw=False, images=True),
+            codec._decode_extender_args_general(body, images=True),
+        )
+        for nodes in zip(*(v.nodes for v in with_images), items, strict=True):
+            expected = msgspec.convert(nodes[-1], objects.Node)
+            assert all(views_equal(n.node, expected) for n in nodes[:-1])
+            assert nodes[0].images == {  # what ImageLocality reads
+                name: image.get("sizeBytes", 0)
+                for image in nodes[-1]["status"].get("images", [])
+                for name in image["names"]
+            } or not nodes[-1]["status"].get("images")
     else:
         assert fast.node_names and [n.name for n in fast.nodes] == contract.node_names
         assert all(n.node is None for n in fast.nodes)

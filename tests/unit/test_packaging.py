@@ -281,4 +281,4 @@ def test_the_dockerfile_installs_an_out_of_tree_plugin_validate_finds(tmp_path: 
     assert not (venv / "installed.txt").exists()
     after = validate()
     assert after.returncode == 0, after.stderr
-    assert "filter [TinyOotFilter]" in after.stdout
+    assert "  filter      TinyOotFilter" in after.stdout.splitlines()

@@ -18,7 +18,8 @@ from tests.conftest import REPO
 
 def test_certs_issues_a_ca_and_two_leaves_it_signed(tmp_path: Path) -> None:
     issued = issue(tmp_path, names=["ext.example", "10.0.0.7", "localhost"])
-    assert issued.names == ["127.0.0.1", "::1", "localhost", "ext.example", "10.0.0.7"]
+    metrics = "scheduler-extender-metrics.kube-system.svc"  # the static pods' metrics Service
+    assert issued.names == ["127.0.0.1", "::1", "localhost", metrics, "ext.example", "10.0.0.7"]
     ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
     server = x509.load_pem_x509_certificate((tmp_path / "server.crt").read_bytes())
     client = x509.load_pem_x509_certificate((tmp_path / "scheduler.crt").read_bytes())
@@ -29,7 +30,7 @@ def test_certs_issues_a_ca_and_two_leaves_it_signed(tmp_path: Path) -> None:
     assert list(server.extensions.get_extension_for_class(usage).value) == [ExtendedKeyUsageOID.SERVER_AUTH]
     assert list(client.extensions.get_extension_for_class(usage).value) == [ExtendedKeyUsageOID.CLIENT_AUTH]
     sans = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert sans.get_values_for_type(x509.DNSName) == ["localhost", "ext.example"]
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost", metrics, "ext.example"]
     assert (tmp_path / "server.key").stat().st_mode & 0o777 == 0o600
 
 

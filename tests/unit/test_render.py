@@ -293,9 +293,11 @@ def test_kube_scheduler_static_pod_has_the_three_edits() -> None:
 
 
 def _binding_rules(files: dict[str, str]) -> dict[str, bool]:
-    """For each file holding an extender ClusterRole: does it allow creating pods/binding?"""
+    """For each file holding an extender ClusterRole: does it allow creating pods/binding? (The
+    second scheduler's sidecar holds it through system:kube-scheduler, bound to its pod's account:
+    its own ClusterRole leaves out what that role grants.)"""
     out = {}
-    for name in ("scheduler-extender-rbac.yaml", "second-scheduler/rbac.yaml"):
+    for name in ("scheduler-extender-rbac.yaml",):
         roles = [d for d in _docs(files.get(name, "")) if d["kind"] == "ClusterRole"]
         out[name] = any(
             "pods/binding" in r["resources"] and "create" in r["verbs"] for role in roles for r in role["rules"]
@@ -316,6 +318,7 @@ def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
         (role, binding, *lease) = _docs(files["scheduler-extender-rbac.yaml"])
         if serves_bind:  # binds follow kube-scheduler's Lease: get of that one Lease, nothing more
             lease_role, lease_binding = lease
+            assert lease_role["metadata"]["name"] == "scheduler-extender-leases"
             assert lease_role["kind"] == "Role" and lease_role["metadata"]["namespace"] == "kube-system"
             assert lease_role["rules"] == [
                 {
@@ -336,7 +339,8 @@ def test_pods_binding_rbac_is_present_exactly_when_bind_is_served(
             (tuple(r["apiGroups"]), v) for r in role["rules"] if r["resources"] == ["podgroups"] for v in r["verbs"]
         }
         enabled = any(ref.name == "Coscheduling" for p in config.profiles for ref in p.plugins.filter.enabled)
-        assert podgroups == ({(("scheduling.x-k8s.io",), v) for v in ("get", "list", "watch")} if enabled else set())
+        # what the cluster state's reflector does: list and watch, never a get
+        assert podgroups == ({(("scheduling.x-k8s.io",), v) for v in ("list", "watch")} if enabled else set())
 
 
 def test_second_scheduler_has_its_own_name_lease_and_kustomization() -> None:
@@ -441,14 +445,28 @@ def test_standalone_scheduler_deployment_runs_schedule_with_its_rights() -> None
     (container,) = spec["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "app", "schedule"]
     assert container["args"] == ["--config", "/etc/scheduler-extender/config.yaml"]
-    assert "127.0.0.1:8888/healthz" in container["livenessProbe"]["exec"]["command"][-1]  # loopback only
+    # the verb listener stays on loopback; the kubelet probes the metrics listener on the pod's address
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics", "scheme": "HTTPS"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", "scheme": "HTTPS"}
     config = yaml.safe_load(files["scheduler/scheduler-extender-config.yaml"])
     assert config["server"]["host"] == "127.0.0.1" and config["profiles"][0]["schedulerName"] == "ip-scheduler"
     assert config["cluster"].get("kubeconfig") is None  # the in-cluster service account
     role = next(d for d in _docs(files["scheduler/rbac.yaml"]) if d["kind"] == "ClusterRole")
     rights = {(r["apiGroups"][0], r["resources"][0]): set(r["verbs"]) for r in role["rules"]}
     assert {"create"} <= rights[("", "pods/binding")] and {"patch"} <= rights[("", "pods/status")]
-    assert {"get", "create", "update"} <= rights[("coordination.k8s.io", "leases")]
+    assert ("coordination.k8s.io", "leases") not in rights  # no Lease cluster-wide
+    assert "patch" not in rights[("", "pods")]  # pods/status only: no re-queue assistance here
+    (leases,) = [d for d in _docs(files["scheduler/rbac.yaml"]) if d["kind"] == "Role"]
+    assert leases["metadata"]["namespace"] == "kube-system"
+    assert leases["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["ip-scheduler"],
+            "verbs": ["get", "update"],
+        },
+    ]
     assert {"create", "patch"} <= rights[("events.k8s.io", "events")]
     assert {"list", "watch"} <= rights[("", "nodes")] and {"list", "watch"} <= rights[("", "pods")]
     assert "scheduler/deployment.yaml" not in _render(REPO / "examples" / "cluster.yaml")

@@ -4,12 +4,21 @@ the FitError message, selectHost's reservoir sampling, and Lease election with p
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from app.cluster.leader import LeaderElectionSettings, LeaseElector
+from app.cluster.leader import (
+    LEADER,
+    STANDBY,
+    WARMING_UP,
+    LeaderElectionSettings,
+    Leadership,
+    LeaseElector,
+    LeaseReport,
+)
 from app.framework import NodeInfo, PodInfo, Status
 from app.framework.events import ANY_EVENT, NODE, POD, ActionType, ClusterEvent
 from app.framework.status import fit_error_message
@@ -170,6 +179,88 @@ def test_one_leader_and_a_takeover_only_after_the_lease_expires() -> None:
     assert not a.is_leader() and store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
 
 
+def test_a_stopped_leader_releases_the_lease_and_the_standby_takes_it_at_its_next_step() -> None:
+    """client-go's ``release`` (``ReleaseOnCancel``): holder cleared, ``leaseDurationSeconds`` 1,
+    ``acquireTime`` and ``renewTime`` now, transitions kept; an empty holder is acquired at once,
+    not a lease duration after it was last renewed; the released elector no longer leads."""
+    clock, store = Clock(), LeaseStore()
+    settings = LeaderElectionSettings(lease_name="ip-scheduler", lease_duration=15, renew_deadline=10, retry_period=2)
+    busy = [True]
+    stopped: list[str] = []
+    a = LeaseElector(
+        settings,
+        store.read,
+        store.create,
+        store.replace,
+        on_stop=lambda: stopped.append("a"),
+        identity="a",
+        clock=clock,
+        wall=lambda: 1.7e9,
+        guarded_done=lambda: not busy[0],
+    )
+    b = LeaseElector(settings, store.read, store.create, store.replace, identity="b", clock=clock, wall=clock)
+    a.step()
+    b.step()
+    assert a.is_leader() and a.takeovers == 1 and not b.is_leader() and b.takeovers == 0
+    assert not a.release()  # a binding cycle may still be in flight: the Lease is left to expire
+    assert a.is_leader() and store.lease["spec"]["holderIdentity"] == "a"  # type: ignore[index]
+    busy[0] = False
+    assert a.release()
+    spec = store.lease["spec"]  # type: ignore[index]
+    assert spec == {
+        "holderIdentity": "",
+        "leaseDurationSeconds": 1,
+        "acquireTime": "2023-11-14T22:13:20.000000Z",
+        "renewTime": "2023-11-14T22:13:20.000000Z",
+        "leaseTransitions": 0,
+    }
+    assert not a.is_leader() and stopped == ["a"] and a.holder == ""
+    clock.now += 2  # b's next retry: the Lease has no holder, so b takes it although renewed just now
+    b.step()
+    assert b.is_leader() and b.takeovers == 1 and store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
+    assert store.lease["spec"]["leaseTransitions"] == 1  # type: ignore[index]
+    assert a.release()  # no longer the holder: nothing to write
+    assert store.lease["spec"]["holderIdentity"] == "b"  # type: ignore[index]
+
+
+def test_a_stopped_elector_releases_from_its_thread_once_stopped() -> None:
+    import asyncio
+
+    store = LeaseStore()
+    settings = LeaderElectionSettings(lease_name="ip-scheduler", retry_period=0.01)
+    elector = LeaseElector(settings, store.read, store.create, store.replace, identity="a")
+    elector.start()
+    deadline = time.monotonic() + 10
+    while not elector.is_leader() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert elector.is_leader()
+    elector.stop()
+    assert asyncio.run(elector.join(10)) and not elector.running
+    assert store.lease["spec"]["holderIdentity"] == "" and not elector.is_leader()  # type: ignore[index]
+
+
+def test_leadership_reports_the_held_leases_and_the_warm_up_of_their_work() -> None:
+    clock, store = Clock(), LeaseStore()
+    settings = LeaderElectionSettings(lease_name="ip-scheduler", lease_duration=15, renew_deadline=10, retry_period=2)
+    a = LeaseElector(settings, store.read, store.create, store.replace, identity="a", clock=clock, wall=clock)
+    b = LeaseElector(settings, store.read, store.create, store.replace, identity="b", clock=clock, wall=clock)
+    synced: list[str | None] = ["the cluster state has not synced yet"]
+    replica_a, replica_b = Leadership(), Leadership()
+    replica_a.add(a, lambda: synced[0])
+    replica_b.add(b, lambda: None)
+    assert replica_a.role() == replica_b.role() == STANDBY  # nobody holds the Lease yet
+    a.step()
+    b.step()
+    # a holds the Lease but its scheduler waits for the sync: it says so, and is still the holder
+    assert replica_a.role() == WARMING_UP and replica_b.role() == STANDBY
+    assert replica_a.leases() == [LeaseReport("kube-system/ip-scheduler", "a", WARMING_UP, 1)]
+    assert replica_b.leases() == [LeaseReport("kube-system/ip-scheduler", "a", STANDBY, 0)]
+    synced[0] = None
+    assert replica_a.role() == LEADER
+    assert Leadership().role() == LEADER and not Leadership().elected  # no election: it acts alone
+    assert Leadership(lambda: "warming up").role() == WARMING_UP
+
+
 def _default_profile_framework(**profile: Any) -> Any:
     """A standalone-scheduler profile's framework (kube-scheduler's default plugins), on an
     in-memory cluster."""
@@ -196,6 +287,13 @@ def test_every_scheduler_profile_starts_from_kube_schedulers_default_plugins() -
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "EBSLimits",
+        "GCEPDLimits",
+        "NodeVolumeLimits",
+        "AzureDiskLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     ]
@@ -203,6 +301,7 @@ def test_every_scheduler_profile_starts_from_kube_schedulers_default_plugins() -
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),

@@ -1,0 +1,348 @@
+"""VolumeBinding: a pod's claims must be bound, or bindable on the node, before it runs there;
+``WaitForFirstConsumer`` claims are bound (or provisioned) for the node chosen.
+
+Ports kube-scheduler v1.30's plugin, pkg/scheduler/framework/plugins/volumebinding/
+(``volume_binding.go``, ``scorer.go``; the binder in :mod:`app.plugins.volumes.binder`), with its
+args (``VolumeBindingArgs``: ``bindTimeoutSeconds``, default 600, not negative; ``shape``, refused
+while the ``VolumeCapacityPriority`` feature gate is off, as it is in v1.30).
+
+- **PreFilter**: ``Skip`` for a pod without claims (``persistentVolumeClaim`` or generic
+  ``ephemeral`` volumes). ``UnschedulableAndUnresolvable`` when a claim is missing
+  (``persistentvolumeclaim "x" not found``; an ephemeral one: ``waiting for ephemeral volume
+  controller to create the persistentvolumeclaim "x"``), lost, being deleted or, ephemeral, not
+  owned by the pod; or when an unbound claim binds ``Immediate`` (``pod has unbound immediate
+  PersistentVolumeClaims``: the PV controller binds it, then the claim's update moves the pod).
+  Upstream v1.30.0 to v1.30.6 also returned a ``PreFilterResult`` narrowing the nodes to a bound
+  local volume's hostnames (``GetEligibleNodes``); kubernetes#125398 removed it (v1.30.7,
+  kubernetes#127585), so nothing narrows the nodes here.
+- **Filter** (:meth:`VolumeBinder.find_pod_volumes`): ``UnschedulableAndUnresolvable`` with
+  upstream's reasons (``node(s) had volume node affinity conflict``, ``node(s) didn't find
+  available persistent volumes to bind``, ``node(s) did not have enough free storage``,
+  ``node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)``).
+- **PreScore/Score**: only with the ``VolumeCapacityPriority`` gate (off in v1.30: ``Skip``).
+- **Reserve/Unreserve**: the node's volumes assumed in the binder's caches / reverted.
+- **PreBind**: the claims' ``volume.kubernetes.io/selected-node`` (and the chosen volumes'
+  ``claimRef``) written, then the Binding waits until the claims are bound, within
+  ``bindTimeoutSeconds`` (``binding volumes: context deadline exceeded`` after it).
+
+Needs cluster state: the watched storage objects (``ClusterNeeds.volumes`` and
+``csi_storage_capacities``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import Field, model_validator
+
+from app.framework.args import PluginArgs
+from app.framework.events import (
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    ActionType,
+    ClusterEvent,
+)
+from app.framework.handle import ClusterNeeds, Handle
+from app.framework.registry import PluginEntry
+from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.status import SKIP, SUCCESS, Code, Status
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo
+from app.framework.volumes import CLAIM_LOST, VolumeLister
+from app.plugins.noderesources.fit import UtilizationShapePoint
+from app.plugins.noderesources.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
+from app.plugins.volumes.binder import BinderError, PodVolumeClaims, PodVolumes, VolumeBinder
+from app.plugins.volumes.helpers import claim_not_found, pod_claims, volume_cluster, volume_is_for_pod
+
+NAME = "VolumeBinding"
+#: upstream's ``stateKey`` (the plugin's name)
+STATE_KEY = NAME
+#: ``VolumeBindingArgs.bindTimeoutSeconds``'s default (v1/defaults.go)
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
+#: the ``VolumeCapacityPriority`` feature gate: alpha and off in v1.30 (``shape`` is refused and
+#: Score skips); a factory given ``volume_capacity_priority=True`` scores as with the gate on
+VOLUME_CAPACITY_PRIORITY = False
+#: ``maxUtilization``
+MAX_UTILIZATION = 100
+#: the reason of an unbound immediate claim (PreFilter)
+ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+_EVENTS = (
+    ClusterEvent(STORAGE_CLASS, ActionType.ADD | ActionType.UPDATE),
+    ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
+    ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
+    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
+    ClusterEvent(CSI_NODE, ActionType.ADD | ActionType.UPDATE),
+    ClusterEvent(CSI_DRIVER, ActionType.ADD | ActionType.UPDATE),
+    ClusterEvent(CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
+)
+
+
+class VolumeBindingArgs(PluginArgs):
+    """``VolumeBindingArgs``: ``bindTimeoutSeconds`` (how long PreBind waits for the claims to be
+    bound, seconds, default 600) and ``shape`` (the capacity scoring function: only with the
+    ``VolumeCapacityPriority`` feature gate, off in v1.30)."""
+
+    bind_timeout_seconds: int = Field(default=DEFAULT_BIND_TIMEOUT_SECONDS, ge=0)
+    shape: list[UtilizationShapePoint] | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> VolumeBindingArgs:
+        if self.shape is None:
+            return self
+        if not VOLUME_CAPACITY_PRIORITY:
+            raise ValueError("shape: unsupported when VolumeCapacityPriority feature is disabled")
+        validate_shape(self.shape)
+        return self
+
+
+def validate_shape(shape: Sequence[UtilizationShapePoint]) -> None:
+    """``validateFunctionShape``: at least one point, utilization strictly increasing. Raises
+    ``ValueError``."""
+    if not shape:
+        raise ValueError("shape: at least one point must be specified")
+    for i, (a, b) in enumerate(itertools.pairwise(shape), start=1):
+        if a.utilization >= b.utilization:
+            raise ValueError(f"shape[{i}].utilization: should be greater than prior point")
+
+
+def build_scorer(shape: Sequence[UtilizationShapePoint]) -> VolumeCapacityScorer:
+    """``buildScorerFunction`` (scorer.go): each class's utilization (``requested * 100 /
+    capacity``, 100 when over or without capacity) through the shape (scores x 10), averaged
+    over the classes and rounded half away from zero."""
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    return VolumeCapacityScorer(broken_linear([(p.utilization, p.score * scale) for p in shape]))
+
+
+@dataclass(frozen=True)
+class VolumeCapacityScorer:
+    """``volumeCapacityScorer``: ``scorer({class: (requested, capacity)})`` (bytes) is a node's
+    0..100 score (see :func:`build_scorer`); ``raw`` maps a utilization percentage to a score."""
+
+    raw: Callable[[int], int]
+
+    def __call__(self, classes: dict[str, tuple[int, int]]) -> int:
+        if not classes:
+            return 0
+        total = 0
+        for requested, capacity in classes.values():
+            if capacity == 0 or requested > capacity:
+                total += self.raw(MAX_UTILIZATION)
+            else:
+                total += self.raw(requested * MAX_UTILIZATION // capacity)
+        return math.floor(total / len(classes) + 0.5)
+
+
+@dataclass
+class StateData:
+    """``stateData``: written at PreFilter, filled by Filter per node, read by Reserve, PreBind
+    and Unreserve."""
+
+    all_bound: bool = False
+    pod_volumes_by_node: dict[str, PodVolumes] = field(default_factory=dict)
+    pod_volume_claims: PodVolumeClaims | None = None
+    has_static_bindings: bool = False
+
+
+def pod_has_pvcs(volumes: VolumeLister, pod: PodInfo) -> tuple[bool, str]:
+    """``podHasPVCs``: whether the pod uses a claim, and why it cannot be scheduled now (``""``
+    when it can): a missing, lost or deleted claim, or an ephemeral claim it does not own. Reads
+    the watched claims (the PVC lister), not the binder's assumptions."""
+    has = False
+    for _, name, ephemeral in pod_claims(pod):
+        has = True
+        pvc = volumes.claim(pod.namespace, name)
+        if pvc is None:
+            if ephemeral:
+                return has, f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
+            return has, claim_not_found(name)
+        if pvc.status is not None and pvc.status.phase == CLAIM_LOST:
+            volume_name = pvc.specs.volume_name or ""
+            return has, f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume "{volume_name}"'
+        if pvc.meta.deletion_timestamp:
+            return has, f'persistentvolumeclaim "{pvc.name}" is being deleted'
+        if ephemeral:
+            error = volume_is_for_pod(pod, pvc)
+            if error:
+                return has, error
+    return has, ""
+
+
+def _state(state: CycleState) -> StateData | None:
+    data = state.get(STATE_KEY)
+    return data if isinstance(data, StateData) else None
+
+
+#: upstream's ``CycleState.Read`` error (``framework.ErrNotFound``)
+_NOT_FOUND = "not found"
+
+
+class VolumeBinding:
+    """PreFilter, Filter, PreScore, Score, Reserve, Unreserve, PreBind (see the module doc).
+    ``volume_capacity_priority``: score as with the ``VolumeCapacityPriority`` gate on (needs a
+    ``shape``; the default one otherwise)."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        args: VolumeBindingArgs | None = None,
+        handle: Handle | None = None,
+        volume_capacity_priority: bool = VOLUME_CAPACITY_PRIORITY,
+    ) -> None:
+        args = args or VolumeBindingArgs()
+        self.cluster, self.volumes = volume_cluster(handle, NAME)
+        self.binder = VolumeBinder(self.volumes, float(args.bind_timeout_seconds))
+        self.scorer: VolumeCapacityScorer | None = None
+        if volume_capacity_priority:
+            shape = args.shape or [
+                UtilizationShapePoint(utilization=0, score=0),
+                UtilizationShapePoint(utilization=100, score=MAX_CUSTOM_PRIORITY_SCORE),
+            ]
+            self.scorer = build_scorer(shape)
+
+    # -- PreFilter / Filter ----------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """``PreFilter`` (module doc). Upstream returns ``(nil, status)``: no PreFilterResult."""
+        has, error = pod_has_pvcs(self.volumes, pod)
+        if error:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))
+        if not has:
+            state.write(STATE_KEY, StateData())
+            return SKIP
+        try:
+            claims = self.binder.get_pod_volume_claims(pod)
+        except BinderError as exc:
+            return Status.error(str(exc))
+        if claims.unbound_claims_immediate:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_UNBOUND_IMMEDIATE,))
+        kept = PodVolumeClaims(
+            bound_claims=claims.bound_claims,
+            unbound_claims_delay_binding=claims.unbound_claims_delay_binding,
+            unbound_volumes_delay_binding=claims.unbound_volumes_delay_binding,
+        )
+        state.write(STATE_KEY, StateData(pod_volume_claims=kept))
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``Filter``: the node's volumes for the pod, or ``UnschedulableAndUnresolvable`` with
+        the reasons it cannot have them."""
+        data = _state(state)
+        if data is None or data.pod_volume_claims is None:
+            return Status.error(_NOT_FOUND)
+        if node.node is None:
+            return Status.error(NO_NODE)
+        try:
+            volumes, reasons = self.binder.find_pod_volumes(pod, data.pod_volume_claims, node)
+        except BinderError as exc:
+            return Status.error(str(exc))
+        if reasons:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons))
+        data.pod_volumes_by_node[node.name] = volumes
+        data.has_static_bindings = data.has_static_bindings or bool(volumes.static_bindings)
+        return SUCCESS
+
+    # -- PreScore / Score ------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """``PreScore``: ``Skip`` without the gate or without a static binding on any node."""
+        if self.scorer is None:
+            return SKIP
+        data = _state(state)
+        if data is None:
+            return Status.error(_NOT_FOUND)
+        return SUCCESS if data.has_static_bindings else SKIP
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """``Score``: the utilization score of the node's statically bound volumes, by class."""
+        data = _state(state)
+        if self.scorer is None or data is None:
+            return 0
+        volumes = data.pod_volumes_by_node.get(node.name)
+        if volumes is None:
+            return 0
+        classes: dict[str, tuple[int, int]] = {}
+        for binding in volumes.static_bindings or ():
+            requested, capacity = binding.storage_resource()
+            old = classes.get(binding.storage_class_name(), (0, 0))
+            classes[binding.storage_class_name()] = (old[0] + requested, old[1] + capacity)
+        return self.scorer(classes)
+
+    # -- Reserve / Unreserve / PreBind ------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``Reserve``: assume the node's volumes (nothing to do when the pod has no claim or all
+        are bound)."""
+        data = _state(state)
+        if data is None:
+            return Status.error(_NOT_FOUND)
+        volumes = data.pod_volumes_by_node.get(node.name)
+        if volumes is None:
+            data.all_bound = True
+            return SUCCESS
+        try:
+            data.all_bound = self.binder.assume_pod_volumes(pod, node.name, volumes)
+        except BinderError as exc:
+            return Status.error(str(exc))
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """``Unreserve``: revert what Reserve assumed (idempotent)."""
+        data = _state(state)
+        volumes = data.pod_volumes_by_node.get(node_name) if data is not None else None
+        if volumes is not None:
+            self.binder.revert_assumed_pod_volumes(volumes)
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``PreBind``: write the bindings and wait for the claims to be bound (module doc)."""
+        data = _state(state)
+        if data is None:
+            return Status.error(_NOT_FOUND)
+        if data.all_bound:
+            return SUCCESS
+        volumes = data.pod_volumes_by_node.get(node_name)
+        if volumes is None:
+            return Status.error(f'no pod volumes found for node "{node_name}"')
+        try:
+            await self.binder.bind_pod_volumes(pod, node_name, volumes, self.cluster)
+        except BinderError as exc:
+            return Status.error(str(exc))
+        return SUCCESS
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister`` (v1.30, queueing hints off): StorageClass, PersistentVolumeClaim
+        and PersistentVolume Add|Update, Node Add|UpdateNodeLabel|UpdateNodeTaint, CSINode,
+        CSIDriver and CSIStorageCapacity Add|Update."""
+        return _EVENTS
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=VolumeBinding,
+    args=VolumeBindingArgs,
+    needs_cluster=True,
+    needs=lambda args, http_timeout: ClusterNeeds(volumes=True, csi_storage_capacities=True),
+    summary="filter+reserve+preBind: kube-scheduler's VolumeBinding (claims bound or provisioned for the node)",
+)
+
+__all__ = [
+    "DEFAULT_BIND_TIMEOUT_SECONDS",
+    "NAME",
+    "PLUGIN",
+    "STATE_KEY",
+    "StateData",
+    "VolumeBinding",
+    "VolumeBindingArgs",
+    "VolumeCapacityScorer",
+    "build_scorer",
+    "pod_has_pvcs",
+    "validate_shape",
+]
