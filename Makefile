@@ -46,11 +46,14 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 ## bench: latency and throughput of filter/prioritize through the real server, peak memory of the
-## largest bodies, and the cluster-state figures (prints figures)
+## largest bodies, the cluster-state figures, kube-scheduler's pace with the service binding (a Go
+## driver on kube-scheduler's extender transport) and names-only verbs against a Go extender (prints figures)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_http.py
 	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_bind.py
+	$(BIN)/python bench/bench_extender_cycle.py
+	$(BIN)/python bench/bench_go_extender.py
 	$(BIN)/python bench/bench_decisions.py
 	$(BIN)/python bench/bench_cluster.py
 	$(BIN)/python bench/bench_scheduler.py

@@ -32,6 +32,8 @@ raises :class:`DecodeError` with a message naming the field and the limit (HTTP 
 from __future__ import annotations
 
 import codecs
+import itertools
+import operator
 import types
 import typing
 from collections.abc import Sequence
@@ -44,7 +46,7 @@ import orjson
 
 from app.extender.gojson import fold_index, match_field
 from app.framework import objects
-from app.framework.status import Code, Status
+from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
 
 
@@ -543,7 +545,11 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     """``ExtenderFilterResult`` for a decided filter, as chunks: survivors echoed in their received
     form (``Nodes`` with the original node bytes, and/or ``NodeNames``), every rejected node in
     ``FailedNodes`` (``Unschedulable``) or ``FailedAndUnresolvableNodes`` with its reason. Only
-    rejected nodes' names are read (a surviving node is echoed without being decoded)."""
+    rejected nodes' names are read (a surviving node is echoed without being decoded). When every
+    node passed (the runtime's one ``SUCCESS`` for each), the survivors are the request's nodes
+    as they are: no per-node loop."""
+    if all_passed(statuses):
+        return _all_passed(args, len(statuses))
     passed: list[int] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
@@ -584,6 +590,32 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
     return out
 
 
+def all_passed(statuses: Sequence[Status]) -> bool:
+    """Whether every verdict is the runtime's ``SUCCESS`` (an identity count, in C)."""
+    return bool(statuses) and sum(map(operator.is_, statuses, itertools.repeat(SUCCESS))) == len(statuses)
+
+
+def _all_passed(args: ExtenderArgsView, count: int) -> Chunks:
+    """:func:`encode_filter_result` of a filter every node passed."""
+    out: Chunks = [b'{"Nodes":']
+    if args.node_raws is not None:
+        out += [b'{"metadata":', args.list_meta, b',"items":[']
+        for j, raw in enumerate(args.node_raws):
+            if j:
+                out.append(b",")
+            out.append(raw)
+        out.append(b"]}")
+    else:
+        out.append(_NULL)
+    out.append(b',"NodeNames":')
+    if not args.node_names:
+        out.append(_NULL)
+    else:
+        out.append(orjson.dumps(args.names if args.names is not None else [args.node_name(i) for i in range(count)]))
+    out.append(b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}')
+    return out
+
+
 def encode_filter_error(message: str) -> bytes:
     """``ExtenderFilterResult`` carrying only ``Error`` (kube-scheduler treats it as a failed call)."""
     return orjson.dumps(
@@ -598,8 +630,21 @@ def encode_filter_error(message: str) -> bytes:
 
 
 def encode_host_priority_list(names: Sequence[str], scores: Sequence[int]) -> bytes:
-    """``HostPriorityList``: a bare array, one ``{"Host","Score"}`` per node in request order."""
-    return orjson.dumps([{"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)])
+    """``HostPriorityList``: a bare array, one ``{"Host","Score"}`` per node in request order.
+    Raises ``ValueError`` when the two lengths differ."""
+    if len(names) != len(scores):
+        raise ValueError(f"{len(names)} names but {len(scores)} scores")
+    return _ENCODER.encode(list(map(_HostPriority, names, scores)))
+
+
+class _HostPriority(msgspec.Struct):
+    """One ``HostPriority`` as msgspec encodes it (faster than a dict per node)."""
+
+    Host: str
+    Score: int
+
+
+_ENCODER = msgspec.json.Encoder()
 
 
 def encode_error_object(message: str, **fields: Any) -> bytes:

@@ -94,6 +94,28 @@ def test_filter_result_validates_against_the_contract(name: str) -> None:
     assert list(json.loads(out)) == ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 
 
+@pytest.mark.parametrize("name", ARGS_FIXTURES[:6])
+def test_filter_result_every_node_passed_is_the_general_answer(name: str) -> None:
+    """The path taken when every node passed (no per-node loop) writes the bytes the general path
+    writes for the same verdicts: a status equal to SUCCESS but not the runtime's object takes it."""
+    view = codec.decode_extender_args(fixture_bytes(name))
+    fast = codec.join(codec.encode_filter_result(view, [SUCCESS] * len(view.nodes)))
+    general = codec.join(codec.encode_filter_result(view, [Status() for _ in view.nodes]))
+    assert fast == general
+    result = models.ExtenderFilterResult.model_validate_json(fast)
+    assert result.failed_nodes == {} and result.failed_and_unresolvable_nodes == {} and result.error == ""
+    names = [n.name for n in view.nodes]
+    if view.node_raws is not None:
+        assert [n["metadata"]["name"] for n in (result.nodes.items or [])] == names  # type: ignore[union-attr]
+    else:
+        assert result.node_names == names
+
+
+def test_prioritize_answer_refuses_a_score_count_that_differs() -> None:
+    with pytest.raises(ValueError, match="2 names but 1 scores"):
+        codec.encode_host_priority_list(["a", "b"], [1])
+
+
 # kube-scheduler's extender/v1 TestCompatibility fixtures, 1.34+ form and pre-1.34 (creationTimestamp null)
 TT_ARGS = (
     '{"Pod":{"metadata":{"name":"podname"},"spec":{"containers":null},"status":{}},"Nodes":{"metadata":{},"items":'

@@ -1,0 +1,3 @@
+module scheduler-extender/bench/kubesched
+
+go 1.22

@@ -1,0 +1,237 @@
+"""HTTP/2 over TLS (ALPN ``h2``) through the real server: kube-scheduler's extender transport
+(``makeTransport``: ``utilnet.SetTransportDefaults``) offers ``h2`` and then sends filter,
+prioritize and every bind as streams of one connection. The clients here are independent of the
+server's HTTP/2 engine: httpx over the ``h2`` library, and raw frames written with ``h2``'s
+connection object for what a well-behaved client never does (stalling, trickling, idling)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import h2.config
+import h2.connection
+import h2.events
+import httpx
+import pytest
+
+from tests.conftest import Server, cluster_config, mutual_tls
+from tests.e2e.test_bind_security import certs, client_context
+from tests.e2e.test_cluster_server import populate
+from tests.support.apiserver import FakeAPIServer, pod, running
+from tests.support.bodies import fixture, fixture_bytes, go_marshal
+
+NODE = {"Node": "node-a"}
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[FakeAPIServer]:
+    with running(populate) as server:
+        for i in range(6):
+            server.put("pods", pod(f"h2-{i}", "default"))
+        yield server
+
+
+@pytest.fixture(scope="module")
+def secure(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
+    tmp = tmp_path_factory.mktemp("h2")
+    pki = tmp / "pki"
+    certs(pki)
+
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        mutual_tls(pki)(doc)
+        doc["server"]["timeouts"] = {"idle": "2s", "body": "1s"}
+        doc["server"]["maxRequestBytes"] = 1 << 20
+
+    s = Server(cluster_config(tmp, api.kubeconfig(), edit=edit), verify=client_context(pki, False))
+    yield s, pki
+    s.stop()
+
+
+def h2_client(pki: Path, certificate: bool = True) -> httpx.Client:
+    return httpx.Client(http2=True, verify=client_context(pki, certificate), timeout=10)
+
+
+def test_kube_schedulers_calls_share_one_http2_connection(secure: tuple[Server, Path], api: FakeAPIServer) -> None:
+    server, pki = secure
+    body = fixture("extenderargs_cache_n10.json")
+    body["Pod"]["metadata"].update(name="h2-0", namespace="default", uid="uid-default-h2-0")
+    with h2_client(pki) as client:
+        filtered = client.post(f"{server.url}/filter", content=go_marshal(body))
+        assert filtered.http_version == "HTTP/2"
+        assert filtered.status_code == 200 and filtered.json()["Error"] == ""
+        survivors = filtered.json()["NodeNames"]
+        assert survivors
+        scored = client.post(f"{server.url}/prioritize", content=go_marshal({**body, "NodeNames": survivors}))
+        assert scored.http_version == "HTTP/2" and scored.status_code == 200
+        node = max(scored.json(), key=lambda h: h["Score"])["Host"]
+        bind = {"PodName": "h2-0", "PodNamespace": "default", "PodUID": "uid-default-h2-0", "Node": node}
+        bound = client.post(f"{server.url}/bind", content=go_marshal(bind))
+        assert bound.http_version == "HTTP/2"
+        assert bound.status_code == 200 and bound.json() == {"Error": ""}
+        # the kubelet's probes and the metrics over the same connection (FastAPI behind the router)
+        assert client.get(f"{server.url}/healthz").status_code == 200
+        metrics = client.get(f"{server.url}/metrics").text
+        assert (
+            'scheduler_extender_requests_total{code="200",outcome="success",profile="default",verb="bind"}' in metrics
+        )
+    binding = api.bindings[-1]
+    assert binding["metadata"]["uid"] == "uid-default-h2-0" and binding["target"]["name"] == node
+
+
+def test_concurrent_binds_are_streams_of_one_connection(secure: tuple[Server, Path], api: FakeAPIServer) -> None:
+    """Five binds in flight at once (kube-scheduler's binding goroutines): over HTTP/1.1 Go's
+    transport would open a TLS connection for each beyond two; over HTTP/2 they are streams."""
+    import asyncio
+
+    server, pki = secure
+
+    async def bind_all() -> list[httpx.Response]:
+        async with httpx.AsyncClient(http2=True, verify=client_context(pki, True), timeout=10) as client:
+            first = await client.get(f"{server.url}/healthz")  # the connection, before the burst
+            assert first.http_version == "HTTP/2"
+            bodies = [
+                go_marshal(
+                    {"PodName": f"h2-{i}", "PodNamespace": "default", "PodUID": f"uid-default-h2-{i}", "Node": "node-a"}
+                )
+                for i in range(1, 6)
+            ]
+            answers = await asyncio.gather(*(client.post(f"{server.url}/bind", content=b) for b in bodies))
+            pool = client._transport._pool  # httpx's connection pool: how many connections it opened
+            assert len(pool.connections) == 1
+            return list(answers)
+
+    answers = asyncio.run(bind_all())
+    assert [(a.http_version, a.status_code, a.json()) for a in answers] == [("HTTP/2", 200, {"Error": ""})] * 5
+    bound = {b["metadata"]["name"] for b in api.bindings}
+    assert {f"h2-{i}" for i in range(1, 6)} <= bound
+
+
+def test_bind_over_http2_needs_kube_schedulers_certificate(secure: tuple[Server, Path], api: FakeAPIServer) -> None:
+    server, pki = secure
+    before = len(api.bindings)
+    with h2_client(pki, certificate=False) as client:
+        r = client.post(f"{server.url}/bind", content=fixture_bytes("bindingargs.json"))
+    assert r.http_version == "HTTP/2" and r.status_code == 403
+    assert "this caller presented no client certificate" in r.json()["Error"]
+    assert len(api.bindings) == before
+
+
+def test_a_refused_body_resets_its_stream_not_the_connection(secure: tuple[Server, Path]) -> None:
+    """A body over maxRequestBytes gets its 413 in the verb's result type; over HTTP/1.1 the
+    connection is closed (the body was not read), over HTTP/2 only that stream ends, and the next
+    request goes over the same connection."""
+    server, pki = secure
+    with h2_client(pki) as client:
+        big = client.post(f"{server.url}/filter", content=b"[" + b" " * (2 << 20) + b"]")
+        assert big.http_version == "HTTP/2" and big.status_code == 413
+        assert big.json()["Error"] == "request body exceeds server.maxRequestBytes (1048576 bytes)"
+        after = client.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
+        assert after.http_version == "HTTP/2" and after.status_code == 200
+
+
+def test_http1_clients_are_served_as_before(secure: tuple[Server, Path]) -> None:
+    server, pki = secure
+    r = httpx.post(
+        f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"), verify=client_context(pki, True)
+    )
+    assert r.http_version == "HTTP/1.1" and r.status_code == 200 and r.json()["Error"] == ""
+
+
+def raw_h2(server: Server, pki: Path) -> tuple[ssl.SSLSocket, h2.connection.H2Connection]:
+    """A TLS socket that negotiated ``h2``, with the client preface sent."""
+    context = client_context(pki, True)
+    context.set_alpn_protocols(["h2"])
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1")
+    assert sock.selected_alpn_protocol() == "h2"
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return sock, conn
+
+
+def closed_within(sock: ssl.SSLSocket, conn: h2.connection.H2Connection, seconds: float, ping: float = 0.0) -> float:
+    """Seconds until the server closed the connection (GOAWAY or EOF), sending a PING every
+    ``ping`` seconds meanwhile when set; fails after ``seconds``."""
+    started = time.monotonic()
+    sock.settimeout(ping or seconds)
+    while time.monotonic() - started < seconds:
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            conn.ping(b"12345678")
+            sock.sendall(conn.data_to_send())
+            continue
+        if not data:
+            return time.monotonic() - started
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.ConnectionTerminated):
+                return time.monotonic() - started
+        sock.sendall(conn.data_to_send())
+    raise AssertionError(f"the connection was still open after {seconds}s")
+
+
+def test_an_idle_http2_connection_is_closed_and_pings_do_not_keep_it(secure: tuple[Server, Path]) -> None:
+    server, pki = secure
+    sock, conn = raw_h2(server, pki)
+    with sock:
+        took = closed_within(sock, conn, 8.0, ping=0.3)  # server.timeouts.idle: 2s
+    assert 1.5 < took < 4.0
+
+
+def test_a_stalled_http2_body_is_reset(secure: tuple[Server, Path]) -> None:
+    """A request whose body never ends: the verb router answers 408 at server.timeouts.body."""
+    server, pki = secure
+    sock, conn = raw_h2(server, pki)
+    with sock:
+        conn.send_headers(
+            1,
+            [(":method", "POST"), (":path", "/filter"), (":scheme", "https"), (":authority", "127.0.0.1")],
+        )
+        conn.send_data(1, b'{"Pod":')  # and nothing more
+        sock.sendall(conn.data_to_send())
+        sock.settimeout(6)
+        status, body, ended = None, b"", False
+        while not ended:
+            data = sock.recv(65536)
+            assert data, "the connection closed instead of the stream"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    status = dict(event.headers)[b":status"]
+                elif isinstance(event, h2.events.DataReceived):
+                    body += event.data
+                elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                    ended = True
+            sock.sendall(conn.data_to_send())
+    assert status == b"408"
+    assert json.loads(body)["Error"] == "the request body did not arrive within server.timeouts.body (1s)"
+
+
+def test_an_http2_connection_past_max_connections_gets_503(
+    api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The HTTP/2 connection counts as one connection; past maxConnections its requests are
+    refused with 503 and Retry-After in the verb's result type, as over HTTP/1.1."""
+    tmp = tmp_path_factory.mktemp("h2cap")
+    pki = tmp / "pki"
+    certs(pki)
+
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        mutual_tls(pki)(doc)
+        doc["server"]["maxConnections"] = 1
+
+    server = Server(cluster_config(tmp, api.kubeconfig(), edit=edit), verify=client_context(pki, False))
+    try:
+        with httpx.Client(verify=client_context(pki, True), timeout=10) as first, h2_client(pki) as second:
+            assert first.get(f"{server.url}/healthz").status_code == 200  # holds the one connection
+            r = second.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
+            assert r.http_version == "HTTP/2" and r.status_code == 503
+            assert r.headers["retry-after"] == "1"
+            assert r.json()["Error"] == "too many connections: retry later"
+            assert second.get(f"{server.url}/healthz").status_code == 200  # the kubelet's probes still pass
+    finally:
+        server.stop()
