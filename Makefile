@@ -31,7 +31,8 @@ run: $(RUNTIME)
 	$(BIN)/python -m app serve
 
 # pytest-xdist workers: most tests wait on real servers and processes, so more workers than cores
-TEST_WORKERS ?= 4
+# (measured on 2 cores: 4 workers 195 s, 8 workers 164 s for the whole suite)
+TEST_WORKERS ?= 8
 
 ## test: lint, type-check, build the documentation site strictly (a broken link or a page left out of
 ## the nav fails) and run every test (unit, api, e2e against the real server)

@@ -570,7 +570,7 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     connections drained and the workers stopped within ``server.timeouts.shutdown``: a clean stop,
     as kube-scheduler exits 0 when asked to terminate), 1 for a configuration the service refuses
     or a socket it cannot listen on, with the reason on standard error."""
-    from app.api import create_app
+    from app.api.app import create_app
     from app.api.server import ListenError, run
 
     checked = check_configuration(config_path, "schedule" if schedule else "serve", host, port)

@@ -1,5 +1,5 @@
-"""The HTTP layer: FastAPI routes that decode, call the framework and encode."""
+"""The HTTP layer: FastAPI routes that decode, call the framework and encode.
 
-from app.api.app import create_app
-
-__all__ = ["create_app"]
+``create_app`` is in :mod:`app.api.app`; this package imports nothing at import, so a command
+that only builds the service (``validate``, ``render``, ``replay``) does not load FastAPI.
+"""

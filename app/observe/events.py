@@ -29,6 +29,7 @@ dropped and counted. The pods' buckets are bounded (:data:`MAX_BUCKETS`, the old
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -140,7 +141,8 @@ class EventRecorder(ThreadWorker):
         self.reporting_controller = reporting_controller
         self.instance = instance or f"{reporting_controller}-{os.environ.get('HOSTNAME') or socket.gethostname()}"
         self._clock = clock
-        self._queue: queue.Queue[PodEvent] = queue.Queue(MAX_QUEUED)
+        #: the events to write; ``None`` wakes the writer to see it was stopped
+        self._queue: queue.Queue[PodEvent | None] = queue.Queue(MAX_QUEUED)
         self._cache: dict[tuple[str, ...], _Series] = {}
         #: (namespace, name) -> [tokens, refilled at]: one token bucket per pod
         self._buckets: dict[tuple[str, str], list[float]] = {}
@@ -165,9 +167,11 @@ class EventRecorder(ThreadWorker):
     # -- the writer ----------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the writer to end after its current write (events still queued are not written);
-        does not wait (see :meth:`join`)."""
+        """Ask the writer to end after its current write (events still queued are not written),
+        waking it if it waits for an event; does not wait (see :meth:`join`)."""
         super().stop()
+        with contextlib.suppress(queue.Full):  # a full queue: the writer is busy, not waiting
+            self._queue.put_nowait(None)
 
     def run(self) -> None:
         """The writer: takes the queued events (waiting at most 1 s for one), aggregates and writes

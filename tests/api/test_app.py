@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api import create_app
+from app.api.app import create_app
 from app.api.service import ExtenderService
 from app.bootstrap import build_service
 from app.config import API_VERSION, KIND, Configuration, load_config

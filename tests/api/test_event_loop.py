@@ -14,7 +14,7 @@ import httpx
 import pytest
 import uvicorn
 
-from app.api import create_app
+from app.api.app import create_app
 from app.api.server import uvicorn_config
 from app.api.service import INLINE_WEIGHT, ExtenderService
 from app.config import parse_config

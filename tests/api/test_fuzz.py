@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.api import create_app
+from app.api.app import create_app
 from app.bootstrap import build_service
 from tests.e2e.test_server import CONFIG
 from tests.support.bodies import fixture_bytes

@@ -26,6 +26,15 @@ __all__ = ["api"]  # the test API server fixture, shared with test_scheduler
 def write_config(tmp: Path, api: FakeAPIServer, profiles: list[dict[str, Any]], **server: Any) -> Path:
     kubeconfig = tmp / "kubeconfig"
     kubeconfig.write_text(api.kubeconfig())
+    # a short bind deadline: a start without leader election waits one out before binding
+    # (DefaultBinder's, 80 % of httpTimeout by default: 4 s a test)
+    quick = {"name": "DefaultBinder", "args": {"timeoutSeconds": 1}}
+    profiles = [
+        {**p, "pluginConfig": [*p.get("pluginConfig", []), quick]}
+        if p.get("schedulerName") and not any(c["name"] == "DefaultBinder" for c in p.get("pluginConfig", []))
+        else p
+        for p in profiles
+    ]
     doc = {
         "apiVersion": "config.scheduler-extender.dev/v1alpha1",
         "kind": "ExtenderConfiguration",

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 
-from app.api import create_app
+from app.api.app import create_app
 from app.config import parse_config
 from app.framework import SUCCESS, CycleState, NodeInfo, PluginEntry, PodInfo, Status, build_registry
 from app.plugins import IN_TREE
