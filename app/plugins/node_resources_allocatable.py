@@ -11,6 +11,7 @@ It needs no cluster state, so prioritize is useful without one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -19,7 +20,7 @@ from app.framework.args import PluginArgs, ResourceSpec
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
-from app.framework.status import SUCCESS, Status
+from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
 
 NAME = "NodeResourcesAllocatable"
@@ -67,13 +68,25 @@ class NodeResourcesAllocatable:
         self.weights = [(r.name, r.weight) for r in args.resources]
         self.weight_sum = sum(w for _, w in self.weights)
 
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        """Each node's raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any
+        integer), kept on the NodeInfo (it depends on allocatable only); ``Error`` naming the first
+        node whose object is unknown (a NodeNames request without cluster state)."""
+        raw = self._raw_score
+        scores: list[int] = []
+        append = scores.append
+        for node in nodes:
+            if node.node is None:
+                return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
+            append(node.memo(self, raw))
+        return scores, SUCCESS
+
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        """The raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any integer);
-        ``Error`` for a node whose object is unknown (a NodeNames request without cluster state)."""
-        if node.node is None:
-            return 0, _NO_NODE
-        result: int = node.memo(self, self._raw_score)  # depends on allocatable only
-        return result, SUCCESS
+        """:meth:`score_nodes` of ``node`` alone."""
+        scores, status = self.score_nodes(state, pod, (node,))
+        return (scores[0] if scores else 0), status
 
     def _raw_score(self, node: NodeInfo) -> int:
         get = node.allocatable.get
@@ -86,8 +99,9 @@ class NodeResourcesAllocatable:
         """Min-max to 0..100: ``(s - lowest) * 100 / (highest - lowest)``; all equal -> 0."""
         if not scores:
             return SUCCESS
-        lowest = min(s.score for s in scores)
-        spread = max(s.score for s in scores) - lowest
+        values = [s.score for s in scores]
+        lowest = min(values)
+        spread = max(values) - lowest
         for s in scores:
             s.score = 0 if spread == 0 else (s.score - lowest) * MAX_NODE_SCORE // spread
         return SUCCESS
