@@ -3,9 +3,10 @@ the test API server on scheduler_perf's PreemptionBasic
 (test/integration/scheduler_perf/config/performance-config.yaml: nodes of 4 cpu, 32Gi and 110
 pods; low-priority pods of 900m and 500Mi, three a node, ``terminationGracePeriodSeconds: 0``;
 then one high-priority pod of 3 cpu a node, priority 10): every preemptor is nominated once,
-bound to the node it was nominated to, and no pod is bound into room another one holds. Scaled
-to 20 nodes here (``E2E_PREEMPTION=NODES`` for more; ``bench/bench_scheduler.py`` measures the
-full 100). Then an InterPodAffinity ``namespaceSelector`` term matches by the namespaces' labels."""
+bound to the node it was nominated to, and no pod is bound into room another one holds. At its
+full size: 100 nodes, 300 low-priority pods, 100 preemptors (``E2E_PREEMPTION=NODES`` scales it;
+``bench/bench_scheduler.py`` measures its pace). Then an InterPodAffinity ``namespaceSelector``
+term matches by the namespaces' labels."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from tests.e2e.test_scheduler import Scheduler, bound, wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod, running
 from tests.support.scheduler_perf import default_node, priority_pod
 
-NODES = int(os.environ.get("E2E_PREEMPTION", "20"))
+NODES = int(os.environ.get("E2E_PREEMPTION", "100"))
 
 
 @pytest.fixture
