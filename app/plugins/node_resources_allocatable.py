@@ -68,9 +68,7 @@ class NodeResourcesAllocatable:
         self.weights = [(r.name, r.weight) for r in args.resources]
         self.weight_sum = sum(w for _, w in self.weights)
 
-    def score_nodes(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status]:
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         """Each node's raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any
         integer), kept on the NodeInfo (it depends on allocatable only); ``Error`` naming the first
         node whose object is unknown (a NodeNames request without cluster state)."""
