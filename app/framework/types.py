@@ -302,14 +302,13 @@ def _container_requests(container: objects.Container) -> dict[str, int]:
 
 
 class ObjectDecodeError(SchedulerExtenderError, ValueError):
-    """A Kubernetes object in the request could not be decoded (the client's mistake: HTTP 400).
-
-    Raised lazily, when a plugin first reads a node; the runtime lets it through instead of
-    treating it as the plugin's error.
+    """A Kubernetes object in the request could not be decoded, or one of its quantities does not
+    parse (the client's mistake: HTTP 400). The codec raises it before any plugin runs; a plugin
+    reading a malformed quantity of an object the codec did not check raises it too, and the
+    runtime lets it through instead of treating it as the plugin's error.
     """
 
 
-NodeLoader = Callable[[Any], objects.Node]
 _NO_COUNTS: Mapping[str, int] = {}
 
 
@@ -387,12 +386,9 @@ UsageLookup = Callable[[str], "NodeUsage | None"]
 class NodeInfo:
     """A node as plugins see it: its name and, when known, the decoded node object.
 
-    Built either from a name and an optional decoded :class:`objects.Node`, or (non-cache
-    requests) from the node's raw JSON bytes and a loader: the node is then decoded the first
-    time a plugin reads :attr:`name` or :attr:`node`, so a profile whose plugins never read a
-    node never pays for decoding it. The loader raises :class:`ObjectDecodeError`.
-
-    In ``nodeCacheCapable: true`` requests the service resolves names through its cluster-state
+    Built from a name and, when known, the decoded :class:`objects.Node` (the request's codec
+    decodes every node of a non-cache request before any plugin runs). In
+    ``nodeCacheCapable: true`` requests the service resolves names through its cluster-state
     cache, whose NodeInfos carry the node and its :class:`NodeUsage`. Without cluster state only
     the name is known: plugins that need the object must check :attr:`node` and return an
     ``ERROR`` status when it is ``None`` (the runtime then applies the plugin's failure policy).
@@ -400,26 +396,18 @@ class NodeInfo:
     (:meth:`use_usage_lookup`).
     """
 
-    __slots__ = ("_allocatable", "_loader", "_lookup", "_memo", "_name", "_node", "_raw", "_resources", "_usage")
+    __slots__ = ("_allocatable", "_lookup", "_memo", "_resources", "_usage", "name", "node")
 
     def __init__(self, name: str = "", node: objects.Node | None = None, usage: NodeUsage | None = None) -> None:
-        self._name = name
-        self._node = node
-        self._raw: Any = None
-        self._loader: NodeLoader | None = None
+        #: ``metadata.name``
+        self.name = name
+        #: the decoded node object, or ``None`` when only the name is known
+        self.node = node
         self._allocatable: dict[str, int] | None = None
         self._usage = usage
         self._lookup: UsageLookup | None = None
         self._memo: dict[Any, Any] | None = None
         self._resources: NodeResources | None = None
-
-    @classmethod
-    def lazy(cls, raw: Any, loader: NodeLoader) -> NodeInfo:
-        """A NodeInfo decoded on first use from ``raw`` (the node's JSON bytes) by ``loader``."""
-        info = cls()
-        info._raw = raw
-        info._loader = loader
-        return info
 
     def memo(self, key: Any, compute: Callable[[NodeInfo], Any]) -> Any:
         """``compute(self)``, remembered under ``key`` for the life of this NodeInfo.
@@ -467,27 +455,6 @@ class NodeInfo:
     def non_zero_requested(self) -> tuple[int, int]:
         """``(milli_cpu, memory_bytes)`` with scoring defaults (``NodeInfo.NonZeroRequested``)."""
         return self.usage.non_zero_requested
-
-    def _load(self) -> objects.Node | None:
-        if self._node is None and self._loader is not None:
-            node = self._loader(self._raw)
-            meta = node.metadata
-            if meta is None or not meta.name:
-                raise ObjectDecodeError("a node in Nodes.items has no metadata.name")
-            self._node, self._name, self._loader = node, meta.name, None
-        return self._node
-
-    @property
-    def name(self) -> str:
-        """``metadata.name`` (decodes a lazy node)."""
-        if not self._name and self._loader is not None:
-            self._load()
-        return self._name
-
-    @property
-    def node(self) -> objects.Node | None:
-        """The decoded node object, or ``None`` when only the name is known."""
-        return self._node if self._loader is None else self._load()
 
     @property
     def labels(self) -> Mapping[str, str]:
