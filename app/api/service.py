@@ -216,8 +216,7 @@ class ExtenderService:
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return ResolvedNodes(view.nodes)
-        get = snapshot.known.get
-        resolved = [get(name) for name in view.names]  # NodeNames: no name-only NodeInfos built
+        resolved = list(map(snapshot.known.get, view.names))  # NodeNames: no name-only NodeInfos built
         if None not in resolved:
             return ResolvedNodes(resolved)  # type: ignore[arg-type]
         unknown = [i for i, info in enumerate(resolved) if info is None]
