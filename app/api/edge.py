@@ -110,7 +110,9 @@ class VerbRouter:
             self.bind_clients = frozenset(tls.allowed_clients)
         elif server.insecure_bind:
             self.bind_clients = None
+        #: verb requests being read or answered (``scheduler_extender_requests_in_flight`` reads it)
         self.requests_in_flight = 0
+        metrics.in_flight.set_function(lambda: self.requests_in_flight)
         self.bytes_in_flight = 0
         #: bodies up to this size (bytes, never counted against ``maxInFlightBytes``) may be
         #: answered without the ASGI cycle (:meth:`direct`)
@@ -148,7 +150,6 @@ class VerbRouter:
         token = None
         try:
             self.requests_in_flight += 1
-            self.metrics.in_flight.inc()
             try:
                 admitted = await self._admitted(verb, target, scope, receive, held, probe)
                 if isinstance(admitted, Answer):
@@ -158,7 +159,6 @@ class VerbRouter:
                     result, close = (answer if isinstance(answer, Answer) else await answer), False
             finally:
                 self.requests_in_flight -= 1
-                self.metrics.in_flight.dec()
             if probe and verb.name == "bind" and isinstance(target, Framework) and result.status == 200:
                 probe = False  # the binder ran: recorded, logged and counted as any bind
             if probe:
@@ -259,7 +259,6 @@ class VerbRouter:
         if not isinstance(target, Framework):
             return None
         self.requests_in_flight += 1
-        self.metrics.in_flight.inc()
         return DirectRequest(verb, target, self.metrics.profile_label(target.profile), time.perf_counter())
 
     def direct_answer(self, request: DirectRequest, body: bytes | bytearray) -> Answer | Awaitable[Answer]:
@@ -281,7 +280,6 @@ class VerbRouter:
             return
         request.done = True
         self.requests_in_flight -= 1
-        self.metrics.in_flight.dec()
         if answer is None:
             return
         capture = self.capture

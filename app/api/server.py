@@ -501,6 +501,7 @@ class ExtenderServer(uvicorn.Server):
         app = self.config.app
         service = getattr(app, "service", None)
         if service is not None:
+            service.record_after_answers(asyncio.get_running_loop())
             log.info(
                 "serving profiles %s on %s:%s (default profile: %s)",
                 ", ".join(service.frameworks),

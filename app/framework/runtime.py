@@ -729,7 +729,7 @@ class Framework(Handle):
             result.plugin_scores[ep.name] = values
             result.weights[ep.name] = weight
             if len(result.weights) == 1:
-                result.totals = [weight * v for v in values]
+                result.totals = list(values) if weight == 1 else [weight * v for v in values]
             else:
                 result.totals = [t + weight * v for t, v in zip(result.totals, values, strict=True)]
         return result, SUCCESS
