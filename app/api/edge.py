@@ -1,7 +1,7 @@
 """The hot path: the ASGI app that answers ``POST /{verb}`` and ``POST /{profile}/{verb}``, and
 hands every other request to the FastAPI app (health, metrics, OpenAPI, docs).
 
-One request, top to bottom (:meth:`VerbRouter.answer`):
+One request, top to bottom (:meth:`VerbRouter.__call__`):
 
 1. route: the path names a verb of :data:`~app.api.verbs.VERBS`, with or without a profile;
 2. admission: a connection past ``server.maxConnections`` or a request past
@@ -17,7 +17,20 @@ One request, top to bottom (:meth:`VerbRouter.answer`):
    cycle is serial, and the event loop stays free for health, metrics and binds); bind is a
    coroutine on the loop; an unexpected exception is logged and answered 500 without its text;
 6. the answer: sent in chunks of about 256 KiB, never joined into one copy; then the metrics
-   observer counts it (body read included in the duration).
+   observer counts it (body read included in the duration); the verb's decision is recorded in a
+   loop callback just after (:meth:`~app.api.service.ExtenderService.record_after_answers`).
+
+Over HTTP/1.1 most filter, prioritize and preempt requests skip the ASGI cycle (uvicorn's task,
+``receive`` and ``send`` messages, the body's copies): :class:`~app.api.server.GuardedHttpToolsProtocol`
+offers each request to :meth:`VerbRouter.direct` once its headers are complete, and for a
+blocking verb of a profile that serves it, with a Content-Length of at most
+:attr:`VerbRouter.direct_bytes` (1 MiB, never counted against ``maxInFlightBytes``), admitted
+(step 2) and not a probe, collects the body itself, has it answered by
+:meth:`VerbRouter.direct_answer` (steps 4 and 5: the body timeout's 408 from
+:meth:`VerbRouter.direct_timed_out`) and writes the answer, head and body in one write, before
+:meth:`VerbRouter.direct_done` counts it (step 6). Everything else (bind, refusals, mismatches,
+probes, larger bodies, ``Expect: 100-continue``, a request pipelined behind another, HTTP/2)
+takes the ASGI cycle. Both give the same bytes on the wire.
 
 A probe (a request with :data:`~app.observe.logs.PROBE_HEADER`, as ``check-scheduler-config``
 sends) goes through the same steps, refusals included, and gets the same answer; but its verb runs

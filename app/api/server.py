@@ -16,6 +16,14 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
   with ``Retry-After`` (:data:`~app.api.edge.OVER_CAPACITY`), ``/healthz`` and ``/readyz``
   excepted so the kubelet's probes still see a live process.
 
+It also answers the verb router's direct requests itself (:meth:`~app.api.edge.VerbRouter.direct`:
+most filter, prioritize and preempt requests), without uvicorn's ASGI task: the body collected
+into the request cycle's buffer (``body`` deadline: the router's 408 and the connection closed),
+the answer written as uvicorn's cycle writes it (status line, the server's default headers, the
+answer's, head and body in one write; ``connection: close`` and the close when the request or a
+shutdown asks for it), the access line, then keep-alive or the next pipelined request as uvicorn
+does. A verb evaluated in the worker thread is awaited by a task the server's shutdown waits for.
+
 :func:`run` serves until SIGTERM/SIGINT and lets requests in flight finish within
 ``server.timeouts.shutdown``; meanwhile the standalone schedulers stop at once and their Leases are
 released (the ``on_stopping`` hook). uvicorn then cancels what is left, the background workers are
@@ -165,10 +173,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
         """uvicorn begins a request cycle: a verb request the router takes directly
         (:meth:`VerbRouter.direct`) is answered by :meth:`_answer_direct` once its body is whole,
-        without an ASGI task; any other request, and one that waited behind a pipelined answer,
-        goes to the ASGI app."""
+        without an ASGI task; any other request, one that waited behind a pipelined answer, and
+        one that arrives while the client is not reading the answers written (the ASGI cycle
+        waits for them to drain) goes to the ASGI app."""
         router = self.router
-        if router is not None and self._starting and app is self.app and not cycle.waiting_for_100_continue:
+        if (
+            router is not None
+            and self._starting
+            and app is self.app
+            and not cycle.waiting_for_100_continue
+            and not self.flow.write_paused
+        ):
             direct = router.direct(cycle.scope)
             if direct is not None:
                 self._direct, self._direct_cycle = direct, cycle
