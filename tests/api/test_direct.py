@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +19,7 @@ from app.api.edge import DirectRequest, VerbRouter
 from app.api.server import ExtenderServer, uvicorn_config
 from app.bootstrap import build_service
 from app.observe.logs import PROBE_HEADER
-from tests.conftest import free_port
+from tests.conftest import free_port, serve_in_thread
 from tests.support.bodies import fixture_bytes
 
 FILTER = fixture_bytes("extenderargs_nocache_n10.json")
@@ -46,14 +45,7 @@ class Served:
         self.port = free_port()
         config = uvicorn_config(self.router, "127.0.0.1", self.port, {"log_level": "warning"})
         self.server = ExtenderServer(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        for _ in range(200):
-            try:
-                httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1)
-                return
-            except httpx.TransportError:
-                time.sleep(0.05)
+        self.thread = serve_in_thread(self.server)
 
     def connect(self) -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.port), timeout=10)
