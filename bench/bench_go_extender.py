@@ -3,7 +3,9 @@
 Cache mode (``nodeCacheCapable: true``): kube-scheduler sends the pod and the candidate node
 names. One client, ``kubesched verbs`` (Go's ``net/http`` and ``encoding/json``, as
 ``HTTPExtender.send``: :mod:`bench.gotool`), times each verb over one keep-alive connection (plain
-HTTP), one pod at a time: filter, then prioritize with filter's survivors. Against:
+HTTP), one pod at a time: filter, then prioritize with filter's survivors and the very pod bytes
+filter got; each round's pod is one of its own (the body's pod with a UID of the round's), as
+each pod kube-scheduler schedules is. Against:
 
 - the service on ``examples/cluster.yaml`` without bind (AnnotationNodeAffinity,
   NodeResourcesAllocatable; cache mode), its cluster state listed from the test API server of

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,6 +89,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def serve_in_thread(server: uvicorn.Server) -> threading.Thread:
+    """Run ``server`` (an in-process uvicorn server on loopback) in a daemon thread, returned once
+    its ``/healthz`` answers (at most 10 s)."""
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://{server.config.host}:{server.config.port}/healthz"
+    for _ in range(200):
+        try:
+            httpx.get(url, timeout=1)
+            break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    return thread
 
 
 class Server:

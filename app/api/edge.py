@@ -1,7 +1,7 @@
 """The hot path: the ASGI app that answers ``POST /{verb}`` and ``POST /{profile}/{verb}``, and
 hands every other request to the FastAPI app (health, metrics, OpenAPI, docs).
 
-One request, top to bottom (:meth:`VerbRouter.answer`):
+One request, top to bottom (:meth:`VerbRouter.__call__`):
 
 1. route: the path names a verb of :data:`~app.api.verbs.VERBS`, with or without a profile;
 2. admission: a connection past ``server.maxConnections`` or a request past
@@ -17,7 +17,20 @@ One request, top to bottom (:meth:`VerbRouter.answer`):
    cycle is serial, and the event loop stays free for health, metrics and binds); bind is a
    coroutine on the loop; an unexpected exception is logged and answered 500 without its text;
 6. the answer: sent in chunks of about 256 KiB, never joined into one copy; then the metrics
-   observer counts it (body read included in the duration).
+   observer counts it (body read included in the duration); the verb's decision is recorded in a
+   loop callback just after (:meth:`~app.api.service.ExtenderService.record_after_answers`).
+
+Over HTTP/1.1 most filter, prioritize and preempt requests skip the ASGI cycle (uvicorn's task,
+``receive`` and ``send`` messages, the body's copies): :class:`~app.api.server.GuardedHttpToolsProtocol`
+offers each request to :meth:`VerbRouter.direct` once its headers are complete, and for a
+blocking verb of a profile that serves it, with a Content-Length of at most
+:attr:`VerbRouter.direct_bytes` (1 MiB, never counted against ``maxInFlightBytes``), admitted
+(step 2) and not a probe, collects the body itself, has it answered by
+:meth:`VerbRouter.direct_answer` (steps 4 and 5: the body timeout's 408 from
+:meth:`VerbRouter.direct_timed_out`) and writes the answer, head and body in one write, before
+:meth:`VerbRouter.direct_done` counts it (step 6). Everything else (bind, refusals, mismatches,
+probes, larger bodies, ``Expect: 100-continue``, a request pipelined behind another, HTTP/2)
+takes the ASGI cycle. Both give the same bytes on the wire.
 
 A probe (a request with :data:`~app.observe.logs.PROBE_HEADER`, as ``check-scheduler-config``
 sends) goes through the same steps, refusals included, and gets the same answer; but its verb runs
@@ -110,14 +123,19 @@ class VerbRouter:
             self.bind_clients = frozenset(tls.allowed_clients)
         elif server.insecure_bind:
             self.bind_clients = None
+        #: verb requests being read or answered (``scheduler_extender_requests_in_flight`` reads it)
         self.requests_in_flight = 0
+        metrics.in_flight.set_function(lambda: self.requests_in_flight)
         self.bytes_in_flight = 0
+        #: bodies up to this size (bytes, never counted against ``maxInFlightBytes``) may be
+        #: answered without the ASGI cycle (:meth:`direct`)
+        self.direct_bytes = min(self.max_request_bytes, SMALL_BODY)
         #: where answered filter/prioritize/preempt requests are captured (``diagnostics.capture``)
         self.capture: Capture | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a verb request (steps 1 to 6 of the module doc), or hand the request to FastAPI.
-        From here a filter reaches its first plugin in at most five calls: :meth:`_result`, the
+        From here a filter reaches its first plugin in at most five calls: :meth:`_evaluate`, the
         verb's handler, the framework's run, (for Filter) its per-plugin loop, the plugin."""
         route = _route(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
         if route is None:
@@ -145,12 +163,15 @@ class VerbRouter:
         token = None
         try:
             self.requests_in_flight += 1
-            self.metrics.in_flight.inc()
             try:
-                result, close = await self._result(verb, target, scope, receive, held, probe)
+                admitted = await self._admitted(verb, target, scope, receive, held, probe)
+                if isinstance(admitted, Answer):
+                    result, close = admitted, True  # its body may be unread
+                else:
+                    answer = self._evaluate(verb, admitted[1], admitted[2], admitted[0])
+                    result, close = (answer if isinstance(answer, Answer) else await answer), False
             finally:
                 self.requests_in_flight -= 1
-                self.metrics.in_flight.dec()
             if probe and verb.name == "bind" and isinstance(target, Framework) and result.status == 200:
                 probe = False  # the binder ran: recorded, logged and counted as any bind
             if probe:
@@ -179,36 +200,107 @@ class VerbRouter:
         service.pod_events = None
         return service
 
-    async def _result(
+    async def _admitted(
         self, verb: Verb, target: Framework | Answer, scope: Scope, receive: Receive, held: _Held, probe: bool = False
-    ) -> tuple[Answer, bool]:
-        """The answer, and whether to close the connection after it (its body was not read). The
-        verb's handler is called from here, on the loop or in the worker thread; for a ``probe``
-        other than bind, with the :meth:`quiet` service."""
+    ) -> Answer | tuple[ExtenderService, Framework, bytes | bytearray]:
+        """The answer to a request refused before its verb runs (its body may be unread: the
+        connection is closed after it), or what the verb runs on: the service (for a ``probe``
+        other than bind, the :meth:`quiet` one), the framework and the whole body."""
         try:
             body = await self._admitted_body(verb, target, scope, receive, held)
         except _RefusedError as refusal:
             retry = RETRY_AFTER if refusal.status == 503 else None
-            return verb.error(refusal.status, str(refusal), retry), True
+            return verb.error(refusal.status, str(refusal), retry)
         if isinstance(target, Answer):
-            return target, True
-        service = self.quiet() if probe and verb.name != "bind" else self.service
+            return target
+        return (self.quiet() if probe and verb.name != "bind" else self.service), target, body
+
+    def _evaluate(
+        self, verb: Verb, target: Framework, body: bytes | bytearray, service: ExtenderService
+    ) -> Answer | Awaitable[Answer]:
+        """The verb's answer to a whole body (step 5 of the module doc): at once, evaluated on the
+        loop, or an awaitable of the worker thread's answer or of bind's coroutine. Never raises,
+        nor does the awaitable: an unexpected exception is logged and answered 500 without its
+        text."""
         try:
             if not verb.blocking:
-                return await verb.run_async(service, target, body), False
+                return _awaited(verb, target, verb.run_async(service, target, body))
             loop = asyncio.get_running_loop()
             if not verb.decode_on_loop and len(body) >= INLINE_BODY_BYTES:
-                return await loop.run_in_executor(self.worker, verb.run, service, target, body), False
+                return _awaited(verb, target, loop.run_in_executor(self.worker, verb.run, service, target, body))
             args = verb.decoded(service, body, target)
             if isinstance(args, Answer):
-                return args, False
+                return args
             handle: Any = verb.handle  # a blocking verb's handler answers at once
             if verb.weight(args) <= INLINE_WEIGHT:
-                return handle(service, target, args), False
-            return await loop.run_in_executor(self.worker, handle, service, target, args), False
+                answer: Answer = handle(service, target, args)
+                return answer
+            return _awaited(verb, target, loop.run_in_executor(self.worker, handle, service, target, args))
         except Exception:  # a bug of ours or a plugin's: never its text on the wire
-            log.exception("%s on profile %s failed", verb.name, target.profile)
-            return verb.error(500, INTERNAL_ERROR.format(verb=verb.name)), False
+            return _failed(verb, target)
+
+    # -- requests the HTTP/1.1 protocol answers without the ASGI cycle ---------------------------
+
+    def direct(self, scope: Scope) -> DirectRequest | None:
+        """A request whose headers are complete, as :class:`~app.api.server.GuardedHttpToolsProtocol`
+        offers it: a :class:`DirectRequest` (counted in flight from now) when it is a blocking
+        verb's (filter, prioritize, preempt) of a profile that serves it, with a Content-Length of
+        at most :attr:`direct_bytes`, not a probe, and admitted (neither over ``maxConnections`` nor
+        past ``maxRequestsInFlight``); else ``None``, and the request takes the ASGI cycle (bind,
+        the refusals, mismatches, probes, bodies without a length or larger).
+
+        The protocol then collects the body, calls :meth:`direct_answer`, writes the answer
+        itself in one write and calls :meth:`direct_done`: the same steps as :meth:`__call__`
+        without an ASGI task, receive and send messages, or a copy of the body."""
+        if scope["method"] != "POST":
+            return None
+        route = _route(scope["path"])
+        if route is None:
+            return None
+        verb = VERBS[route[0]]
+        if not verb.blocking or scope.get(OVER_CAPACITY) or self.requests_in_flight >= self.max_requests:
+            return None
+        length = None
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                length = int(value)  # the HTTP parser accepted it: digits only
+            elif name == PROBE_HEADER:
+                return None
+        if length is None or length > self.direct_bytes:
+            return None
+        target = self.service.resolve(route[1], verb.name)
+        if not isinstance(target, Framework):
+            return None
+        self.requests_in_flight += 1
+        return DirectRequest(verb, target, self.metrics.profile_label(target.profile), time.perf_counter())
+
+    def direct_answer(self, request: DirectRequest, body: bytes | bytearray) -> Answer | Awaitable[Answer]:
+        """The answer to a :meth:`direct` request's whole body: at once, or an awaitable of the
+        worker thread's (a verb over :data:`~app.api.service.INLINE_WEIGHT` nodes or victims)."""
+        request.body = body
+        return self._evaluate(request.verb, request.target, body, self.service)
+
+    def direct_timed_out(self, request: DirectRequest) -> Answer:
+        """The 408 of a :meth:`direct` request whose body did not arrive within
+        ``server.timeouts.body`` (counted as a ``body`` timeout); the connection is then closed."""
+        self.metrics.timeouts.labels("body").inc()
+        return request.verb.error(408, body_timed_out(self.body_timeout))
+
+    def direct_done(self, request: DirectRequest, answer: Answer | None) -> None:
+        """A :meth:`direct` request is over: no longer in flight; its answer (``None``: the client
+        went away before its body was whole) captured and counted, as :meth:`__call__` does."""
+        if request.done:
+            return
+        request.done = True
+        self.requests_in_flight -= 1
+        if answer is None:
+            return
+        capture = self.capture
+        if capture is not None and request.body is not None and answer.status == 200 and capture.wants(answer.pod):
+            capture.offer(request.verb.name, request.label, answer.status, request.body, _joined(answer.body))
+        self.metrics.answered(
+            request.label, request.verb.name, answer.status, answer.error, time.perf_counter() - request.started
+        )
 
     async def _admitted_body(
         self, verb: Verb, target: Framework | Answer, scope: Scope, receive: Receive, held: _Held
@@ -285,9 +377,42 @@ class VerbRouter:
                 return b"".join(chunks)
         except TimeoutError:
             self.metrics.timeouts.labels("body").inc()
-            raise _RefusedError(
-                408, f"the request body did not arrive within server.timeouts.body ({self.body_timeout:g}s)"
-            ) from None
+            raise _RefusedError(408, body_timed_out(self.body_timeout)) from None
+
+
+class DirectRequest:
+    """A verb request the HTTP/1.1 protocol answers without the ASGI cycle (:meth:`VerbRouter.direct`):
+    its verb, the framework of its profile, its metrics label, when it began
+    (``time.perf_counter()``), its body once whole, and whether it is over."""
+
+    __slots__ = ("body", "done", "label", "started", "target", "verb")
+
+    def __init__(self, verb: Verb, target: Framework, label: str, started: float) -> None:
+        self.verb = verb
+        self.target = target
+        self.label = label
+        self.started = started
+        self.body: bytes | bytearray | None = None
+        self.done = False
+
+
+def _failed(verb: Verb, target: Framework) -> Answer:
+    """Log the exception being handled and answer 500 without its text."""
+    log.exception("%s on profile %s failed", verb.name, target.profile)
+    return verb.error(500, INTERNAL_ERROR.format(verb=verb.name))
+
+
+async def _awaited(verb: Verb, target: Framework, answer: Awaitable[Answer]) -> Answer:
+    """``answer`` awaited (the worker thread's, or bind's), or 500 (:func:`_failed`)."""
+    try:
+        return await answer
+    except Exception:
+        return _failed(verb, target)
+
+
+def body_timed_out(seconds: float) -> str:
+    """The ``Error`` of a body that did not arrive within ``server.timeouts.body``, answered 408."""
+    return f"the request body did not arrive within server.timeouts.body ({seconds:g}s)"
 
 
 class _Held:

@@ -152,6 +152,11 @@ class Metrics:
             "Decisions kept for /explain.",
             registry=self.registry,
         )
+        # the children of the label sets every request counts, found once each (``labels()``
+        # validates and locks: a few microseconds a call); bounded as the label values are
+        self._answered: dict[tuple[str, str, int, bool], tuple[Counter, Histogram]] = {}
+        self._decided: dict[tuple[str, str, str], Counter] = {}
+        self._passed: dict[str, Counter] = {}
 
     def profile_label(self, profile: str | None) -> str:
         """``profile`` when it is configured, else :data:`UNKNOWN_PROFILE`."""
@@ -160,8 +165,14 @@ class Metrics:
     def answered(self, profile: str, verb: str, status: int, error: bool, seconds: float) -> None:
         """A verb request was answered (``profile`` already a :meth:`profile_label`); the router
         does not call it for a probe."""
-        self.requests.labels(profile, verb, str(status), "error" if error or status != 200 else "success").inc()
-        self.duration.labels(profile, verb).observe(seconds)
+        key = (profile, verb, status, error)
+        children = self._answered.get(key)
+        if children is None:
+            outcome = "error" if error or status != 200 else "success"
+            children = (self.requests.labels(profile, verb, str(status), outcome), self.duration.labels(profile, verb))
+            self._answered[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def _filtered(self, decision: Decision) -> int:
         """Count a filter's verdicts per plugin and reason code; returns the nodes that passed."""
@@ -178,7 +189,10 @@ class Metrics:
                     seen = rejected.get(id(status))
                     rejected[id(status)] = (status, seen[1] + 1 if seen else 1)
         if passed:
-            self.filter_passed.labels(profile).inc(passed)
+            counter = self._passed.get(profile)
+            if counter is None:
+                counter = self._passed[profile] = self.filter_passed.labels(profile)
+            counter.inc(passed)
         by_result: dict[tuple[str, str], int] = {}
         by_code: dict[tuple[str, str], int] = {}
         for status, n in rejected.values():
@@ -228,7 +242,11 @@ class Metrics:
             outcome = "victims" if decision.victims else "no_candidates"
         else:
             outcome = "bound"
-        self.decisions.labels(decision.profile, verb, outcome).inc()
+        key = (decision.profile, verb, outcome)
+        counter = self._decided.get(key)
+        if counter is None:
+            counter = self._decided[key] = self.decisions.labels(*key)
+        counter.inc()
 
 
 #: Distinct (profile, plugin, code) series of ``scheduler_extender_rejections_total`` before ``Other``.

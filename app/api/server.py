@@ -16,6 +16,14 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
   with ``Retry-After`` (:data:`~app.api.edge.OVER_CAPACITY`), ``/healthz`` and ``/readyz``
   excepted so the kubelet's probes still see a live process.
 
+It also answers the verb router's direct requests itself (:meth:`~app.api.edge.VerbRouter.direct`:
+most filter, prioritize and preempt requests), without uvicorn's ASGI task: the body collected
+into the request cycle's buffer (``body`` deadline: the router's 408 and the connection closed),
+the answer written as uvicorn's cycle writes it (status line, the server's default headers, the
+answer's, head and body in one write; ``connection: close`` and the close when the request or a
+shutdown asks for it), the access line, then keep-alive or the next pipelined request as uvicorn
+does. A verb evaluated in the worker thread is awaited by a task the server's shutdown waits for.
+
 :func:`run` serves until SIGTERM/SIGINT and lets requests in flight finish within
 ``server.timeouts.shutdown``; meanwhile the standalone schedulers stop at once and their Leases are
 released (the ``on_stopping`` hook). uvicorn then cancels what is left, the background workers are
@@ -49,11 +57,13 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from app.api.delegated import MetricsListener
-from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, VerbRouter
+from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, DirectRequest, VerbRouter
 from app.api.http2 import ALPN_H2, GuardedH2Protocol
+from app.api.service import Answer
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
 from app.framework.profile import parse_duration
 
@@ -80,6 +90,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     body_backstop: float = 11.0
     max_connections: int = 1024
     on_timeout: Callable[[str], None] = staticmethod(lambda phase: None)
+    #: the verb router whose filter, prioritize and preempt requests this protocol answers itself
+    #: (:meth:`VerbRouter.direct`); ``None``: every request through the ASGI cycle
+    router: VerbRouter | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         ssl_object = transport.get_extra_info("ssl_object")
@@ -99,6 +112,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             return
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
+        self._starting = False  # within on_headers_complete: a request may be answered directly
+        self._direct: DirectRequest | None = None
+        self._direct_cycle: Any = None  # the request cycle of ``_direct``
         self._peer_cn, self._peer_groups = peer_identity(transport)
         self._idle_since = self.loop.time()
         # idle before the first request, as uvicorn does between requests
@@ -106,10 +122,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        direct = self._direct
+        if direct is not None and self.router is not None and self._direct_cycle.more_body:
+            self.router.direct_done(direct, None)  # gone before its body was whole: nobody to answer
+            self._direct = self._direct_cycle = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        idle_since = self._idle_since
         super().data_received(data)  # cancels the idle timer
+        if self._idle_since != idle_since:
+            return  # an answer went out (a direct one): its idle timer is armed
         between_requests = self.cycle is None or self.cycle.response_complete
         if self._deadline is None and between_requests and not self.transport.is_closing():
             # bytes that began no request (blank lines, which httptools skips) do not extend the
@@ -133,14 +156,118 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if len(self.connections) > self.max_connections:
             self.scope[OVER_CAPACITY] = True  # type: ignore[literal-required]
         previous = self.cycle
-        super().on_headers_complete()
-        if self.cycle is not previous:  # a request cycle began: its head goes out with its body
+        self._starting = True
+        try:
+            super().on_headers_complete()
+        finally:
+            self._starting = False
+        if self.cycle is not previous:
+            if self.cycle is self._direct_cycle:
+                assert self.router is not None
+                self._arm(self.router.body_timeout, self._direct_timed_out)
+                return
+            # a request cycle began: its head goes out with its body
             self.cycle.transport = _HeadWithBody(self.transport, self.cycle)  # type: ignore[assignment]
         self._arm(self.body_backstop, self._body_timed_out)
 
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        """uvicorn begins a request cycle: a verb request the router takes directly
+        (:meth:`VerbRouter.direct`) is answered by :meth:`_answer_direct` once its body is whole,
+        without an ASGI task; any other request, one that waited behind a pipelined answer, and
+        one that arrives while the client is not reading the answers written (the ASGI cycle
+        waits for them to drain) goes to the ASGI app."""
+        router = self.router
+        if (
+            router is not None
+            and self._starting
+            and app is self.app
+            and not cycle.waiting_for_100_continue
+            and not self.flow.write_paused
+        ):
+            direct = router.direct(cycle.scope)
+            if direct is not None:
+                self._direct, self._direct_cycle = direct, cycle
+                return
+        super()._start_asgi_task(cycle, app)
+
+    def on_body(self, body: bytes) -> None:
+        if self._direct is not None and self.cycle is self._direct_cycle:
+            self.cycle.body += body  # at most VerbRouter.direct_bytes: no pause, nobody to wake
+            return
+        super().on_body(body)
+
     def on_message_complete(self) -> None:
         self._disarm()
+        if self._direct is not None and self.cycle is self._direct_cycle:
+            self.cycle.more_body = False
+            self._answer_direct()
+            return
         super().on_message_complete()
+
+    def _answer_direct(self) -> None:
+        """Answer the direct request whose body is whole: at once, or once the worker thread has."""
+        direct, cycle = self._direct, self._direct_cycle
+        assert direct is not None and self.router is not None
+        answer = self.router.direct_answer(direct, cycle.body)
+        if isinstance(answer, Answer):
+            self._send_direct(direct, cycle, answer)
+            return
+        task = self.loop.create_task(self._send_later(direct, cycle, answer))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    async def _send_later(self, direct: DirectRequest, cycle: Any, answer: Awaitable[Answer]) -> None:
+        self._send_direct(direct, cycle, await answer)
+
+    def _direct_timed_out(self) -> None:
+        """``server.timeouts.body`` after a direct request's headers: its body is not whole; the
+        router's 408, and the connection is closed."""
+        self._deadline = None
+        direct = self._direct
+        if direct is not None and self.router is not None:
+            self._send_direct(direct, self._direct_cycle, self.router.direct_timed_out(direct), close=True)
+
+    def _send_direct(self, direct: DirectRequest, cycle: Any, answer: Answer, close: bool = False) -> None:
+        """Write a direct request's answer as uvicorn's cycle would (its status line, the server's
+        default headers, then the answer's), head and body in one write; close the connection
+        after it when asked, or when the request or a shutdown said so; then count it
+        (:meth:`VerbRouter.direct_done`) and let the connection go on (keep-alive, pipelining)."""
+        if self._direct is direct:
+            self._direct = self._direct_cycle = None
+        body = answer.body
+        chunks = [body] if isinstance(body, bytes) else body
+        size = 0
+        for chunk in chunks:
+            size += len(chunk)
+        keep_alive = cycle.keep_alive and not close
+        cycle.response_started = cycle.response_complete = True
+        cycle.body = b""
+        if not cycle.disconnected and not self.transport.is_closing():
+            head = [STATUS_LINE[answer.status]]
+            for name, value in self.server_state.default_headers:
+                head += [name, b": ", value, b"\r\n"]
+            head.append(b"content-type: application/json\r\ncontent-length: %d\r\n" % size)
+            if answer.retry_after is not None:
+                head.append(b"retry-after: %d\r\n" % answer.retry_after)
+            if not keep_alive:
+                head.append(b"connection: close\r\n")
+            head.append(b"\r\n")
+            self.transport.write(b"".join([*head, *chunks]))
+            if self.access_log:
+                scope = cycle.scope
+                self.access_logger.info(
+                    '%s - "%s %s HTTP/%s" %d',
+                    get_client_addr(scope),
+                    scope["method"],
+                    get_path_with_query_string(scope),
+                    scope["http_version"],
+                    answer.status,
+                )
+            if not keep_alive:
+                self.transport.close()
+        assert self.router is not None
+        self.router.direct_done(direct, answer)
+        self.on_response_complete()
 
     def _arm(self, seconds: float, callback: Callable[[], None]) -> None:
         self._disarm()
@@ -389,6 +516,7 @@ class ExtenderServer(uvicorn.Server):
         app = self.config.app
         service = getattr(app, "service", None)
         if service is not None:
+            service.record_after_answers(asyncio.get_running_loop())
             log.info(
                 "serving profiles %s on %s:%s (default profile: %s)",
                 ", ".join(service.frameworks),
@@ -480,9 +608,12 @@ class MetricsServer(uvicorn.Server):
             await self.shutdown()
 
 
-def protocol_class(server: ServerConfig, on_timeout: Callable[[str], None]) -> type[GuardedHttpToolsProtocol]:
+def protocol_class(
+    server: ServerConfig, on_timeout: Callable[[str], None], router: VerbRouter | None = None
+) -> type[GuardedHttpToolsProtocol]:
     """:class:`GuardedHttpToolsProtocol` configured from ``server``; ``on_timeout(phase)`` is
-    called for each connection closed for a ``header`` or ``body`` that did not arrive."""
+    called for each connection closed for a ``header`` or ``body`` that did not arrive;
+    ``router``: the verb router whose requests it may answer directly (the verb listener's)."""
     return type(
         "GuardedHttpToolsProtocol",
         (GuardedHttpToolsProtocol,),
@@ -491,6 +622,7 @@ def protocol_class(server: ServerConfig, on_timeout: Callable[[str], None]) -> t
             "body_backstop": server.timeouts.seconds("body") + 1.0,
             "max_connections": server.max_connections,
             "on_timeout": staticmethod(on_timeout),
+            "router": router,
         },
     )
 
@@ -517,7 +649,7 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
         app,
         host=host,
         port=port,
-        http=protocol_class(server, lambda phase: app.metrics.timeouts.labels(phase).inc()),
+        http=protocol_class(server, lambda phase: app.metrics.timeouts.labels(phase).inc(), app),
         lifespan="off",
         workers=1,  # the cluster cache lives in-process: scale with replicas
         timeout_keep_alive=max(1, round(timeouts.seconds("idle"))),

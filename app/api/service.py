@@ -26,7 +26,9 @@ verb worker thread, so the event loop keeps answering ``/healthz``, ``/readyz`` 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -124,6 +126,17 @@ class ExtenderService:
         #: the profiles whose plugins read nodes' ``status.images`` (:attr:`ClusterNeeds.images`):
         #: the nodes of their request bodies are decoded with it
         self.node_images: frozenset[str] = frozenset()
+        #: ``(thread id, loop.call_soon)`` of :meth:`record_after_answers`
+        self._after_answers: tuple[int, Callable[..., object]] | None = None
+
+    def record_after_answers(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From now on, a filter, prioritize or preempt evaluated on the calling thread, ``loop``'s,
+        records its decision (:meth:`record`) in a callback of ``loop`` instead of before its
+        answer is built: the HTTP layers write an answer in the same step of the loop as its verb
+        ran, so the record follows the answer on the wire by microseconds and precedes the next
+        request the loop reads (an ``/explain`` or ``/metrics`` asked after an answer shows its
+        decision). A verb evaluated in the worker thread records at once."""
+        self._after_answers = (threading.get_ident(), loop.call_soon)
 
     def _snapshot(self) -> Snapshot | None:
         return self.cluster.state.snapshot() if self.cluster is not None else None
@@ -216,8 +229,7 @@ class ExtenderService:
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return ResolvedNodes(view.nodes)
-        get = snapshot.known.get
-        resolved = [get(name) for name in view.names]  # NodeNames: no name-only NodeInfos built
+        resolved = list(map(snapshot.known.get, view.names))  # NodeNames: no name-only NodeInfos built
         if None not in resolved:
             return ResolvedNodes(resolved)  # type: ignore[arg-type]
         unknown = [i for i, info in enumerate(resolved) if info is None]
@@ -346,7 +358,12 @@ class ExtenderService:
         return Answer(200, codec.encode_binding_result(error), bool(error))
 
     def _record(self, framework: Framework, verb: str, pod: PodInfo, started: float, **fields: Any) -> None:
-        self.record(Decision.since(started, framework.profile, verb, pod, **fields))
+        decision = Decision.since(started, framework.profile, verb, pod, **fields)
+        after = self._after_answers
+        if after is not None and after[0] == threading.get_ident():
+            after[1](self.record, decision)  # once the answer is written (record_after_answers)
+        else:
+            self.record(decision)
 
 
 #: The verdict a cache-mode filter gives a node name the cluster state does not know.

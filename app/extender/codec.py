@@ -421,9 +421,7 @@ def decode_extender_args(
         return _decode_extender_args_general(body, limits, images)
     except RecursionError:
         raise _nesting_error() from None
-    pod_view = decode_as(raw.pod, objects.Pod | None, "Pod")
-    if pod_view is None:
-        raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
+    pod = _LAST_POD.get(raw.pod)
     nodes: list[NodeInfo] | None = None
     raws: list[msgspec.Raw] | None = None
     meta: bytes | msgspec.Raw = _EMPTY_OBJECT
@@ -441,7 +439,38 @@ def decode_extender_args(
                 if not name:  # not what json.Marshal(v1.Node) writes: decode the Go way
                     return _decode_extender_args_general(body, limits, images)
                 nodes.append(NodeInfo(name, cast(objects.Node, view)))  # without status.images unless images
-    return _assemble(PodInfo(pod_view), nodes, raws, meta, raw.node_names, limits)
+    return _assemble(pod, nodes, raws, meta, raw.node_names, limits)
+
+
+class _LastPod:
+    """The pod of the last filter or prioritize body, by its bytes: kube-scheduler sends
+    prioritize the very bytes of the pod it sent filter just before (and the same again when it
+    retries the pod), so that pod is decoded, its requests parsed and checked once. A
+    :class:`PodInfo` is read-only to its users (plugins, decisions, the requeuer) and its lazily
+    derived values are computed before it is kept, so two requests may share it."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept: tuple[bytes, PodInfo] | None = None  # replaced whole: a thread reads one pair
+
+    def get(self, raw: msgspec.Raw) -> PodInfo:
+        """The pod of ``raw`` (decoded, or the last one when the bytes are the same); raises
+        :class:`DecodeError` for a null or malformed pod."""
+        data = bytes(raw)
+        kept = self.kept
+        if kept is not None and kept[0] == data:
+            return kept[1]
+        pod_view = decode_as(raw, objects.Pod | None, "Pod")
+        if pod_view is None:
+            raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
+        info = PodInfo(pod_view)
+        _checked(info, "Pod")
+        self.kept = (data, info)
+        return info
+
+
+_LAST_POD = _LastPod()
 
 
 def _request_nodes(

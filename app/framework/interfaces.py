@@ -152,6 +152,17 @@ class NormalizeScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BatchNormalizeScorePlugin(NormalizeScorePlugin, Protocol):
+    """A NormalizeScore plugin whose normalization reads the scores alone, not the nodes' names:
+    ``normalize_scores`` rewrites a list of scores in place, one per node in their order, as
+    ``normalize_score`` rewrites the same scores held in NodeScores (its ``normalize_score`` is
+    that list's). The framework calls ``normalize_scores`` whenever the plugin has it, and builds
+    no NodeScore."""
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status: ...
+
+
+@runtime_checkable
 class PreemptionPlugin(Plugin, Protocol):
     """The extender's part of preemption (kube-scheduler's PostFilter calls the ``preempt`` verb).
 

@@ -39,6 +39,7 @@ from app.framework.events import ANY_EVENT, ClusterEvent
 from app.framework.handle import ClusterHandle, Handle
 from app.framework.interfaces import (
     BatchFilterPlugin,
+    BatchNormalizeScorePlugin,
     BatchScorePlugin,
     BindPlugin,
     FilterPlugin,
@@ -307,10 +308,15 @@ class _FilterCall(NamedTuple):
 
 
 class _ScoreCall(NamedTuple):
+    """One Score plugin as the framework calls it: its per-node ``score``, its ``score_nodes``
+    when it scores a batch, its NormalizeScore, and ``normalize_scores`` when that reads the
+    scores alone (each found once when the framework is built)."""
+
     ep: EnabledPlugin
     one: Callable[[CycleState, PodInfo, NodeInfo], tuple[int, Status]]
     batch: Callable[[CycleState, PodInfo, Sequence[NodeInfo]], tuple[list[int], Status]] | None
     normalize: NormalizeScorePlugin | None
+    normalize_values: Callable[[CycleState, PodInfo, list[int]], Status] | None = None
 
 
 class Framework(Handle):
@@ -382,6 +388,7 @@ class Framework(Handle):
                 ep.plugin.score,  # type: ignore[attr-defined]
                 ep.plugin.score_nodes if isinstance(ep.plugin, BatchScorePlugin) else None,
                 ep.plugin if isinstance(ep.plugin, NormalizeScorePlugin) else None,
+                ep.plugin.normalize_scores if isinstance(ep.plugin, BatchNormalizeScorePlugin) else None,
             )
             for ep in lists.score
         )
@@ -722,7 +729,7 @@ class Framework(Handle):
             result.plugin_scores[ep.name] = values
             result.weights[ep.name] = weight
             if len(result.weights) == 1:
-                result.totals = [weight * v for v in values]
+                result.totals = list(values) if weight == 1 else [weight * v for v in values]
             else:
                 result.totals = [t + weight * v for t, v in zip(result.totals, values, strict=True)]
         return result, SUCCESS
@@ -762,16 +769,22 @@ class Framework(Handle):
             i = next(i for i, v in enumerate(values) if type(v) is not int)
             return [], Status.error(f"node {nodes[i].name}: score {values[i]!r} is not an integer"), "Score"
         if call.normalize is not None:
-            node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+            node_scores: list[NodeScore] | None = None
             try:
-                status = call.normalize.normalize_score(state, pod, node_scores)
+                if call.normalize_values is not None:  # the scores alone: no NodeScore built
+                    values = list(values)
+                    status = call.normalize_values(state, pod, values)
+                else:
+                    node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+                    status = call.normalize.normalize_score(state, pod, node_scores)
             except ObjectDecodeError:
                 raise
             except Exception as exc:
                 status = Status.error(_describe(exc))
             if not status.is_success():
                 return [], status, "Normalize"
-            values = [ns.score for ns in node_scores]
+            if node_scores is not None:
+                values = [ns.score for ns in node_scores]
         if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
             bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
             message = (

@@ -93,16 +93,25 @@ class NodeResourcesAllocatable:
             total += get(name, 0) * weight
         return go_div(self.sign * total, self.weight_sum)
 
-    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
-        """Min-max to 0..100: ``(s - lowest) * 100 / (highest - lowest)``; all equal -> 0."""
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status:
+        """Min-max to 0..100 in place: ``(s - lowest) * 100 / (highest - lowest)``; all equal -> 0."""
         if not scores:
             return SUCCESS
-        values = [s.score for s in scores]
-        lowest = min(values)
-        spread = max(values) - lowest
-        for s in scores:
-            s.score = 0 if spread == 0 else (s.score - lowest) * MAX_NODE_SCORE // spread
+        lowest = min(scores)
+        spread = max(scores) - lowest
+        if spread == 0:
+            scores[:] = [0] * len(scores)
+        else:
+            scores[:] = [(s - lowest) * MAX_NODE_SCORE // spread for s in scores]
         return SUCCESS
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """:meth:`normalize_scores` of the NodeScores' scores."""
+        values = [s.score for s in scores]
+        status = self.normalize_scores(state, pod, values)
+        for s, value in zip(scores, values, strict=True):
+            s.score = value
+        return status
 
 
 PLUGIN = PluginEntry(

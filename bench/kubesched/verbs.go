@@ -1,9 +1,12 @@
 // One client timing each verb over keep-alive, as kube-scheduler sees an extender's answer: the
 // time from writing the request to decoding the answer with encoding/json (HTTPExtender.send),
-// filter then prioritize with filter's survivors, one pod at a time, on one connection.
+// filter then prioritize with filter's survivors, one pod at a time, on one connection. Each
+// round's pod is a pod of its own (the body's pod with a UID of the round's), as kube-scheduler
+// sends each pod it schedules; prioritize gets the very pod bytes filter got, as it does.
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -38,6 +41,24 @@ func runVerbs(args []string) error {
 	if err := json.Unmarshal(filterBody, &ea); err != nil {
 		return err
 	}
+	var pod struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(ea.Pod, &pod); err != nil || len(pod.Metadata.UID) != 36 {
+		return fmt.Errorf("the body's pod needs a 36-character metadata.uid: %v", err)
+	}
+	uid := []byte(`"uid":"` + pod.Metadata.UID + `"`)
+	bodies := make([][]byte, *n+20)
+	pods := make([]extenderArgs, *n+20)
+	for i := range bodies {
+		round := []byte(fmt.Sprintf(`"uid":"%08x-0000-4000-8000-%012x"`, i, i))
+		bodies[i] = bytes.Replace(filterBody, uid, round, 1)
+		if err := json.Unmarshal(bodies[i], &pods[i]); err != nil {
+			return err
+		}
+	}
 	transport, err := extenderTransport(*ca, *cert, *key, true)
 	if err != nil {
 		return err
@@ -49,14 +70,14 @@ func runVerbs(args []string) error {
 	for i := 0; i < *n+20; i++ {
 		t0 := time.Now()
 		var filtered filterResult
-		if err := post(client, &c, prefix+"/filter", filterBody, &filtered); err != nil {
+		if err := post(client, &c, prefix+"/filter", bodies[i], &filtered); err != nil {
 			return err
 		}
 		t1 := time.Now()
 		if filtered.Error != "" || filtered.NodeNames == nil {
 			return fmt.Errorf("filter: %q", filtered.Error)
 		}
-		prio, _ := json.Marshal(extenderArgs{Pod: ea.Pod, NodeNames: filtered.NodeNames})
+		prio, _ := json.Marshal(extenderArgs{Pod: pods[i].Pod, NodeNames: filtered.NodeNames})
 		var scores []hostPriority
 		if err := post(client, &c, prefix+"/prioritize", prio, &scores); err != nil {
 			return err

@@ -6,7 +6,6 @@ down within ``server.timeouts.shutdown``."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,7 +29,7 @@ from app.framework import (
     plugin_lists,
 )
 from app.plugins import default_registry
-from tests.conftest import free_port
+from tests.conftest import free_port, serve_in_thread
 from tests.support.bodies import fixture_bytes
 
 
@@ -76,16 +75,8 @@ def gated() -> Iterator[tuple[str, Gate, uvicorn.Server, threading.Thread]]:
     service = ExtenderService(config, {"default": fw})
     port = free_port()
     server = uvicorn.Server(uvicorn_config(create_app(service), "127.0.0.1", port, {"log_level": "warning"}))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.05)
-    yield url, gate, server, thread
+    thread = serve_in_thread(server)
+    yield f"http://127.0.0.1:{port}", gate, server, thread
     gate.open.set()
     server.should_exit = True
     thread.join(10)

@@ -116,6 +116,9 @@ def test_logs_are_json_lines_with_decisions_and_access(server: Server) -> None:
 
 def test_decision_metrics_use_reason_codes(server: Server) -> None:
     server.post("filter", rejected_everywhere("metered-pod"))
+    args = fixture("bindingargs.json")
+    args["PodUID"] = "not-the-pods-uid"  # a bind that fails (whichever worker ran the test above)
+    assert server.post("bind", json.dumps(args).encode()).json()["Error"]
     text = httpx.get(f"{server.url}/metrics").text
     # (prometheus-client writes labels in alphabetical order)
     assert 'scheduler_extender_decisions_total{outcome="rejected",profile="default",verb="filter"}' in text

@@ -225,3 +225,25 @@ def test_deep_nesting_is_a_decode_error_in_every_decoder(decode: Any) -> None:
     for body in (b'{"PodName":' + deep + b"}", b'{"pod":{"metadata":{"x":' + deep + b"}}}"):
         with pytest.raises(codec.DecodeError, match="nests JSON values deeper than the decoder allows"):
             decode(body)
+
+
+def test_the_same_pod_bytes_decode_once_and_another_pod_is_its_own() -> None:
+    """kube-scheduler sends prioritize the very pod bytes it sent filter: that pod is decoded once
+    (the same PodInfo); a pod of other bytes is decoded anew, and a malformed one is still refused
+    after a good one."""
+    doc = json.loads(fixture_bytes("extenderargs_cache_n10.json"))
+    first = codec.decode_extender_args(go_marshal(doc))
+    again = codec.decode_extender_args(go_marshal({**doc, "NodeNames": doc["NodeNames"][:3]}), keep_raw=False)
+    assert again.pod is first.pod and again.names == doc["NodeNames"][:3]
+    other = json.loads(json.dumps(doc))
+    other["Pod"]["metadata"]["uid"] = "another-uid"
+    other["Pod"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    second = codec.decode_extender_args(go_marshal(other))
+    assert second.pod is not first.pod
+    assert second.pod.uid == "another-uid"
+    assert second.pod.requests["cpu"] == first.pod.requests["cpu"] - 250 + 3000  # its first container's 250m
+    assert first.pod.uid == doc["Pod"]["metadata"]["uid"]
+    other["Pod"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1e2i"}}
+    with pytest.raises(codec.DecodeError, match="Pod"):
+        codec.decode_extender_args(go_marshal(other))
+    assert codec.decode_extender_args(go_marshal(doc)).pod.uid == doc["Pod"]["metadata"]["uid"]

@@ -12,11 +12,12 @@ from app.plugins.annotation_node_affinity import AnnotationNodeAffinity, Annotat
 from app.plugins.chaos.coin_flip import CoinFlip, CoinFlipArgs
 from app.plugins.chaos.dice_roll import DiceRoll, DiceRollArgs
 from app.plugins.node_resources_allocatable import (
+    NAME,
     NodeResourcesAllocatable,
     NodeResourcesAllocatableArgs,
     go_div,
 )
-from tests.unit.helpers import node, pod
+from tests.unit.helpers import framework, node, pod
 
 HANDLE = Handle(profile="test")
 
@@ -187,6 +188,9 @@ def test_node_resources_allocatable_upstream_cases(
     scores = [NodeScore(n.name, plugin.score(state, p, n)[0]) for n in infos]
     assert plugin.normalize_score(state, p, scores).is_success()
     assert [s.score for s in scores] == expected
+    # through the framework: score_nodes, then NormalizeScore over the list of scores alone
+    result, status = framework(score=[plugin]).run_score_plugins(CycleState(), p, infos)
+    assert status.is_success() and result.plugin_scores == {NAME: expected} and result.totals == expected
 
 
 def test_node_resources_allocatable_defaults_are_upstreams() -> None:

@@ -303,6 +303,32 @@ def test_score_failure_policy(fail_open: bool) -> None:
         assert status.message == f'running Score plugins: plugin "Broken" failed with: node b: {PLUGIN_FAILED}'
 
 
+def test_normalize_over_the_scores_alone_when_the_plugin_offers_it() -> None:
+    """A plugin with ``normalize_scores`` (BatchNormalizeScorePlugin) is normalized over a list of
+    its scores, in node order, and its ``normalize_score`` is not called; TotalScore and the range
+    check are the same as over NodeScores."""
+
+    class Listed(Doubling):
+        def __init__(self, name: str, scores: dict[str, int]) -> None:
+            super().__init__(name, scores)
+            self.seen: list[list[int]] = []
+
+        def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+            raise AssertionError("normalize_scores is the plugin's NormalizeScore")
+
+        def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status:
+            self.seen.append(list(scores))
+            scores[:] = [2 * s for s in scores]
+            return SUCCESS
+
+    listed = Listed("L", {"a": 50, "b": 10, "c": 0})
+    out, status = run_score(framework(score=[ep(listed, weight=2)]))
+    assert status.is_success() and listed.seen == [[50, 10, 0]]
+    assert out.plugin_scores == {"L": [100, 20, 0]} and out.totals == [200, 40, 0]
+    _, status = run_score(framework(score=[Listed("Big", {"a": 51, "b": 0, "c": 0})]))
+    assert "returns an invalid score 102" in status.message
+
+
 def test_score_error_status_and_non_integer_score() -> None:
     class Erring(Fixed):
         def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:

@@ -1,0 +1,235 @@
+"""Verb requests the HTTP/1.1 protocol answers without the ASGI cycle (``VerbRouter.direct``),
+through the real uvicorn server and protocol on a loopback socket: the same bytes on the wire as
+the ASGI cycle's, pipelining, ``Connection: close``, HTTP/1.0, ``Expect: 100-continue``, a client
+gone mid-body, an internal error, the decision recorded by the time the answer is read."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.api.app import create_app
+from app.api.edge import DirectRequest, VerbRouter
+from app.api.server import ExtenderServer, uvicorn_config
+from app.bootstrap import build_service
+from app.observe.logs import PROBE_HEADER
+from tests.conftest import free_port, serve_in_thread
+from tests.support.bodies import fixture_bytes
+
+FILTER = fixture_bytes("extenderargs_nocache_n10.json")
+PREEMPT = fixture_bytes("preemptionargs_nocache.json")
+
+
+class Served:
+    """The embedded default profile served by the service's uvicorn server in a thread, its
+    router's direct requests counted."""
+
+    def __init__(self) -> None:
+        self.router: VerbRouter = create_app(build_service(None))
+        self.direct: list[str] = []
+        offer = self.router.direct
+
+        def counted(scope: Any) -> DirectRequest | None:
+            request = offer(scope)
+            if request is not None:
+                self.direct.append(scope["path"])
+            return request
+
+        self.router.direct = counted  # type: ignore[method-assign]
+        self.port = free_port()
+        config = uvicorn_config(self.router, "127.0.0.1", self.port, {"log_level": "warning"})
+        self.server = ExtenderServer(config)
+        self.thread = serve_in_thread(self.server)
+
+    def connect(self) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.port), timeout=10)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    s = Served()
+    yield s
+    s.stop()
+
+
+def request(path: str, body: bytes, *headers: str, version: str = "1.1") -> bytes:
+    head = [f"POST {path} HTTP/{version}", "Host: 127.0.0.1", f"Content-Length: {len(body)}", *headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def read_answer(sock: socket.socket, buffered: bytearray) -> tuple[bytes, dict[str, str], bytes]:
+    """One answer off ``sock`` (status line, headers, body by Content-Length); what follows stays
+    in ``buffered``."""
+    while b"\r\n\r\n" not in buffered:
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed before an answer"
+        buffered += chunk
+    head, _, rest = bytes(buffered).partition(b"\r\n\r\n")
+    status, *lines = head.split(b"\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.decode().partition(":") for line in lines)}
+    size = int(headers["content-length"])
+    while len(rest) < size:
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed within an answer"
+        rest += chunk
+    buffered[:] = rest[size:]
+    return status, headers, rest[:size]
+
+
+def closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/filter", FILTER),
+        ("/prioritize", FILTER),
+        ("/preempt", PREEMPT),
+        ("/filter", b'{"Pod":'),  # a 400 in the verb's type
+        ("/prioritize", b'{"Pod":{},"Nodes":null,"NodeNames":["a"]}'),  # names without cluster state
+    ],
+)
+def test_a_direct_answer_is_the_asgi_cycles_byte_for_byte(served: Served, path: str, body: bytes) -> None:
+    """A probe takes the ASGI cycle (it runs on the quiet service): its answer is the same bytes,
+    status and headers (the Date aside) as the same request's answered directly."""
+    answers = []
+    for headers in ((), (f"{PROBE_HEADER.decode()}: test",)):
+        sock = served.connect()
+        served.direct.clear()
+        sock.sendall(request(path, body, *headers))
+        answers.append(read_answer(sock, bytearray()))
+        assert served.direct == ([] if headers else [path])
+        sock.close()
+    (status, headers, answer), (asgi_status, asgi_headers, asgi_answer) = answers
+    assert status == asgi_status and answer == asgi_answer
+    assert headers.pop("date") and asgi_headers.pop("date")
+    assert headers == asgi_headers
+    assert headers["content-type"] == "application/json"
+
+
+def test_pipelined_requests_are_answered_in_order(served: Served) -> None:
+    """Three requests in one write: a direct one, one through the ASGI cycle (a probe) and a
+    direct one queued behind it (then answered through the ASGI cycle too), each answer in turn on
+    a connection kept alive."""
+    probe = f"{PROBE_HEADER.decode()}: test"
+    sock = served.connect()
+    served.direct.clear()
+    sock.sendall(request("/filter", FILTER) + request("/prioritize", FILTER, probe) + request("/preempt", PREEMPT))
+    buffered = bytearray()
+    shapes = []
+    for _ in range(3):
+        status, headers, body = read_answer(sock, buffered)
+        assert status == b"HTTP/1.1 200 OK" and "connection" not in headers
+        shapes.append(type(json.loads(body)).__name__)
+    assert shapes == ["dict", "list", "dict"]  # ExtenderFilterResult, HostPriorityList, ExtenderPreemptionResult
+    sock.sendall(request("/filter", FILTER))
+    assert read_answer(sock, buffered)[0] == b"HTTP/1.1 200 OK"
+    assert served.direct == ["/filter", "/filter"]
+    sock.close()
+
+
+@pytest.mark.parametrize(("headers", "version"), [(("Connection: close",), "1.1"), ((), "1.0")])
+def test_a_request_that_closes_gets_connection_close(served: Served, headers: tuple[str, ...], version: str) -> None:
+    sock = served.connect()
+    served.direct.clear()
+    sock.sendall(request("/filter", FILTER, *headers, version=version))
+    status, answer_headers, body = read_answer(sock, bytearray())
+    assert status == b"HTTP/1.1 200 OK" and answer_headers["connection"] == "close"
+    assert json.loads(body)["Error"] == ""
+    assert closed(sock)
+    assert served.direct == ["/filter"]
+
+
+def test_expect_100_continue_goes_through_the_asgi_cycle(served: Served) -> None:
+    sock = served.connect()
+    served.direct.clear()
+    head, _, body = request("/filter", FILTER, "Expect: 100-continue").partition(b"\r\n\r\n")
+    sock.sendall(head + b"\r\n\r\n")
+    assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue")
+    sock.sendall(body)
+    assert read_answer(sock, bytearray())[0] == b"HTTP/1.1 200 OK"
+    assert served.direct == []
+    sock.close()
+
+
+def test_a_client_gone_mid_body_is_no_longer_in_flight(served: Served) -> None:
+    sock = served.connect()
+    sock.sendall(request("/filter", FILTER)[: -len(FILTER) // 2])
+    for _ in range(100):
+        if served.router.requests_in_flight == 1:
+            break
+        time.sleep(0.01)
+    assert served.router.requests_in_flight == 1  # counted from its headers on, as the ASGI cycle does
+    sock.close()
+    for _ in range(100):
+        if served.router.requests_in_flight == 0:
+            break
+        time.sleep(0.01)
+    assert served.router.requests_in_flight == 0
+    metrics = httpx.get(f"http://127.0.0.1:{served.port}/metrics").text
+    assert "scheduler_extender_requests_in_flight 0.0" in metrics
+
+
+def test_the_decision_is_recorded_by_the_time_the_answer_is_read(served: Served) -> None:
+    """Decisions are recorded in a loop callback after the answer is written: an ``/explain``
+    asked on reading the answer, on the same connection or another, already shows it."""
+    pod = json.loads(FILTER)["Pod"]["metadata"]
+    sock = served.connect()
+    for verb in ("filter", "prioritize"):
+        sock.sendall(request(f"/{verb}", FILTER))
+        assert read_answer(sock, bytearray())[0] == b"HTTP/1.1 200 OK"
+        explained = httpx.get(f"http://127.0.0.1:{served.port}/explain/{pod['namespace']}/{pod['name']}").json()
+        assert explained["attempts"][-1]["verb"] == verb
+    sock.close()
+
+
+def test_an_internal_error_is_500_in_the_verbs_type() -> None:
+    s = Served()
+    try:
+
+        def broken(*args: object) -> object:
+            raise RuntimeError("unexpected at 10.0.0.7:6443")
+
+        s.router.service.resolve_nodes = broken  # type: ignore[method-assign]
+        sock = s.connect()
+        sock.sendall(request("/prioritize", FILTER))
+        status, _, body = read_answer(sock, bytearray())
+        assert status == b"HTTP/1.1 500 Internal Server Error"
+        message = "internal error while answering prioritize (the extender's log has the details)"
+        assert json.loads(body) == {"Error": message}
+        assert s.direct == ["/prioritize"]
+        sock.sendall(request("/filter", FILTER))  # the connection goes on
+        assert read_answer(sock, bytearray())[0] == b"HTTP/1.1 500 Internal Server Error"
+        sock.close()
+    finally:
+        s.stop()
+
+
+def test_a_client_that_reads_no_answer_stops_being_read(served: Served) -> None:
+    """Pipelined requests from a client that never reads its answers: once the answers written
+    wait on it, the next requests take the ASGI cycle, which waits for them to drain, and the
+    server stops reading, so what it holds stays bounded (the client's sends block)."""
+    sock = served.connect()
+    sock.settimeout(2)
+    one = request("/filter", FILTER)
+    sent = 0
+    with pytest.raises(TimeoutError):
+        while sent < 2000:  # 2000 answers of 150 KB: 300 MB the server would hold
+            sock.sendall(one)
+            sent += 1
+    assert sent < 200
+    sock.close()
