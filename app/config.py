@@ -293,6 +293,10 @@ class ServerConfig(_Model):
     one object per line) and ``accessLog`` (false) apply to the service's and uvicorn's logs alike.
     ``metrics``: a second, authenticated listener for ``/metrics``, ``/healthz`` and ``/readyz``
     (:class:`MetricsServerConfig`); without it they are served on this listener only.
+    ``http2`` (true): over TLS, offer HTTP/2 by ALPN (``h2``, then ``http/1.1``), which
+    kube-scheduler's extender transport then uses for every call on one connection; ``false``
+    offers HTTP/1.1 alone (each bind in flight beyond Go's two idle connections then costs a TLS
+    handshake); plain HTTP is HTTP/1.1 whatever it says.
     """
 
     host: str = "127.0.0.1"
@@ -310,6 +314,7 @@ class ServerConfig(_Model):
     access_log: bool = False
     default_profile: str | None = None
     metrics: MetricsServerConfig | None = None
+    http2: bool = True
 
     @property
     def metrics_listener(self) -> MetricsServerConfig | None:

@@ -641,7 +641,8 @@ def raise_open_files_limit(wanted: int) -> None:
 
 def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> uvicorn.Config:
     """The ``uvicorn.Config`` serving ``app`` with the guarded protocol, the configured timeouts and
-    (with ``server.tls``) :func:`ssl_context`. ``options``: further ``uvicorn.Config`` arguments
+    (with ``server.tls``) :func:`ssl_context`, offering HTTP/2 by ALPN unless ``server.http2`` is
+    false. ``options``: further ``uvicorn.Config`` arguments
     (log level, access log)."""
     server = app.service.config.server
     timeouts = server.timeouts
@@ -660,7 +661,8 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
     config.load()
     if server.tls is not None:
         config.ssl = ssl_context(server.tls)
-        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"])  # HTTP/2 for clients that offer it
+        # HTTP/2 for clients that offer it (server.http2), else HTTP/1.1 alone
+        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"] if server.http2 else ["http/1.1"])
         # no TLS 1.3 session tickets: kube-scheduler's transport keeps no session cache, so the two
         # tickets OpenSSL sends after each handshake were never used (a quarter of its cost)
         config.ssl.num_tickets = 0

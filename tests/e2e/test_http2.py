@@ -235,3 +235,29 @@ def test_an_http2_connection_past_max_connections_gets_503(
             assert second.get(f"{server.url}/healthz").status_code == 200  # the kubelet's probes still pass
     finally:
         server.stop()
+
+
+def test_http2_false_offers_http1_alone(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``server.http2: false``: a client offering ``h2`` first is given ``http/1.1`` by ALPN and
+    served over it, as kube-scheduler's transport then is."""
+    tmp = tmp_path_factory.mktemp("h1only")
+    pki = tmp / "pki"
+    certs(pki)
+
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        mutual_tls(pki)(doc)
+        doc["server"]["http2"] = False
+
+    server = Server(cluster_config(tmp, api.kubeconfig(), edit=edit), verify=client_context(pki, False))
+    try:
+        context = client_context(pki, True)
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        with context.wrap_socket(
+            socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1"
+        ) as sock:
+            assert sock.selected_alpn_protocol() == "http/1.1"
+        with h2_client(pki) as client:
+            r = client.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
+        assert r.http_version == "HTTP/1.1" and r.status_code == 200 and r.json()["Error"] == ""
+    finally:
+        server.stop()
