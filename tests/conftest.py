@@ -96,10 +96,10 @@ def serve_in_thread(server: uvicorn.Server) -> threading.Thread:
     its ``/healthz`` answers (at most 10 s)."""
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    url = f"http://{server.config.host}:{server.config.port}/healthz"
+    url = f"{'https' if server.config.ssl else 'http'}://{server.config.host}:{server.config.port}/healthz"
     for _ in range(200):
         try:
-            httpx.get(url, timeout=1)
+            httpx.get(url, timeout=1, verify=False)
             break
         except httpx.TransportError:
             time.sleep(0.05)

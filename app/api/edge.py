@@ -241,13 +241,14 @@ class VerbRouter:
 
     # -- requests the HTTP/1.1 protocol answers without the ASGI cycle ---------------------------
 
-    def direct(self, scope: Scope) -> DirectRequest | None:
+    def direct(self, scope: Scope, most: int | None = None) -> DirectRequest | None:
         """A request whose headers are complete, as :class:`~app.api.server.GuardedHttpToolsProtocol`
         offers it: a :class:`DirectRequest` (counted in flight from now) when it is a blocking
         verb's (filter, prioritize, preempt) of a profile that serves it, with a Content-Length of
-        at most :attr:`direct_bytes`, not a probe, and admitted (neither over ``maxConnections`` nor
-        past ``maxRequestsInFlight``); else ``None``, and the request takes the ASGI cycle (bind,
-        the refusals, mismatches, probes, bodies without a length or larger).
+        at most :attr:`direct_bytes` (and ``most`` when given), not a probe, and admitted (neither
+        over ``maxConnections`` nor past ``maxRequestsInFlight``); else ``None``, and the request
+        takes the ASGI cycle (bind, the refusals, mismatches, probes, bodies without a length or
+        larger).
 
         The protocol then collects the body, calls :meth:`direct_answer`, writes the answer
         itself in one write and calls :meth:`direct_done`: the same steps as :meth:`__call__`
@@ -266,7 +267,7 @@ class VerbRouter:
                 length = int(value)  # the HTTP parser accepted it: digits only
             elif name == PROBE_HEADER:
                 return None
-        if length is None or length > self.direct_bytes:
+        if length is None or length > self.direct_bytes or (most is not None and length > most):
             return None
         target = self.service.resolve(route[1], verb.name)
         if not isinstance(target, Framework):

@@ -25,19 +25,39 @@ adds the HTTP/1.1 protocol's guards:
   ``server.maxRequestsInFlight`` until their verb returns, so they cannot queue unbounded work;
 - the verified client certificate's identity is in every request's scope, as over HTTP/1.1 (bind
   checks it); the body limits are the verb router's.
+
+As over HTTP/1.1, it answers the verb router's direct requests itself
+(:meth:`~app.api.edge.VerbRouter.direct`: most filter, prioritize and preempt streams, with a body
+of at most uvicorn's high-water mark, 64 KiB: 1,400 node names), without an ASGI task: the stream's
+body collected as uvicorn collects it, the answer's HEADERS, DATA and END_STREAM written in one
+write (the server's default headers, then the answer's, as the ASGI cycle sends them); ``body``
+after its headers a stream whose body has not ended gets the router's 408; a stream reset or a
+connection lost before its body ended is no longer in flight; a verb evaluated in the worker thread
+is awaited by a task the server's shutdown waits for.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import zttp
 from uvicorn.config import Config
-from uvicorn.protocols.http.zttp_h2_impl import ZttpH2Protocol
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
+from uvicorn.protocols.http.zttp_h2_impl import FORBIDDEN_HEADERS, ZttpH2Protocol
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from uvicorn.server import ServerState
 
-from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS
+from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, DirectRequest
+from app.api.service import Answer
+
+if TYPE_CHECKING:
+    from app.api.edge import VerbRouter
+
+log = logging.getLogger(__name__)
 
 #: The ALPN protocol name of HTTP/2 over TLS.
 ALPN_H2 = "h2"
@@ -59,12 +79,15 @@ class GuardedH2Protocol(ZttpH2Protocol):
         max_connections: int,
         on_timeout: Any,
         loop: asyncio.AbstractEventLoop | None = None,
+        router: VerbRouter | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, loop)
         self.peer_cn, self.peer_groups = peer
         self.body_backstop = body_backstop
         self.max_connections = max_connections
         self.on_timeout = on_timeout
+        #: the verb router whose direct requests this protocol answers itself (``None``: none)
+        self.router = router
         self._deadlines: dict[int, asyncio.TimerHandle] = {}
         self._idle_since = self.loop.time()
 
@@ -89,6 +112,8 @@ class GuardedH2Protocol(ZttpH2Protocol):
         super().on_stream_closed()
 
     def handle_request(self, event: zttp.Request) -> None:
+        if self.router is not None and event.method == b"POST" and self._direct(event):
+            return
         super().handle_request(event)
         stream_id = event.stream_id
         cycle = self.cycles.get(stream_id)
@@ -104,6 +129,7 @@ class GuardedH2Protocol(ZttpH2Protocol):
 
     def handle_rst_stream(self, event: zttp.RstStream) -> None:
         self._forget(event.stream_id)
+        self._abandon(self.cycles.get(event.stream_id))
         super().handle_rst_stream(event)
 
     def on_response_complete(self, stream_id: int) -> None:
@@ -114,7 +140,130 @@ class GuardedH2Protocol(ZttpH2Protocol):
         for deadline in self._deadlines.values():
             deadline.cancel()
         self._deadlines.clear()
+        for cycle in list(self.cycles.values()):
+            self._abandon(cycle)
         super().connection_lost(exc)
+
+    # -- direct requests ------------------------------------------------------------------------
+
+    def _direct(self, event: zttp.Request) -> bool:
+        """Whether the router takes ``event``'s request directly (:meth:`VerbRouter.direct`): then
+        a :class:`_DirectStream` stands for its cycle, answered once its body has ended."""
+        router = self.router
+        if (
+            router is None
+            or self.shutdown_requested
+            or self.limit_concurrency is not None
+            or self.flow.write_paused
+            or event.stream_id in self.cycles
+        ):
+            return False
+        path = unquote(event.path.decode("ascii"))
+        headers = (
+            event.headers.to_list(lowercase_names=True)
+            if isinstance(event.headers, zttp.HeaderBlock)
+            else [(name.lower(), value) for name, value in event.headers]
+        )
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
+            "http_version": "2",
+            "server": self.server,
+            "client": self.client,
+            "scheme": self.scheme,
+            "method": "POST",
+            "root_path": self.root_path,
+            "path": self.root_path + path,
+            "raw_path": self.root_path.encode("ascii") + event.path,
+            "query_string": event.query,
+            "headers": headers,
+            PEER_CN: self.peer_cn,
+            PEER_GROUPS: self.peer_groups,
+        }
+        if len(self.connections) > self.max_connections:
+            scope[OVER_CAPACITY] = True
+        # bodies up to uvicorn's high-water mark: above it, it stops reading the connection until
+        # the ASGI cycle holding the body takes it (a direct stream's body is no one's to take)
+        request = router.direct(scope, HIGH_WATER_LIMIT)
+        if request is None:
+            return False
+        stream_id = event.stream_id
+        self.cycles[stream_id] = _DirectStream(request, scope, self.conn.stream(stream_id), self._body_ended)  # type: ignore[assignment]
+        self._deadlines[stream_id] = self.loop.call_later(router.body_timeout, self._direct_timed_out, stream_id)
+        return True
+
+    def _body_ended(self, stream: _DirectStream) -> None:
+        """uvicorn's event loop saw the stream's body end (or data, or a reset): answer it."""
+        if stream.more_body or stream.disconnected or stream.response_complete or stream.answering:
+            return
+        assert self.router is not None
+        self._forget(stream.stream.stream_id)
+        stream.answering = True
+        answer = self.router.direct_answer(stream.request, stream.body)
+        if isinstance(answer, Answer):
+            self._send_direct(stream, answer)
+            return
+        task = self.loop.create_task(self._send_later(stream, answer))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    async def _send_later(self, stream: _DirectStream, answer: Awaitable[Answer]) -> None:
+        self._send_direct(stream, await answer)
+
+    def _direct_timed_out(self, stream_id: int) -> None:
+        """``server.timeouts.body`` after a direct stream's headers, its body has not ended: the
+        router's 408 on the stream."""
+        self._deadlines.pop(stream_id, None)
+        stream = self.cycles.get(stream_id)
+        if isinstance(stream, _DirectStream) and not stream.answering and self.router is not None:
+            stream.answering = True
+            self._send_direct(stream, self.router.direct_timed_out(stream.request))
+
+    def _send_direct(self, stream: _DirectStream, answer: Answer) -> None:
+        """Write a direct stream's answer as uvicorn's HTTP/2 cycle would (the server's default
+        headers, then the answer's), HEADERS, DATA and END_STREAM in one write; count it
+        (:meth:`VerbRouter.direct_done`) and close the stream."""
+        stream.response_complete = True
+        body = answer.body
+        data = body if isinstance(body, bytes) else b"".join(body)
+        stream.body = bytearray()
+        if not stream.disconnected and not self.transport.is_closing():
+            defaults = self.server_state.default_headers
+            headers = [(name, value) for name, value in defaults if name not in FORBIDDEN_HEADERS]
+            headers += [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+            if answer.retry_after is not None:
+                headers.append((b"retry-after", b"%d" % answer.retry_after))
+            try:
+                stream.stream.send_response(answer.status, headers)
+                if data:
+                    stream.stream.send_data(data)
+                stream.stream.end_message()
+            except zttp.LocalProtocolError:  # the stream is no longer open for an answer
+                log.exception("answering stream %d", stream.stream.stream_id)
+                stream.stream.reset()
+            self.transport.write(self.conn.data_to_send())
+            if self.access_log:
+                scope = stream.scope
+                self.access_logger.info(
+                    '%s - "%s %s HTTP/%s" %d',
+                    get_client_addr(scope),  # type: ignore[arg-type]
+                    scope["method"],
+                    get_path_with_query_string(scope),  # type: ignore[arg-type]
+                    scope["http_version"],
+                    answer.status,
+                )
+        assert self.router is not None
+        self.router.direct_done(stream.request, answer)
+        current: Any = self.cycles.get(stream.stream.stream_id)
+        if current is stream:
+            self.on_response_complete(stream.stream.stream_id)
+
+    def _abandon(self, cycle: Any) -> None:
+        """A direct stream reset, or its connection lost, before its body ended: nobody to answer,
+        no longer in flight (one whose verb runs stays in flight until it returns)."""
+        if isinstance(cycle, _DirectStream) and not cycle.answering and self.router is not None:
+            cycle.answering = True
+            self.router.direct_done(cycle.request, None)
 
     def _forget(self, stream_id: int) -> None:
         deadline = self._deadlines.pop(stream_id, None)
@@ -132,6 +281,51 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self.flush()
         cycle.disconnected = True
         cycle.message_event.set()
+
+
+class _DirectStream:
+    """A direct request's stream where uvicorn's protocol keeps its request cycles
+    (``ZttpH2Protocol.cycles``): the attributes its event loop sets (``body``, ``more_body``,
+    ``disconnected``) and reads (``response_complete``); its ``message_event.set()``, called on
+    each of those events, lets the protocol answer once the body has ended."""
+
+    __slots__ = (
+        "answering",
+        "body",
+        "disconnected",
+        "message_event",
+        "more_body",
+        "request",
+        "response_complete",
+        "scope",
+        "stream",
+    )
+
+    def __init__(
+        self,
+        request: DirectRequest,
+        scope: dict[str, Any],
+        stream: Any,
+        ended: Callable[[_DirectStream], None],
+    ) -> None:
+        self.request = request
+        self.scope = scope
+        self.stream = stream
+        self.body = bytearray()
+        self.more_body = True
+        self.disconnected = False
+        self.response_complete = False
+        self.answering = False
+        self.message_event = _Signal(lambda: ended(self))
+
+
+class _Signal:
+    """What uvicorn's HTTP/2 protocol calls ``message_event``: its ``set()`` calls back."""
+
+    __slots__ = ("set",)
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.set = callback
 
 
 class _OneWrite:

@@ -106,6 +106,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 self.max_connections,
                 self.on_timeout,
                 self.loop,
+                self.router,
             )
             transport.set_protocol(http2)
             http2.connection_made(transport)

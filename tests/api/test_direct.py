@@ -1,7 +1,8 @@
-"""Verb requests the HTTP/1.1 protocol answers without the ASGI cycle (``VerbRouter.direct``),
-through the real uvicorn server and protocol on a loopback socket: the same bytes on the wire as
-the ASGI cycle's, pipelining, ``Connection: close``, HTTP/1.0, ``Expect: 100-continue``, a client
-gone mid-body, an internal error, the decision recorded by the time the answer is read."""
+"""Verb requests the HTTP/1.1 and HTTP/2 protocols answer without the ASGI cycle
+(``VerbRouter.direct``), through the real uvicorn server and protocols on a loopback socket: the
+same bytes on the wire as the ASGI cycle's, pipelining, ``Connection: close``, HTTP/1.0,
+``Expect: 100-continue``, a client gone mid-body or resetting its stream, a body that stalls, an
+internal error, the decision recorded by the time the answer is read."""
 
 from __future__ import annotations
 
@@ -9,17 +10,23 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import h2.config
+import h2.connection
+import h2.events
 import httpx
 import pytest
+import yaml
 
 from app.api.app import create_app
 from app.api.edge import DirectRequest, VerbRouter
 from app.api.server import ExtenderServer, uvicorn_config
 from app.bootstrap import build_service
 from app.observe.logs import PROBE_HEADER
-from tests.conftest import free_port, serve_in_thread
+from tests.conftest import REPO, free_port, mutual_tls, serve_in_thread
+from tests.e2e.test_bind_security import certs, client_context
 from tests.support.bodies import fixture_bytes
 
 FILTER = fixture_bytes("extenderargs_nocache_n10.json")
@@ -27,16 +34,16 @@ PREEMPT = fixture_bytes("preemptionargs_nocache.json")
 
 
 class Served:
-    """The embedded default profile served by the service's uvicorn server in a thread, its
-    router's direct requests counted."""
+    """The embedded default profile (``config``: another configuration file) served by the
+    service's uvicorn server in a thread, its router's direct requests counted."""
 
-    def __init__(self) -> None:
-        self.router: VerbRouter = create_app(build_service(None))
+    def __init__(self, config_path: Path | None = None) -> None:
+        self.router: VerbRouter = create_app(build_service(str(config_path) if config_path else None))
         self.direct: list[str] = []
         offer = self.router.direct
 
-        def counted(scope: Any) -> DirectRequest | None:
-            request = offer(scope)
+        def counted(scope: Any, most: int | None = None) -> DirectRequest | None:
+            request = offer(scope, most)
             if request is not None:
                 self.direct.append(scope["path"])
             return request
@@ -233,3 +240,112 @@ def test_a_client_that_reads_no_answer_stops_being_read(served: Served) -> None:
             sent += 1
     assert sent < 200
     sock.close()
+
+
+# -- HTTP/2 over TLS ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served_h2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Path]]:
+    """The embedded default profile over mutual TLS (``h2`` offered by ALPN), body timeout 1 s."""
+    tmp = tmp_path_factory.mktemp("direct-h2")
+    pki = tmp / "pki"
+    certs(pki)
+    doc = yaml.safe_load((REPO / "app" / "default-config.yaml").read_text())
+    doc.setdefault("server", {})
+    mutual_tls(pki)(doc)
+    doc["server"]["timeouts"] = {"body": "1s"}
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    s = Served(path)
+    yield s, pki
+    s.stop()
+
+
+NAMES = fixture_bytes("extenderargs_cache_n500.json")  # 28 KB
+PREEMPT_NAMES = fixture_bytes("preemptionargs_cache.json")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "direct_path"),
+    [
+        ("/filter", NAMES, True),
+        ("/prioritize", NAMES, True),
+        ("/preempt", PREEMPT_NAMES, True),
+        ("/filter", b'{"Pod":', True),
+        ("/filter", FILTER, False),  # 150 KB: above uvicorn's high-water mark, the ASGI cycle's
+    ],
+)
+def test_a_direct_http2_answer_is_the_asgi_cycles(
+    served_h2: tuple[Served, Path], path: str, body: bytes, direct_path: bool
+) -> None:
+    served, pki = served_h2
+    url = f"https://127.0.0.1:{served.port}{path}"
+    with httpx.Client(http2=True, verify=client_context(pki, True), timeout=10) as client:
+        served.direct.clear()
+        direct = client.post(url, content=body)
+        assert served.direct == ([path] if direct_path else [])
+        asgi = client.post(url, content=body, headers={PROBE_HEADER.decode(): "test"})
+        assert served.direct == ([path] if direct_path else [])
+    assert direct.http_version == asgi.http_version == "HTTP/2"
+    assert direct.status_code == asgi.status_code and direct.content == asgi.content
+    assert dict(direct.headers.items()).keys() == dict(asgi.headers.items()).keys()
+    assert [(k, v) for k, v in direct.headers.items() if k != "date"] == [
+        (k, v) for k, v in asgi.headers.items() if k != "date"
+    ]
+
+
+def h2_stream(served: Served, pki: Path, body: bytes, length: int) -> tuple[Any, h2.connection.H2Connection]:
+    """A raw HTTP/2 connection with one filter stream open: headers with ``content-length``
+    ``length``, then ``body``."""
+    context = client_context(pki, True)
+    context.set_alpn_protocols(["h2"])
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", served.port)), server_hostname="127.0.0.1")
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    headers = [(":method", "POST"), (":path", "/filter"), (":scheme", "https"), (":authority", "127.0.0.1")]
+    conn.send_headers(1, [*headers, ("content-length", str(length))])
+    conn.send_data(1, body)
+    sock.sendall(conn.data_to_send())
+    return sock, conn
+
+
+def test_a_stalled_direct_http2_body_gets_the_routers_408(served_h2: tuple[Served, Path]) -> None:
+    served, pki = served_h2
+    served.direct.clear()
+    sock, conn = h2_stream(served, pki, b'{"Pod":', 1000)
+    with sock:
+        sock.settimeout(6)
+        status, body, ended = None, b"", False
+        while not ended:
+            data = sock.recv(65536)
+            assert data, "the connection closed instead of the stream"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    status = dict(event.headers)[b":status"]
+                elif isinstance(event, h2.events.DataReceived):
+                    body += event.data
+                elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                    ended = True
+            sock.sendall(conn.data_to_send())
+    assert served.direct == ["/filter"]
+    assert status == b"408"
+    assert json.loads(body)["Error"] == "the request body did not arrive within server.timeouts.body (1s)"
+
+
+def test_a_direct_http2_stream_reset_mid_body_is_no_longer_in_flight(served_h2: tuple[Served, Path]) -> None:
+    served, pki = served_h2
+    sock, conn = h2_stream(served, pki, FILTER[:100], len(FILTER))
+    with sock:
+        for _ in range(100):
+            if served.router.requests_in_flight == 1:
+                break
+            time.sleep(0.01)
+        assert served.router.requests_in_flight == 1
+        conn.reset_stream(1)
+        sock.sendall(conn.data_to_send())
+        for _ in range(100):
+            if served.router.requests_in_flight == 0:
+                break
+            time.sleep(0.01)
+        assert served.router.requests_in_flight == 0
