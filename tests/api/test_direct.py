@@ -27,6 +27,7 @@ from app.bootstrap import build_service
 from app.observe.logs import PROBE_HEADER
 from tests.conftest import REPO, free_port, mutual_tls, serve_in_thread
 from tests.e2e.test_bind_security import certs, client_context
+from tests.e2e.test_http2 import stream_answer
 from tests.support.bodies import fixture_bytes
 
 FILTER = fixture_bytes("extenderargs_nocache_n10.json")
@@ -315,19 +316,7 @@ def test_a_stalled_direct_http2_body_gets_the_routers_408(served_h2: tuple[Serve
     served.direct.clear()
     sock, conn = h2_stream(served, pki, b'{"Pod":', 1000)
     with sock:
-        sock.settimeout(6)
-        status, body, ended = None, b"", False
-        while not ended:
-            data = sock.recv(65536)
-            assert data, "the connection closed instead of the stream"
-            for event in conn.receive_data(data):
-                if isinstance(event, h2.events.ResponseReceived):
-                    status = dict(event.headers)[b":status"]
-                elif isinstance(event, h2.events.DataReceived):
-                    body += event.data
-                elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
-                    ended = True
-            sock.sendall(conn.data_to_send())
+        status, body = stream_answer(sock, conn)
     assert served.direct == ["/filter"]
     assert status == b"408"
     assert json.loads(body)["Error"] == "the request body did not arrive within server.timeouts.body (1s)"

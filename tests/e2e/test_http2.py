@@ -154,6 +154,25 @@ def raw_h2(server: Server, pki: Path) -> tuple[ssl.SSLSocket, h2.connection.H2Co
     return sock, conn
 
 
+def stream_answer(sock: ssl.SSLSocket, conn: h2.connection.H2Connection, seconds: float = 6.0) -> tuple[bytes, bytes]:
+    """The status and body the server answers on the connection's one open stream (within
+    ``seconds``); fails if the connection closes instead."""
+    sock.settimeout(seconds)
+    status, body, ended = b"", b"", False
+    while not ended:
+        data = sock.recv(65536)
+        assert data, "the connection closed instead of the stream"
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                status = dict(event.headers)[b":status"]
+            elif isinstance(event, h2.events.DataReceived):
+                body += event.data
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                ended = True
+        sock.sendall(conn.data_to_send())
+    return status, body
+
+
 def closed_within(sock: ssl.SSLSocket, conn: h2.connection.H2Connection, seconds: float, ping: float = 0.0) -> float:
     """Seconds until the server closed the connection (GOAWAY or EOF), sending a PING every
     ``ping`` seconds meanwhile when set; fails after ``seconds``."""
@@ -194,19 +213,7 @@ def test_a_stalled_http2_body_is_reset(secure: tuple[Server, Path]) -> None:
         )
         conn.send_data(1, b'{"Pod":')  # and nothing more
         sock.sendall(conn.data_to_send())
-        sock.settimeout(6)
-        status, body, ended = None, b"", False
-        while not ended:
-            data = sock.recv(65536)
-            assert data, "the connection closed instead of the stream"
-            for event in conn.receive_data(data):
-                if isinstance(event, h2.events.ResponseReceived):
-                    status = dict(event.headers)[b":status"]
-                elif isinstance(event, h2.events.DataReceived):
-                    body += event.data
-                elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
-                    ended = True
-            sock.sendall(conn.data_to_send())
+        status, body = stream_answer(sock, conn)
     assert status == b"408"
     assert json.loads(body)["Error"] == "the request body did not arrive within server.timeouts.body (1s)"
 
