@@ -16,6 +16,8 @@ from typing import Any
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
+import h2.settings
 import httpx
 import pytest
 import yaml
@@ -337,4 +339,85 @@ def test_a_direct_http2_stream_reset_mid_body_is_no_longer_in_flight(served_h2: 
             if served.router.requests_in_flight == 0:
                 break
             time.sleep(0.01)
+        assert served.router.requests_in_flight == 0
+
+
+def raw_h2_connection(served: Served, pki: Path, **settings: int) -> tuple[Any, h2.connection.H2Connection]:
+    """A raw HTTP/2 connection (outbound headers unvalidated, so a hostile one can be sent) with
+    the client's ``settings`` sent."""
+    context = client_context(pki, True)
+    context.set_alpn_protocols(["h2"])
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", served.port)), server_hostname="127.0.0.1")
+    config = h2.config.H2Configuration(client_side=True, validate_outbound_headers=False)
+    conn = h2.connection.H2Connection(config)
+    conn.initiate_connection()
+    if settings:
+        conn.update_settings({getattr(h2.settings.SettingCodes, k): v for k, v in settings.items()})
+    sock.sendall(conn.data_to_send())
+    return sock, conn
+
+
+FILTER_HEADERS = [(":method", "POST"), (":path", "/filter"), (":scheme", "https"), (":authority", "127.0.0.1")]
+
+
+@pytest.mark.parametrize(
+    ("length", "body"), [("abc", b"{}"), ("-5", b"{}"), ("1_0", b"0123456789"), ("", b"{}"), ("100", b"{}")]
+)
+def test_a_malformed_or_false_http2_content_length_resets_only_its_stream(
+    served_h2: tuple[Served, Path], length: str, body: bytes
+) -> None:
+    """A content-length that is not digits, or that the body does not match, is a malformed
+    request (RFC 9113 8.1.1): its stream is reset, never answered, nothing stays in flight, and
+    the connection still serves."""
+    served, pki = served_h2
+    sock, conn = raw_h2_connection(served, pki)
+    with sock:
+        conn.send_headers(1, [*FILTER_HEADERS, ("content-length", length)])
+        conn.send_data(1, body, end_stream=True)
+        sock.sendall(conn.data_to_send())
+        sock.settimeout(5)
+        events: list[Any] = []
+        while not any(isinstance(e, (h2.events.StreamReset, h2.events.StreamEnded)) for e in events):
+            data = sock.recv(65536)
+            assert data, "the connection closed instead of the stream"
+            events += conn.receive_data(data)
+            sock.sendall(conn.data_to_send())
+        assert [type(e) for e in events if isinstance(e, (h2.events.ResponseReceived, h2.events.StreamReset))] == [
+            h2.events.StreamReset
+        ]
+        conn.send_headers(3, [*FILTER_HEADERS, ("content-length", str(len(NAMES)))])
+        for i in range(0, len(NAMES), 16000):
+            conn.send_data(3, NAMES[i : i + 16000], end_stream=i + 16000 >= len(NAMES))
+        sock.sendall(conn.data_to_send())
+        status, answer = stream_answer(sock, conn)
+    assert status == b"200" and set(json.loads(answer)) == {
+        "Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"
+    }  # fmt: skip
+    assert served.router.requests_in_flight == 0
+
+
+def test_a_client_that_opens_no_window_holds_at_most_its_concurrent_streams(served_h2: tuple[Served, Path]) -> None:
+    """A client whose receive windows stay at 0 reads no answer: each answer waits in the server
+    for window, and the stream stays open, so the server's SETTINGS_MAX_CONCURRENT_STREAMS bounds
+    what it holds; no request stays in flight."""
+    served, pki = served_h2
+    small = fixture_bytes("extenderargs_cache_n100.json")
+    sock, conn = raw_h2_connection(served, pki, INITIAL_WINDOW_SIZE=0)
+    with sock:
+        sock.settimeout(5)
+        opened = 0
+        with pytest.raises(h2.exceptions.TooManyStreamsError):
+            for _ in range(1000):
+                stream = conn.get_next_available_stream_id()
+                conn.send_headers(stream, [*FILTER_HEADERS, ("content-length", str(len(small)))])
+                while conn.local_flow_control_window(stream) < len(small):  # the server's window updates
+                    conn.receive_data(sock.recv(65536))
+                conn.send_data(stream, small, end_stream=True)
+                sock.sendall(conn.data_to_send())
+                opened += 1
+        assert opened == conn.remote_settings.max_concurrent_streams <= 128
+        for _ in range(100):
+            if served.router.requests_in_flight == 0:
+                break
+            time.sleep(0.02)
         assert served.router.requests_in_flight == 0
