@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,15 +196,17 @@ def variant(binary: Path, tmp: Path, kubeconfig: Path, pki: Path, first: int, ho
     extra = ["-api", api["clusters"][0]["cluster"]["server"], "-token", "test-token"] if how.bind == "api" else []
     if not how.http2:
         extra.append("-http2=false")
-    stop = profiler(server.proc.pid, f"{how.bind}-{first}")
-    try:
+    stop: Callable[[], None] | None = None
+    try:  # the server is stopped whatever fails, the profiler's start included
+        stop = profiler(server.proc.pid, f"{how.bind}-{first}")
         cpu, loop = cpu_seconds(server.proc.pid), thread_cpu(server.proc.pid)
         result = drive(binary, server.url, pki if how.tls else None, pods, how.bind, extra)
         result["cpu"] = cpu_seconds(server.proc.pid) - cpu
         result["loop_cpu"] = thread_cpu(server.proc.pid) - loop
         return result
     finally:
-        stop()
+        if stop is not None:
+            stop()
         server.stop()
 
 
