@@ -38,6 +38,7 @@ TEST_WORKERS ?= 8
 ## the nav fails) and run every test (unit, api, e2e against the real server)
 test: $(STAMP) lint
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	$(BIN)/python -m compileall -q app  # bytecode once, even with PYTHONDONTWRITEBYTECODE: ~150 test processes import app
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
