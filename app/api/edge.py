@@ -54,6 +54,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
 from app.api.metrics import Metrics
 from app.api.service import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Answer, ExtenderService, Verb
 from app.config import ServerConfig
@@ -177,9 +179,7 @@ class VerbRouter:
             if probe:
                 token = PROBING.set(True)  # the access line is written as the answer starts
             else:
-                capture = self.capture
-                if capture is not None and held.body is not None and result.status == 200 and capture.wants(result.pod):
-                    capture.offer(verb.name, label, result.status, held.body, _joined(result.body))
+                self._capture(verb, label, held.body, result)
             await _send_answer(send, result, close)
         except ClientDisconnectedError:
             return
@@ -189,6 +189,13 @@ class VerbRouter:
                 PROBING.reset(token)
         if not probe:
             self.metrics.answered(label, verb.name, result.status, result.error, time.perf_counter() - started)
+
+    def _capture(self, verb: Verb, label: str, body: bytes | bytearray | None, answer: Answer) -> None:
+        """Offer an answered request to the traffic capture (``diagnostics.capture``): a 200 with
+        its whole ``body`` (``None``: never read), for a pod the capture wants."""
+        capture = self.capture
+        if capture is not None and body is not None and answer.status == 200 and capture.wants(answer.pod):
+            capture.offer(verb.name, label, answer.status, body, _joined(answer.body))
 
     def quiet(self) -> ExtenderService:
         """The service as a probe's verb sees it: the same frameworks, cluster state and limits,
@@ -296,9 +303,7 @@ class VerbRouter:
         self.requests_in_flight -= 1
         if answer is None:
             return
-        capture = self.capture
-        if capture is not None and request.body is not None and answer.status == 200 and capture.wants(answer.pod):
-            capture.offer(request.verb.name, request.label, answer.status, request.body, _joined(answer.body))
+        self._capture(request.verb, request.label, request.body, answer)
         self.metrics.answered(
             request.label, request.verb.name, answer.status, answer.error, time.perf_counter() - request.started
         )
@@ -395,6 +400,40 @@ class DirectRequest:
         self.started = started
         self.body: bytes | bytearray | None = None
         self.done = False
+
+
+def answer_when_ready(
+    loop: asyncio.AbstractEventLoop,
+    tasks: set[asyncio.Task[None]],
+    answer: Answer | Awaitable[Answer],
+    send: Callable[[Answer], None],
+) -> None:
+    """``send`` a direct request's answer (:meth:`VerbRouter.direct_answer`): at once, or once the
+    worker thread's is ready, by a task kept in ``tasks`` (a uvicorn protocol's, which its
+    server's shutdown waits for) until it is done."""
+    if isinstance(answer, Answer):
+        send(answer)
+        return
+
+    async def later(pending: Awaitable[Answer]) -> None:
+        send(await pending)
+
+    task = loop.create_task(later(answer))
+    task.add_done_callback(tasks.discard)
+    tasks.add(task)
+
+
+def log_access(logger: logging.Logger, scope: Scope, status: int) -> None:
+    """The access line of a direct answer, as uvicorn's request cycles write it
+    (``uvicorn.protocols.http.httptools_impl.RequestResponseCycle.send``)."""
+    logger.info(
+        '%s - "%s %s HTTP/%s" %d',
+        get_client_addr(scope),  # type: ignore[arg-type]
+        scope["method"],
+        get_path_with_query_string(scope),  # type: ignore[arg-type]
+        scope["http_version"],
+        status,
+    )
 
 
 def _failed(verb: Verb, target: Framework) -> Answer:

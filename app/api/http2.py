@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -48,10 +48,9 @@ import zttp
 from uvicorn.config import Config
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.zttp_h2_impl import FORBIDDEN_HEADERS, ZttpH2Protocol
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from uvicorn.server import ServerState
 
-from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, DirectRequest
+from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, DirectRequest, answer_when_ready, log_access
 from app.api.service import Answer
 
 if TYPE_CHECKING:
@@ -200,15 +199,7 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self._forget(stream.stream.stream_id)
         stream.answering = True
         answer = self.router.direct_answer(stream.request, stream.body)
-        if isinstance(answer, Answer):
-            self._send_direct(stream, answer)
-            return
-        task = self.loop.create_task(self._send_later(stream, answer))
-        task.add_done_callback(self.tasks.discard)
-        self.tasks.add(task)
-
-    async def _send_later(self, stream: _DirectStream, answer: Awaitable[Answer]) -> None:
-        self._send_direct(stream, await answer)
+        answer_when_ready(self.loop, self.tasks, answer, lambda ready: self._send_direct(stream, ready))
 
     def _direct_timed_out(self, stream_id: int) -> None:
         """``server.timeouts.body`` after a direct stream's headers, its body has not ended: the
@@ -243,15 +234,7 @@ class GuardedH2Protocol(ZttpH2Protocol):
                 stream.stream.reset()
             self.transport.write(self.conn.data_to_send())
             if self.access_log:
-                scope = stream.scope
-                self.access_logger.info(
-                    '%s - "%s %s HTTP/%s" %d',
-                    get_client_addr(scope),  # type: ignore[arg-type]
-                    scope["method"],
-                    get_path_with_query_string(scope),  # type: ignore[arg-type]
-                    scope["http_version"],
-                    answer.status,
-                )
+                log_access(self.access_logger, stream.scope, answer.status)
         assert self.router is not None
         self.router.direct_done(stream.request, answer)
         current: Any = self.cycles.get(stream.stream.stream_id)

@@ -58,10 +58,17 @@ from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from app.api.delegated import MetricsListener
-from app.api.edge import OVER_CAPACITY, PEER_CN, PEER_GROUPS, DirectRequest, VerbRouter
+from app.api.edge import (
+    OVER_CAPACITY,
+    PEER_CN,
+    PEER_GROUPS,
+    DirectRequest,
+    VerbRouter,
+    answer_when_ready,
+    log_access,
+)
 from app.api.http2 import ALPN_H2, GuardedH2Protocol
 from app.api.service import Answer
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
@@ -210,15 +217,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         direct, cycle = self._direct, self._direct_cycle
         assert direct is not None and self.router is not None
         answer = self.router.direct_answer(direct, cycle.body)
-        if isinstance(answer, Answer):
-            self._send_direct(direct, cycle, answer)
-            return
-        task = self.loop.create_task(self._send_later(direct, cycle, answer))
-        task.add_done_callback(self.tasks.discard)
-        self.tasks.add(task)
-
-    async def _send_later(self, direct: DirectRequest, cycle: Any, answer: Awaitable[Answer]) -> None:
-        self._send_direct(direct, cycle, await answer)
+        answer_when_ready(self.loop, self.tasks, answer, lambda ready: self._send_direct(direct, cycle, ready))
 
     def _direct_timed_out(self) -> None:
         """``server.timeouts.body`` after a direct request's headers: its body is not whole; the
@@ -255,15 +254,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             head.append(b"\r\n")
             self.transport.write(b"".join([*head, *chunks]))
             if self.access_log:
-                scope = cycle.scope
-                self.access_logger.info(
-                    '%s - "%s %s HTTP/%s" %d',
-                    get_client_addr(scope),
-                    scope["method"],
-                    get_path_with_query_string(scope),
-                    scope["http_version"],
-                    answer.status,
-                )
+                log_access(self.access_logger, cycle.scope, answer.status)
             if not keep_alive:
                 self.transport.close()
         assert self.router is not None
