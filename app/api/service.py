@@ -215,9 +215,7 @@ class ExtenderService:
 
     # -- verbs ------------------------------------------------------------------------------------
 
-    def resolve_nodes(
-        self, framework: Framework, view: codec.ExtenderArgsView, snapshot: Snapshot | None
-    ) -> ResolvedNodes:
+    def resolve_nodes(self, view: codec.ExtenderArgsView, snapshot: Snapshot | None) -> ResolvedNodes:
         """The NodeInfos plugins see and the request indexes the cache does not know
         (``snapshot``: the cluster state's, or ``None`` without one). ``NodeNames`` resolve through
         the cluster state whatever the profile's ``nodeCacheCapable`` says (kube-scheduler sends
@@ -243,7 +241,7 @@ class ExtenderService:
         snapshot = self._snapshot()
         if snapshot is not None and not snapshot.synced:
             return Answer(200, codec.encode_filter_error(NOT_SYNCED), True)
-        resolved = self.resolve_nodes(framework, args, snapshot)
+        resolved = self.resolve_nodes(args, snapshot)
         if snapshot is not None and snapshot.nominated:
             resolved.nodes = [snapshot.with_nominated(node, args.pod) for node in resolved.nodes]
         try:
@@ -287,7 +285,7 @@ class ExtenderService:
         snapshot = self._snapshot()
         if snapshot is not None and not snapshot.synced:
             return error_answer("prioritize", 503, NOT_SYNCED, retry_after=1)
-        resolved = self.resolve_nodes(framework, args, snapshot)
+        resolved = self.resolve_nodes(args, snapshot)
         state = CycleState(snapshot)
         try:
             status = framework.run_pre_score_plugins(state, args.pod, resolved.nodes)
@@ -448,11 +446,11 @@ class Verb:
         """This verb's result type carrying ``message`` in ``Error``, with an HTTP status."""
         return error_answer(self.name, status, message, retry_after)
 
-    def decoded(self, service: ExtenderService, body: bytes | bytearray, framework: Framework | None = None) -> Any:
+    def decoded(self, service: ExtenderService, body: bytes | bytearray, framework: Framework) -> Any:
         """The handler's input for ``framework``'s profile (its nodes with ``status.images`` when
         its plugins read them), or the 400 :class:`Answer` for a body that does not decode."""
         decode = self.decode
-        if self.decode_images is not None and framework is not None and framework.profile in service.node_images:
+        if self.decode_images is not None and framework.profile in service.node_images:
             decode = self.decode_images
         try:
             return decode(body, service.limits)
