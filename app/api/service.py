@@ -266,7 +266,7 @@ class ExtenderService:
         statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
         if self.recording:
             self._record(
-                framework, "filter", args.pod, started, names=args.names_for_record, statuses=statuses, ignored=ignored
+                framework, "filter", args.pod, started, names=args.node_name_list, statuses=statuses, ignored=ignored
             )
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:

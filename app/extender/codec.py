@@ -377,13 +377,16 @@ class ExtenderArgsView:
         return self._nodes
 
     def node_name_list(self) -> list[str]:
-        """The candidate nodes' names, in request order (decodes every lazy node)."""
+        """Every candidate's name in request order (``NodeNames`` as sent, or the decoded nodes'
+        names): strings of their own, so a decision record keeping them (the bound method is
+        :class:`~app.observe.decisions.Decision`'s deferred ``names``) does not keep the request
+        body alive."""
         if self.names is not None:
             return self.names
         return [n.name for n in self.nodes]
 
     def node_name(self, i: int) -> str:
-        """The name of candidate ``i`` (decodes that node only, if lazy)."""
+        """The name of candidate ``i``."""
         if self.names is not None:
             return self.names[i]
         return self.nodes[i].name
@@ -391,21 +394,14 @@ class ExtenderArgsView:
     def __len__(self) -> int:
         return len(self.names) if self.names is not None else len(self.nodes)
 
-    def names_for_record(self) -> list[str]:
-        """Every candidate's name (``NodeNames`` as sent, or the decoded nodes' names): strings of
-        their own, so a decision record does not keep the request body alive."""
-        if self.names is not None:
-            return self.names
-        return [n.name for n in self.nodes]
-
 
 def decode_extender_args(
     body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, *, keep_raw: bool = True, images: bool = False
 ) -> ExtenderArgsView:
     """Decode a filter/prioritize body; raises :class:`DecodeError`.
 
-    ``keep_raw=True`` (filter) keeps each node's bytes for the echo and decodes a node only when a
-    plugin first reads it; ``keep_raw=False`` (prioritize) decodes every node in the same pass.
+    ``keep_raw=True`` (filter) keeps each node's bytes for the echo and decodes each node from them
+    (:func:`_request_nodes`); ``keep_raw=False`` (prioritize) decodes every node in the same pass.
     ``images``: nodes keep ``status.images`` (:class:`objects.Node`), for a profile whose plugins
     read it (:attr:`~app.framework.handle.ClusterNeeds.images`: ImageLocality); else they are
     decoded without it (:class:`objects.RequestNode`: a node's 40-odd image entries cost more than
@@ -573,12 +569,12 @@ Chunks = list[bytes | msgspec.Raw]
 def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> Chunks:
     """``ExtenderFilterResult`` for a decided filter, as chunks: survivors echoed in their received
     form (``Nodes`` with the original node bytes, and/or ``NodeNames``), every rejected node in
-    ``FailedNodes`` (``Unschedulable``) or ``FailedAndUnresolvableNodes`` with its reason. Only
-    rejected nodes' names are read (a surviving node is echoed without being decoded). When every
+    ``FailedNodes`` (``Unschedulable``) or ``FailedAndUnresolvableNodes`` with its reason (a
+    surviving node is echoed as its received bytes, not encoded again). When every
     node passed (the runtime's one ``SUCCESS`` for each), the survivors are the request's nodes
     as they are: no per-node loop."""
     if all_passed(statuses):
-        return _all_passed(args, len(statuses))
+        return _all_passed(args)
     passed: list[int] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
@@ -624,7 +620,7 @@ def all_passed(statuses: Sequence[Status]) -> bool:
     return bool(statuses) and sum(map(operator.is_, statuses, itertools.repeat(SUCCESS))) == len(statuses)
 
 
-def _all_passed(args: ExtenderArgsView, count: int) -> Chunks:
+def _all_passed(args: ExtenderArgsView) -> Chunks:
     """:func:`encode_filter_result` of a filter every node passed."""
     out: Chunks = [b'{"Nodes":']
     if args.node_raws is not None:
@@ -640,7 +636,7 @@ def _all_passed(args: ExtenderArgsView, count: int) -> Chunks:
     if not args.node_names:
         out.append(_NULL)
     else:
-        out.append(orjson.dumps(args.names if args.names is not None else [args.node_name(i) for i in range(count)]))
+        out.append(orjson.dumps(args.node_name_list()))
     out.append(b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}')
     return out
 
