@@ -290,15 +290,13 @@ class ClusterCollector(Collector):
       :class:`~app.cluster.leader.Leadership`, as ``/readyz``'s ``role`` does.
     """
 
-    def __init__(
-        self, runtime: ClusterRuntime, recorders: Sequence[EventCounts] = (), leadership: Leadership | None = None
-    ) -> None:
+    def __init__(self, runtime: ClusterRuntime, recorders: Sequence[EventCounts], leadership: Leadership) -> None:
         self.runtime = runtime
         self.state = runtime.state
         #: the pod-event writers (a live list: the composition root adds them as it builds them)
         self.recorders = recorders
         #: the Leases followed or elected on (the composition root adds them as it starts them)
-        self.leadership = leadership or Leadership(runtime.bind_admission)
+        self.leadership = leadership
 
     def describe(self) -> list[object]:
         return []
