@@ -356,7 +356,6 @@ class Framework(Handle):
                     raise ValueError(f"plugin {ep.name} does not implement the {point} extension point")
         if len(lists.queue_sort) > 1:
             raise ValueError("only one QueueSort plugin can be enabled")
-        self.lists = lists
         self.queue_sort_plugins = lists.queue_sort
         self.pre_enqueue_plugins = lists.pre_enqueue
         self.pre_filter_plugins = lists.pre_filter
