@@ -379,14 +379,17 @@ class Scheduler(TaskWorker):
             size = min(max(to_find - len(feasible), MIN_FILTER_CHUNK), count - position)
             chunk = [nodes[(start + position + k) % count] for k in range(size)]
             position += size
-            alone = [k for k, n in enumerate(chunk) if n.name in nominated and fw.nominated_to_add(pod, n)]
+            # chunk position -> the pods nominated there that count for pod (addNominatedPods)
+            alone = {}
+            for k, n in enumerate(chunk):
+                if n.name in nominated and (added := fw.nominated_to_add(pod, n)):
+                    alone[k] = added
             if alone:
-                skip = set(alone)
-                plain = [n for k, n in enumerate(chunk) if k not in skip]
+                plain = [n for k, n in enumerate(chunk) if k not in alone]
                 verdicts = iter(fw.filter_statuses(state, pod, plain))
-                with_nominated = fw.run_filter_plugins_with_nominated_pods
+                with_nominated = fw.filter_with_nominated_pods
                 statuses = [
-                    with_nominated(state, pod, n) if k in skip else filter_error(next(verdicts))
+                    with_nominated(state, pod, n, alone[k]) if k in alone else filter_error(next(verdicts))
                     for k, n in enumerate(chunk)
                 ]
             else:
