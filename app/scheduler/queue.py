@@ -266,11 +266,6 @@ class SchedulingQueue:
         """Seconds of backoff after ``attempts`` attempts (1 s doubling to 10 s)."""
         return float(min(self.initial_backoff * 2.0 ** max(attempts - 1, 0), self.max_backoff))
 
-    def move_all(self) -> int:
-        """A cluster event that may let parked pods fit: every unschedulable pod goes back to
-        activeQ (or backoffQ while backing off). Returns how many moved."""
-        return self.move_on(None)
-
     def move_on(self, events: Sequence[ClusterEvent] | None) -> int:
         """Cluster events happened (``None``: too many to know which): every parked pod one of
         whose rejecting plugins registered one of them goes back (``MoveAllToActiveOrBackoffQueue``;
