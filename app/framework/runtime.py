@@ -356,7 +356,6 @@ class Framework(Handle):
                     raise ValueError(f"plugin {ep.name} does not implement the {point} extension point")
         if len(lists.queue_sort) > 1:
             raise ValueError("only one QueueSort plugin can be enabled")
-        self.lists = lists
         self.queue_sort_plugins = lists.queue_sort
         self.pre_enqueue_plugins = lists.pre_enqueue
         self.pre_filter_plugins = lists.pre_filter
@@ -537,7 +536,14 @@ class Framework(Handle):
         PreFilter extensions' ``AddPod``), and, when that passes, again on ``node`` as it is; else
         once, as it is. The first status that is no success, else ``SUCCESS``: a preemptor's room
         is not given away, and an affinity only a nominated pod satisfies does not count."""
-        added = self.nominated_to_add(pod, node)
+        return self.filter_with_nominated_pods(state, pod, node, self.nominated_to_add(pod, node))
+
+    def filter_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, added: Sequence[PodInfo]
+    ) -> Status:
+        """:meth:`run_filter_plugins_with_nominated_pods` with the nominated pods to count on
+        ``node`` already found (:meth:`nominated_to_add`), for a caller that looked them up to
+        decide how to judge the node."""
         if added:
             outcome, state_out, node_out = self._add_nominated(state, pod, node, added)
             if outcome is not None:

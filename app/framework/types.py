@@ -412,10 +412,11 @@ class NodeInfo:
     def memo(self, key: Any, compute: Callable[[NodeInfo], Any]) -> Any:
         """``compute(self)``, remembered under ``key`` for the life of this NodeInfo.
 
-        For values that depend only on the node object (not on the pod or on the pods on the
-        node), such as a score from allocatable: the cluster state keeps a NodeInfo until the
-        node changes, so in cache mode the value is computed once per node version instead of
-        once per request. ``key`` must identify the plugin and its args.
+        For values that depend only on this NodeInfo's node object and pods (not on the pod
+        being scheduled), such as a score from allocatable or :attr:`used_ports`: both are fixed
+        for a NodeInfo's life (the cluster state builds a new one when the node or its pods
+        change), so in cache mode the value is computed once per node version instead of once
+        per request. ``key`` must identify the plugin and its args.
         """
         memo = self._memo
         if memo is None:

@@ -68,15 +68,14 @@ def is_pod_updated(old: PodInfo, new: PodInfo) -> bool:
 @dataclass
 class QueuedPod:
     """A pod in the queue: its latest record, attempts so far, when it last entered the queue
-    (``Timestamp``), where it is, and (backoff) when it may be tried again / (unschedulable) since
-    when it is parked."""
+    (``Timestamp``), where it is, and when its backoff ends (``ready_at``; the unschedulable
+    pool's FIFO holds when it was parked)."""
 
     pod: PodInfo
     added: float
     attempts: int = 0
     where: str = ACTIVE
     ready_at: float = 0.0
-    parked_at: float = 0.0
     #: the plugins that rejected it in its last attempt (``UnschedulablePlugins``)
     unschedulable_plugins: frozenset[str] = frozenset()
     #: the number of its current place: a heap or FIFO item with another number is stale
@@ -122,7 +121,7 @@ class SchedulingQueue:
         self._active: list[Any] = []
         #: backoffQ: ``(ready_at, token, uid)``
         self._backoff: list[tuple[float, int, str]] = []
-        #: the unschedulable pool by parking time: ``(parked_at, token, uid)``
+        #: the unschedulable pool by parking time: ``(parked at, token, uid)``
         self._parked: deque[tuple[float, int, str]] = deque()
         #: the pods of the unschedulable pool
         self._unschedulable: dict[str, QueuedPod] = {}
@@ -267,11 +266,6 @@ class SchedulingQueue:
         """Seconds of backoff after ``attempts`` attempts (1 s doubling to 10 s)."""
         return float(min(self.initial_backoff * 2.0 ** max(attempts - 1, 0), self.max_backoff))
 
-    def move_all(self) -> int:
-        """A cluster event that may let parked pods fit: every unschedulable pod goes back to
-        activeQ (or backoffQ while backing off). Returns how many moved."""
-        return self.move_on(None)
-
     def move_on(self, events: Sequence[ClusterEvent] | None) -> int:
         """Cluster events happened (``None``: too many to know which): every parked pod one of
         whose rejecting plugins registered one of them goes back (``MoveAllToActiveOrBackoffQueue``;
@@ -355,7 +349,6 @@ class SchedulingQueue:
 
     def _park(self, entry: QueuedPod, now: float) -> None:
         token = self._place(entry, UNSCHEDULABLE)
-        entry.parked_at = now
         self._parked.append((now, token, entry.pod.uid))
 
     def _to_active(self, entry: QueuedPod) -> None:

@@ -84,7 +84,7 @@ log = logging.getLogger(__name__)
 
 #: ``ErrNoNodesAvailable``
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-#: ``numberOfHighestScoredNodesToReport``: the top nodes a decision keeps
+#: ``numberOfHighestScoredNodesToReport``: the top nodes selectHost lists (schedulePod drops them)
 NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT = 3
 #: kube-scheduler's ``minFeasibleNodesToFind`` and ``minFeasibleNodesPercentageToFind``.
 MIN_FEASIBLE_NODES_TO_FIND, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 100, 5
@@ -157,8 +157,7 @@ class Attempt:
     """What ``schedulePod`` found for one pod (built off the loop for large clusters): the number
     of nodes; the feasible nodes and the others' statuses (:class:`Diagnosis`); then either an
     ``error`` (a status that is no FitError: an ``ERROR``, or no node at all), a ``fit`` error, or
-    the chosen ``host`` with the scores (``scored``, ``None`` when one node was feasible) and the
-    ``top`` nodes."""
+    the chosen ``host`` with the scores (``scored``, ``None`` when one node was feasible)."""
 
     num_all_nodes: int
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
@@ -167,7 +166,6 @@ class Attempt:
     fit: FitError | None = None
     host: str = ""
     scored: ScoreResult | None = None
-    top: list[NodePluginScores] = field(default_factory=list)
 
     def evaluated(self) -> tuple[list[str], list[Status]]:
         """The nodes evaluated and their verdicts (the feasible ones ``SUCCESS``), for the record."""
@@ -303,7 +301,8 @@ class Scheduler(TaskWorker):
             return attempt
         scores = self.prioritize_nodes(state, pod, attempt)
         if attempt.error is None:
-            attempt.host, attempt.top = select_host(scores, NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT, self._rng)
+            # schedulePod keeps the host only (``host, _, err := selectHost(...)``)
+            attempt.host, _ = select_host(scores, NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT, self._rng)
         return attempt
 
     def find_nodes_that_fit_pod(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], attempt: Attempt) -> None:
@@ -379,14 +378,17 @@ class Scheduler(TaskWorker):
             size = min(max(to_find - len(feasible), MIN_FILTER_CHUNK), count - position)
             chunk = [nodes[(start + position + k) % count] for k in range(size)]
             position += size
-            alone = [k for k, n in enumerate(chunk) if n.name in nominated and fw.nominated_to_add(pod, n)]
+            # chunk position -> the pods nominated there that count for pod (addNominatedPods)
+            alone = {}
+            for k, n in enumerate(chunk):
+                if n.name in nominated and (added := fw.nominated_to_add(pod, n)):
+                    alone[k] = added
             if alone:
-                skip = set(alone)
-                plain = [n for k, n in enumerate(chunk) if k not in skip]
+                plain = [n for k, n in enumerate(chunk) if k not in alone]
                 verdicts = iter(fw.filter_statuses(state, pod, plain))
-                with_nominated = fw.run_filter_plugins_with_nominated_pods
+                with_nominated = fw.filter_with_nominated_pods
                 statuses = [
-                    with_nominated(state, pod, n) if k in skip else filter_error(next(verdicts))
+                    with_nominated(state, pod, n, alone[k]) if k in alone else filter_error(next(verdicts))
                     for k, n in enumerate(chunk)
                 ]
             else:

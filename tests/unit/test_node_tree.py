@@ -168,8 +168,15 @@ def test_update_node(existing: list[tuple[str, dict[str, str]]], update: tuple[s
     tree = tree_of(existing)
     name, labels = update
     old = next((old for n, old in ALL_NODES if n == name), {})  # "nonexisting-node": no labels
-    tree.update_node(name, old, labels)
+    assert tree.update_node(name, old, labels) is True  # the zone key changed: the node moved
     verify(tree, expected)
+
+
+def test_update_node_within_its_zone_keeps_its_place() -> None:
+    tree = tree_of(ALL_NODES[:7])
+    name, labels = ALL_NODES[3]
+    assert tree.update_node(name, labels, {**labels, "other": "label"}) is False
+    assert tree.list() == tree_of(ALL_NODES[:7]).list()
 
 
 @pytest.mark.parametrize(
