@@ -28,6 +28,7 @@ from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
+from app.plugins.noderesources.resource_allocation import go_div
 
 NAME = "ImageLocality"
 _PRE_SCORE = f"{NAME}/images"
@@ -70,9 +71,7 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
     denominator = max_threshold - MIN_THRESHOLD
     if numerator == 0:
         return 0
-    # Go's integer division truncates toward zero
-    quotient = abs(numerator) // abs(denominator)
-    return quotient if (numerator < 0) == (denominator < 0) else -quotient
+    return go_div(numerator, denominator)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
+from app.plugins.noderesources.resource_allocation import go_div
 
 NAME = "NodeResourcesAllocatable"
 
@@ -46,12 +47,6 @@ class NodeResourcesAllocatableArgs(PluginArgs):
         if len(set(names)) != len(names):
             raise ValueError("resource names must not repeat")
         return resources
-
-
-def go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as Go's ``/`` on int64."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 _NO_NODE = Status.error("node object unavailable (NodeNames-only request without cluster state)")

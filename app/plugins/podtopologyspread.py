@@ -59,13 +59,13 @@ from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.interfaces import PreFilterStateExtensions
-from app.framework.labels import node_selector_matches
 from app.framework.registry import PluginEntry
 from app.framework.runtime import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.taints import find_matching_untolerated_taint
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult
 from app.framework.validation import is_qualified_name, selector_error
+from app.plugins import nodeaffinity
 
 NAME = "PodTopologySpread"
 _PRE_FILTER = f"{NAME}/pre-filter"
@@ -347,21 +347,17 @@ def has_untolerated_schedule_taint(taints: Sequence[objects.Taint], tolerations:
 
 
 def required_node_affinity(pod: PodInfo) -> Callable[[NodeInfo, Mapping[str, str]], bool] | None:
-    """``nodeaffinity.GetRequiredNodeAffinity(pod).Match``: the pod's ``nodeSelector`` (every
-    label equal) and its required node affinity terms (one must match); ``None`` when the pod has
-    neither (every node matches)."""
-    selector = tuple(pod.node_selector.items())
-    affinity = pod.affinity
-    node_affinity = affinity.node_affinity if affinity is not None else None
-    required = node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
-    if not selector and required is None:
+    """``nodeaffinity.GetRequiredNodeAffinity(pod).Match``
+    (:func:`app.plugins.nodeaffinity.required_node_affinity`, compiled once per pod): the pod's
+    ``nodeSelector`` (every label equal) and its required node affinity terms (one must match;
+    a term with parse errors matches nothing); ``None`` when the pod has neither (every node
+    matches)."""
+    required = nodeaffinity.required_node_affinity(pod)
+    if required.node_selector is None and required.terms is None:
         return None
 
     def match(node: NodeInfo, labels: Mapping[str, str]) -> bool:
-        for key, value in selector:
-            if labels.get(key) != value:
-                return False
-        return required is None or node_selector_matches(required, node.name, labels)
+        return required.matches(node.name, labels)
 
     return match
 

@@ -15,8 +15,8 @@ from app.plugins.node_resources_allocatable import (
     NAME,
     NodeResourcesAllocatable,
     NodeResourcesAllocatableArgs,
-    go_div,
 )
+from app.plugins.noderesources.resource_allocation import go_div
 from tests.unit.helpers import framework, node, pod
 
 HANDLE = Handle(profile="test")

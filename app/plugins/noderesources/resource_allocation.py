@@ -110,13 +110,14 @@ def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
                 if i == 0:
                     return y
                 x0, y0 = shape[i - 1]
-                return y0 + _go_div((y - y0) * (p - x0), x - x0)
+                return y0 + go_div((y - y0) * (p - x0), x - x0)
         return shape[-1][1]
 
     return f
 
 
-def _go_div(a: int, b: int) -> int:
+def go_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, as Go's ``/`` on int64 (``b`` non-zero)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
 

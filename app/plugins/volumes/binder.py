@@ -344,14 +344,13 @@ class VolumeBinder:
     def find_pod_volumes(self, pod: PodInfo, claims: PodVolumeClaims, node: NodeInfo) -> tuple[PodVolumes, list[str]]:
         """``FindPodVolumes``: the pod's volumes on ``node`` and, when it does not fit, the
         reasons (in upstream's order). Raises :class:`BinderError`."""
-        labels = node.labels
         bound_satisfied = pvs_found = unbound_satisfied = sufficient = True
         static: list[BindingInfo] = []
         dynamic: list[PersistentVolumeClaim] = []
         if claims.bound_claims:
             bound_satisfied, pvs_found = self._check_bound_claims(claims.bound_claims, node)
         if claims.unbound_claims_delay_binding:
-            unbound_satisfied, sufficient, static, dynamic = self._unbound(pod, claims, node, labels)
+            unbound_satisfied, sufficient, static, dynamic = self._unbound(claims, node)
         reasons = []
         if not bound_satisfied:
             reasons.append(ERR_REASON_NODE_CONFLICT)
@@ -364,8 +363,10 @@ class VolumeBinder:
         return PodVolumes(static or None, dynamic or None), reasons
 
     def _unbound(
-        self, pod: PodInfo, claims: PodVolumeClaims, node: NodeInfo, labels: Mapping[str, str]
+        self, claims: PodVolumeClaims, node: NodeInfo
     ) -> tuple[bool, bool, list[BindingInfo], list[PersistentVolumeClaim]]:
+        """The delay-binding claims of ``FindPodVolumes`` on ``node``: ``(satisfied, enough
+        storage, static bindings, claims to provision)``."""
         to_match: list[PersistentVolumeClaim] = []
         to_provision: list[PersistentVolumeClaim] = []
         for claim in claims.unbound_claims_delay_binding:
@@ -381,15 +382,12 @@ class VolumeBinder:
         dynamic: list[PersistentVolumeClaim] = []
         if to_match:
             satisfied, static, unmatched = self._find_matching_volumes(
-                to_match, claims.unbound_volumes_delay_binding, labels
+                to_match, claims.unbound_volumes_delay_binding, node.labels
             )
             to_provision += unmatched
         if to_provision:
             satisfied, sufficient, dynamic = self._check_volume_provisions(to_provision, node)
         return satisfied, sufficient, static, dynamic
-
-    def _csi_node(self, name: str) -> CSINode | None:
-        return self.volumes.csi_node(name)
 
     def try_translate_pv_to_csi(self, pv: PersistentVolume, csi_node: CSINode | None) -> PersistentVolume:
         """``tryTranslatePVToCSI``: the volume translated to CSI when its plugin's migration is on
@@ -410,7 +408,7 @@ class VolumeBinder:
 
     def _check_bound_claims(self, claims: Sequence[PersistentVolumeClaim], node: NodeInfo) -> tuple[bool, bool]:
         """``checkBoundClaims``: ``(node affinity satisfied, volumes found)``."""
-        csi_node = self._csi_node(node.name)
+        csi_node = self.volumes.csi_node(node.name)
         labels = node.labels
         for pvc in claims:
             pv = self.get_pv(pvc.specs.volume_name or "")
@@ -623,7 +621,7 @@ class VolumeBinder:
         if node is None or node.node is None:
             raise BinderError(f'failed to get node "{node_name}": node "{node_name}" not found')
         labels = node.labels
-        csi_node = self._csi_node(node_name)
+        csi_node = self.volumes.csi_node(node_name)
         if cluster.pod(pod.uid) is None:
             raise BinderError(f'pod does not exist any more: pod "{pod.name}" not found')
         for binding in bindings:

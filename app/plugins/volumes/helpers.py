@@ -52,10 +52,19 @@ def pod_claims(pod: PodInfo) -> Iterator[tuple[objects.Volume, str, bool]]:
     order: a ``persistentVolumeClaim``'s ``claimName``, or a generic ephemeral volume's claim
     ``<pod name>-<volume name>`` (``ephemeral.VolumeClaimName``)."""
     for volume in pod.volumes:
-        if volume.persistent_volume_claim is not None:
-            yield volume, volume.persistent_volume_claim.claim_name or "", False
-        elif volume.ephemeral is not None:
-            yield volume, f"{pod.name}-{volume.name or ''}", True
+        claim = volume_claim(pod, volume)
+        if claim is not None:
+            yield volume, *claim
+
+
+def volume_claim(pod: PodInfo, volume: objects.Volume) -> tuple[str, bool] | None:
+    """``(claim name, is_ephemeral)`` of one volume of ``pod`` (:func:`pod_claims`), ``None`` for
+    a volume not backed by a claim."""
+    if volume.persistent_volume_claim is not None:
+        return volume.persistent_volume_claim.claim_name or "", False
+    if volume.ephemeral is not None:
+        return f"{pod.name}-{volume.name or ''}", True
+    return None
 
 
 def volume_is_for_pod(pod: PodInfo, pvc: PersistentVolumeClaim) -> str:
@@ -227,6 +236,7 @@ __all__ = [
     "storage_capacity",
     "storage_class_not_found",
     "storage_request",
+    "volume_claim",
     "volume_is_for_pod",
     "volume_not_found",
 ]

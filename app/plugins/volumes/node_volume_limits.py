@@ -44,7 +44,7 @@ from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, claim_class
-from app.plugins.volumes.helpers import claim_not_found, needs_volumes, pod_claims, volume_cluster, volume_is_for_pod
+from app.plugins.volumes.helpers import claim_not_found, needs_volumes, volume_claim, volume_cluster, volume_is_for_pod
 from app.plugins.volumes.translation import (
     AWS_EBS,
     AZURE_DISK,
@@ -183,7 +183,7 @@ class CSILimits:
         """``filterAttachableVolumes``: add ``driver/handle -> limit key`` of each of the pod's
         attachable volumes to ``result``. Raises :class:`LimitsError`."""
         for volume in pod.volumes:
-            claim = _claim_name(pod, volume)
+            claim = volume_claim(pod, volume)
             if claim is None:
                 self._inline(volume, csi_node, result)
                 continue
@@ -264,13 +264,6 @@ class CSILimits:
         """``EventsToRegister`` (v1.30, queueing hints off): CSINode Add, Pod Delete,
         PersistentVolumeClaim Add."""
         return _CSI_EVENTS
-
-
-def _claim_name(pod: PodInfo, volume: objects.Volume) -> tuple[str, bool] | None:
-    for vol, name, ephemeral in pod_claims(pod):
-        if vol is volume:
-            return name, ephemeral
-    return None
 
 
 def _translated(pv: PersistentVolume, csi_node: CSINode | None) -> PersistentVolume | None:
@@ -421,7 +414,7 @@ class NonCSILimits:
             if disk is not None:
                 result.add(disk)
                 continue
-            claim = _claim_name(pod, volume)
+            claim = volume_claim(pod, volume)
             if claim is None:
                 continue
             name, ephemeral = claim

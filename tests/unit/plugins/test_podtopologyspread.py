@@ -37,6 +37,7 @@ from app.plugins.podtopologyspread import (
     SelectorError,
     compile_selector,
     go_round,
+    required_node_affinity,
     topology_normalizing_weight,
 )
 from tests.support.cluster import MemoryCluster
@@ -1617,3 +1618,22 @@ def test_prefilter_state_remove_pod(case: Any) -> None:
     gone = PodInfo(msgspec.convert(doc, objects.Pod))
     assert plugin.remove_pod(state, preemptor, gone, infos[node_index]).is_success()
     assert _state_of(plugin, state) == want
+
+
+def test_required_node_affinity_is_node_affinitys_get_required_node_affinity() -> None:
+    """The node-inclusion matcher is NodeAffinity's compiled ``GetRequiredNodeAffinity``: a term
+    whose requirement does not parse (a ``NotIn`` value that is no label value) matches no node,
+    as upstream's lazy-error selector, while a valid one still matches."""
+    node = NodeInfo(msgspec.convert({"metadata": {"name": "n1", "labels": {"zone": "a"}}}, objects.Node))
+
+    def with_not_in(value: str) -> PodInfo:
+        term = {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": [value]}]}
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+        doc = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"affinity": affinity}}
+        return PodInfo(msgspec.convert(doc, objects.Pod))
+
+    valid = required_node_affinity(with_not_in("b"))
+    invalid = required_node_affinity(with_not_in("not a label value"))
+    assert valid is not None and valid(node, node.labels)
+    assert invalid is not None and not invalid(node, node.labels)
+    assert required_node_affinity(PodInfo(msgspec.convert({"metadata": {"name": "p"}}, objects.Pod))) is None
