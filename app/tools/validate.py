@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from app.bootstrap import Checked, check_configuration, report_refusal
+from app.bootstrap import Checked, bind_refusal, check_configuration, report_refusal
 from app.config import Configuration, bind_exposure
 from app.deploy.wiring import PKI_DIR, secure_defaults
 from app.framework.interfaces import PreFilterPlugin, PreScorePlugin
@@ -58,10 +58,7 @@ def notes(checked: Checked, host: str | None, port: int | None) -> tuple[list[st
     if exposure is None or service is None:
         return out, []
     if bind_exposure(secure_defaults(service.config), host, port) is not None:  # nor does render secure it
-        return out, [
-            f"{exposure}. Set server.tls.clientCAFile (python -m app certs makes the files), "
-            "or server.insecureBind: true to accept that exposure"
-        ]
+        return out, [bind_refusal(exposure)]
     out.append(
         f"{exposure}, so serve refuses to start with this file as it is (set server.tls with clientCAFile, "
         "or server.insecureBind: true). render secures bind by itself: its kubeadm and static-pod targets serve "
