@@ -191,6 +191,15 @@ class Preflight:
     bind_exposure: str | None = None
 
 
+def bind_refusal(exposure: str) -> str:
+    """The error of a ``bind`` served without client-certificate verification (``exposure``: why,
+    from :func:`~app.config.bind_exposure`) and how to secure or accept it."""
+    return (
+        f"{exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
+        "or server.insecureBind: true to accept that exposure"
+    )
+
+
 #: The commands :func:`preflight` checks for.
 Command = Literal["serve", "schedule", "validate"]
 
@@ -214,10 +223,7 @@ def preflight(
     if exposure is not None and not server.insecure_bind:
         out.bind_exposure = exposure
         if command != "validate":
-            out.errors.append(
-                f"{exposure}. Set server.tls with clientCAFile (python -m app certs makes the files), "
-                "or server.insecureBind: true to accept that exposure"
-            )
+            out.errors.append(bind_refusal(exposure))
     elif exposure is not None:
         out.notes.append(f"server.insecureBind: {exposure}")
     if server.tls is not None:
@@ -682,6 +688,7 @@ __all__ = [
     "Preflight",
     "Running",
     "assemble",
+    "bind_refusal",
     "build_service",
     "check_configuration",
     "cluster_settings",

@@ -46,7 +46,25 @@ from tests.conftest import free_port  # noqa: E402
 
 PODS = 1500
 
-API_SERVER = """
+# The tail both API-server scripts share: the time of each successful bind of a ``bench`` pod is
+# recorded, the kubeconfig written, ``ready`` printed, then it waits for ``pods`` binds.
+TIMED_BINDS = """
+times = []
+bind = api.bind
+def timed(namespace, name, body):
+    answer = bind(namespace, name, body)
+    if namespace == "bench" and answer[0] == 201:
+        times.append(time.time())
+    return answer
+api.bind = timed
+open(kubeconfig, "w").write(api.kubeconfig())
+print("ready", flush=True)
+while len(times) < pods:
+    time.sleep(0.05)
+"""
+
+API_SERVER = (
+    """
 import sys, time, threading
 sys.path.insert(0, sys.argv[1])
 from tests.support.apiserver import FakeAPIServer, node, pod
@@ -82,21 +100,12 @@ for i in range(pods):
     api.put("pods", doc)
 for i in range(pods):  # for the ceiling: bound directly, never seen by the scheduler
     api.put("pods", pod(f"d-{i}", "direct", cpu="100m", memory="128Mi"))
-times = []
-bind = api.bind
-def timed(namespace, name, body):
-    answer = bind(namespace, name, body)
-    if namespace == "bench" and answer[0] == 201:
-        times.append(time.time())
-    return answer
-api.bind = timed
-open(kubeconfig, "w").write(api.kubeconfig())
-print("ready", flush=True)
-while len(times) < pods:
-    time.sleep(0.05)
-print(f"{times[0]} {times[-1]}", flush=True)
+"""
+    + TIMED_BINDS
+    + """print(f"{times[0]} {times[-1]}", flush=True)
 sys.stdin.readline()
 """
+)
 
 
 PREEMPTION_SERVER = """
@@ -311,7 +320,8 @@ def main() -> None:
 
 CLAIM_PODS = 200
 
-API_SERVER_CLAIMS = """
+API_SERVER_CLAIMS = (
+    """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from tests.support.apiserver import FakeAPIServer, claim, claim_volume, node, pod, storage_class
@@ -335,21 +345,12 @@ for i in range(pods):
         doc["spec"]["volumes"] = [claim_volume("data", f"data-web-{i}")]
     api.put("pods", doc)
 provisioner = Provisioner(api).start()
-times = []
-bind = api.bind
-def timed(namespace, name, body):
-    answer = bind(namespace, name, body)
-    if namespace == "bench" and answer[0] == 201:
-        times.append(time.time())
-    return answer
-api.bind = timed
-open(kubeconfig, "w").write(api.kubeconfig())
-print("ready", flush=True)
-while len(times) < pods:
-    time.sleep(0.05)
-print(f"{times[0]} {times[-1]} {len(provisioner.provisioned)}", flush=True)
+"""
+    + TIMED_BINDS
+    + """print(f"{times[0]} {times[-1]} {len(provisioner.provisioned)}", flush=True)
 sys.stdin.readline()
 """
+)
 
 
 def bind_rate(with_claims: bool, nodes: int) -> tuple[float, float, int]:

@@ -220,11 +220,6 @@ class LeaseElector(PeriodicWorker):
         """``<namespace>/<name>`` of the Lease elected on."""
         return f"{self.settings.lease_namespace}/{self.settings.lease_name}"
 
-    def stop(self) -> None:
-        """Stop electing; the thread then releases the Lease if it holds it (:meth:`release`).
-        Does not wait (see :meth:`join`)."""
-        super().stop()
-
     def run(self) -> None:
         """Step every ``retry_period`` until stopped, then :meth:`release` (``renew`` returning
         with ``ReleaseOnCancel``)."""
@@ -273,8 +268,8 @@ class LeaseElector(PeriodicWorker):
         self._stopped_leading("Lease %s: released by %s", self.identity)
         return True
 
-    def _stopped_leading(self, message: str, detail: str) -> None:
-        log.info(message, self.lease, detail)
+    def _stopped_leading(self, message: str, detail: str, level: int = logging.INFO) -> None:
+        log.log(level, message, self.lease, detail)
         self._leading = False
         self._on_stop()
 
@@ -294,14 +289,8 @@ class LeaseElector(PeriodicWorker):
             self.takeovers += 1
             self._on_start()
         elif self._leading and not leading:
-            log.warning(
-                "Lease %s/%s: not renewed for %.0fs: stopped leading",
-                self.settings.lease_namespace,
-                self.settings.lease_name,
-                self.settings.renew_deadline,
-            )
-            self._leading = False
-            self._on_stop()
+            detail = f"{self.settings.renew_deadline:.0f}s"
+            self._stopped_leading("Lease %s: not renewed for %s: stopped leading", detail, logging.WARNING)
 
     def _try_acquire_or_renew(self, now: float) -> bool:
         s = self.settings
@@ -313,7 +302,7 @@ class LeaseElector(PeriodicWorker):
                 return True
             lease = _LEASE.decode(raw)
         except (APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self._error(f"Lease {s.lease_namespace}/{s.lease_name}: {exc}")
+            self._error(f"Lease {self.lease}: {exc}")
             return False
         spec = lease.spec or _LeaseSpec()
         record = (spec.holder_identity or "", spec.renew_time)
@@ -330,7 +319,7 @@ class LeaseElector(PeriodicWorker):
         try:
             self._replace(s.lease_namespace, s.lease_name, body)
         except APIError as exc:
-            self._error(f"Lease {s.lease_namespace}/{s.lease_name}: {exc}")
+            self._error(f"Lease {self.lease}: {exc}")
             return False
         self.holder = self.identity
         self._record = None  # our own write: observed anew on the next read

@@ -142,11 +142,6 @@ class Snapshot:
             self._list = tuple(known.values()) if self._order is None else tuple(known[n] for n in self._order)
         return list(self._list)
 
-    def nominated_pods(self, node: str) -> Sequence[PodInfo]:
-        """The pending pods nominated to ``node`` in this snapshot (none unless nominations are
-        indexed)."""
-        return self.nominated.get(node, ())
-
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The labels of ``namespace`` (``GetNamespaceLabelsSnapshot``); ``None`` when it is not
         known or namespaces are not watched (no plugin declared ``ClusterNeeds.namespaces``)."""

@@ -147,6 +147,23 @@ def meta(name: str, namespace: str | None = None) -> dict[str, Any]:
     return meta
 
 
+def kustomization(resources: list[str], config_maps: dict[str, list[str]], ns: str) -> dict[str, Any]:
+    """A ``kustomization.yaml`` applying ``resources`` and generating one ConfigMap per
+    ``config_maps`` entry (name -> kustomize ``files`` entries) in ``ns``, labelled as
+    :func:`meta` labels: kustomize's ``configMapGenerator`` names each with a hash of its content
+    and rewrites the references to it, so a new render rolls the pods on the next ``apply -k``."""
+    generators = [
+        {"name": name, "namespace": ns, "files": files, "options": {"labels": meta(name, ns)["labels"]}}
+        for name, files in config_maps.items()
+    ]
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+        "configMapGenerator": generators,
+    }
+
+
 def cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",

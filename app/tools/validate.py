@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from app.bootstrap import Checked, check_configuration, report_refusal
+from app.bootstrap import Checked, bind_refusal, check_configuration, report_refusal
 from app.config import Configuration, bind_exposure
 from app.deploy.wiring import PKI_DIR, secure_defaults
 from app.framework.interfaces import PreFilterPlugin, PreScorePlugin
@@ -33,7 +33,9 @@ def validate(args: argparse.Namespace) -> int:
     """``validate CONFIG [--host H] [--port P]``: exit 0 when the file is valid (what will run on
     standard output, notes on standard error), else 1 with every problem on standard error."""
     checked = check_configuration(args.config, "validate", args.host, args.port)
-    for note in notes(checked, args.host, args.port):
+    found, refused = notes(checked, args.host, args.port)
+    checked.preflight.errors.extend(refused)
+    for note in found:
         print(f"note: {note}", file=sys.stderr)
     if checked.errors or checked.service is None:
         report_refusal(checked, sys.stderr)
@@ -46,27 +48,24 @@ def validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def notes(checked: Checked, host: str | None, port: int | None) -> list[str]:
-    """The start-up checks' notes, and what ``render`` does of a ``bind`` that ``serve`` would
-    refuse as written."""
+def notes(checked: Checked, host: str | None, port: int | None) -> tuple[list[str], list[str]]:
+    """``(notes, errors)``: the start-up checks' notes, and what ``render`` does of a ``bind`` that
+    ``serve`` would refuse as written; an error when ``render`` would not secure it either. Does not
+    change ``checked``."""
     out = list(checked.preflight.notes)
     exposure = checked.preflight.bind_exposure
     service = checked.service
     if exposure is None or service is None:
-        return out
+        return out, []
     if bind_exposure(secure_defaults(service.config), host, port) is not None:  # nor does render secure it
-        checked.preflight.errors.append(
-            f"{exposure}. Set server.tls.clientCAFile (python -m app certs makes the files), "
-            "or server.insecureBind: true to accept that exposure"
-        )
-        return out
+        return out, [bind_refusal(exposure)]
     out.append(
         f"{exposure}, so serve refuses to start with this file as it is (set server.tls with clientCAFile, "
         "or server.insecureBind: true). render secures bind by itself: its kubeadm and static-pod targets serve "
         f"it over mutual TLS with the files that python -m app certs --out {PKI_DIR} writes on each "
         "control-plane node, its second-scheduler target on the pod's loopback"
     )
-    return out
+    return out, []
 
 
 def print_profile(profile: Profile, config: Configuration, framework: Framework, out: TextIO) -> None:

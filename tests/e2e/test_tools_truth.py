@@ -125,6 +125,8 @@ def test_validate_accepts_a_bind_that_render_secures_and_says_so(tmp_path: Path)
     refused = cli("validate", str(path))
     assert refused.returncode == 1 and "serves bind without client-certificate verification" in refused.stderr
     assert "render secures" not in refused.stderr
+    # the refusal serve would print for the same file (bootstrap.bind_refusal), not a text of its own
+    assert "Set server.tls with clientCAFile (python -m app certs makes the files)" in refused.stderr
 
 
 FIVE_MISTAKES = """\

@@ -20,6 +20,7 @@ from app.deploy.objects import (
     extender_container,
     header,
     kube_scheduler_container,
+    kustomization,
     meta,
     scheduler_deployment,
     security_context,
@@ -66,22 +67,10 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         scheduler_names=[name],
     )
     extender_config = service_config(config, kubeconfig=None)
-    # kustomize's configMapGenerator names each ConfigMap with a hash of its content and rewrites
-    # the Deployment's references: a re-rendered configuration rolls the pods on the next apply -k
-    generators = [
-        {
-            "name": f"{name}-config",
-            "namespace": ns,
-            "files": ["kube-scheduler-config.yaml"],
-            "options": {"labels": meta(name, ns)["labels"]},
-        },
-        {
-            "name": f"{name}-extender-config",
-            "namespace": ns,
-            "files": ["config.yaml=scheduler-extender-config.yaml"],
-            "options": {"labels": meta(name, ns)["labels"]},
-        },
-    ]
+    config_maps = {
+        f"{name}-config": ["kube-scheduler-config.yaml"],
+        f"{name}-extender-config": ["config.yaml=scheduler-extender-config.yaml"],
+    }
     service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(name, ns)}
     # kube-scheduler's own permissions are upstream's bootstrap roles (as in the "Configure
     # Multiple Schedulers" task); the lease named after this scheduler needs its own Role because
@@ -158,14 +147,7 @@ def second_scheduler(config: Configuration, registry: Registry, options: RenderO
         "`kubectl apply -k` this directory (the ConfigMaps' names carry a hash of their content: a new "
         "render rolls the pods).",
         source,
-    ) + dump(
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": resources,
-            "configMapGenerator": generators,
-        }
-    )
+    ) + dump(kustomization(resources, config_maps, ns))
     return out
 
 

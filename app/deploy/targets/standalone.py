@@ -14,6 +14,7 @@ from app.deploy.objects import (
     dump,
     extender_resources,
     header,
+    kustomization,
     meta,
     scheduler_deployment,
     security_context,
@@ -85,21 +86,7 @@ def standalone_scheduler(
     ) + dump(service_config(config, kubeconfig=None))
     out["kustomization.yaml"] = header(
         "`kubectl apply -k` this directory (the ConfigMap's name carries a hash of its content).", source
-    ) + dump(
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": resources,
-            "configMapGenerator": [
-                {
-                    "name": f"{name}-config",
-                    "namespace": ns,
-                    "files": ["config.yaml=scheduler-extender-config.yaml"],
-                    "options": {"labels": meta(name, ns)["labels"]},
-                }
-            ],
-        }
-    )
+    ) + dump(kustomization(resources, {f"{name}-config": ["config.yaml=scheduler-extender-config.yaml"]}, ns))
     return out
 
 
