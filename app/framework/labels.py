@@ -83,14 +83,19 @@ def _label_requirement(op: str, have: str | None, values: Sequence[str]) -> bool
 
 def node_selector_matches(selector: objects.NodeSelector | None, name: str, labels: Mapping[str, str]) -> bool:
     """Whether the node ``name`` with ``labels`` matches one of ``selector``'s terms (``None``:
-    no requirement, so every node matches; a selector with no term matches no node)."""
+    no requirement, so every node matches; a selector with no term matches no node). ``name``
+    ``""`` is a node without a name, as volume code's ``CheckNodeAffinity`` builds one: its
+    ``matchFields`` are not compared (v1.30 component-helpers nodeaffinity ``extractNodeFields``
+    gives such a node no fields, and a term's fields are matched only against non-empty ones)."""
     if selector is None:
         return True
     return any(node_selector_term_matches(t, name, labels) for t in selector.node_selector_terms or ())
 
 
 def node_selector_term_matches(term: objects.NodeSelectorTerm, name: str, labels: Mapping[str, str]) -> bool:
-    """Whether the node matches every requirement of ``term`` (an empty term matches nothing)."""
+    """Whether the node matches every requirement of ``term`` (an empty term matches nothing; a
+    malformed ``matchFields`` requirement, nothing; with ``name`` ``""``, ``matchFields`` are not
+    compared, as :func:`node_selector_matches` says)."""
     expressions, fields = term.match_expressions or (), term.match_fields or ()
     if not expressions and not fields:
         return False
@@ -100,7 +105,7 @@ def node_selector_term_matches(term: objects.NodeSelectorTerm, name: str, labels
     for req in fields:
         if req.key != "metadata.name" or req.operator not in ("In", "NotIn") or len(req.values or ()) != 1:
             return False  # nodeaffinity.go: only metadata.name, In/NotIn with one value
-        if (name in (req.values or ())) != (req.operator == "In"):
+        if name and (name in (req.values or ())) != (req.operator == "In"):
             return False
     return True
 

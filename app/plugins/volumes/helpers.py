@@ -101,8 +101,8 @@ def storage_capacity(pv: PersistentVolume) -> Decimal:
 
 def check_node_affinity(pv: PersistentVolume, node_labels: Mapping[str, str]) -> bool:
     """``CheckNodeAffinity`` succeeds: the volume has no required node affinity, or a node with
-    ``node_labels`` (and no name: ``matchFields`` never match) matches one of its terms
-    (``MatchNodeSelectorTerms``; no term matches nothing)."""
+    ``node_labels`` and no name matches one of its terms (``MatchNodeSelectorTerms``; no term
+    matches nothing; ``matchFields`` are not compared, as upstream's nameless node has no fields)."""
     affinity = pv.specs.node_affinity
     if affinity is None or affinity.required is None:
         return True
