@@ -9,11 +9,16 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml requirements.lock README.md LICENSE ./
+COPY third_party ./third_party
 COPY app ./app
 # The dependencies exactly as locked (each file checked against its hash in requirements.lock, wheels
-# only), then the package itself without resolving anything again: the same image every day.
+# only), then zttp rebuilt from its checked sdist with third_party/zttp's patch (HTTP/2 connections
+# that live as long as kube-scheduler keeps them; its pinned Zig compiler comes as a wheel), then
+# the package itself without resolving anything again: the same image every day.
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: --require-hashes -r requirements.lock \
+    && /opt/venv/bin/python third_party/zttp/build.py --install \
+    && rm -rf /root/.cache \
     && /opt/venv/bin/pip install --no-cache-dir --no-deps --no-binary=scheduler-extender .
 # Out-of-tree policy plugins (docs/install/image.md, "Plugins in the image"): pip requirement
 # specifiers, separated by spaces, of distributions that declare a `scheduler_extender.plugins`

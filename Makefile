@@ -16,9 +16,12 @@ IMAGE  ?= scheduler-extender:$(VERSION)
 
 # the locked dependencies, each file checked against its hash, then the package itself without
 # resolving anything again (tests/unit/test_lock.py fails when pyproject.toml and the locks disagree)
-$(RUNTIME): pyproject.toml $(LOCK)
+# zttp (uvicorn's HTTP/2) as third_party/zttp/build.py patches it: connections that live as long as
+# kube-scheduler keeps them (built once, about two minutes, then cached in ~/.cache/scheduler-extender)
+$(RUNTIME): pyproject.toml $(LOCK) third_party/zttp/long-connections.patch third_party/zttp/build.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/python third_party/zttp/build.py --install
 	$(BIN)/pip install --quiet --no-deps .
 	touch $(RUNTIME)
 
@@ -42,8 +45,8 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench
+	$(BIN)/ruff check app tests bench third_party
+	$(BIN)/ruff format --check app tests bench third_party
 	$(BIN)/mypy --strict app
 	$(BIN)/lint-imports
 

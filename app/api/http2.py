@@ -21,10 +21,20 @@ adds the HTTP/1.1 protocol's guards:
   answers its own 408 at ``body``;
 - ``maxConnections``: a request on a connection past it is marked over capacity (503, as over
   HTTP/1.1); the connection counts once, whatever its streams;
+- a client that does not read what it is sent is not read either (its PINGs and SETTINGS each
+  owe an answer): the answers it leaves unread stay bounded by the transport's high-water mark;
 - requests whose streams the client reset (a "rapid reset") still count against
   ``server.maxRequestsInFlight`` until their verb returns, so they cannot queue unbounded work;
 - the verified client certificate's identity is in every request's scope, as over HTTP/1.1 (bind
   checks it); the body limits are the verb router's.
+
+A connection lives as long as its client keeps it: kube-scheduler's Go transport keeps one for
+as long as it can, and the zttp on the package index (0.0.35) ends it after 4,096 streams or 256
+resets in its life (``GOAWAY ENHANCE_YOUR_CALM``). The build of ``third_party/zttp`` (``make``
+and the image install it) lifts the lifetime stream cap and makes the reset budget net of the
+streams completed normally, so a rapid-reset flood (CVE-2023-44487) is still cut;
+``SETTINGS_MAX_CONCURRENT_STREAMS`` (128) bounds the streams live at once. With any other zttp
+build the server offers HTTP/1.1 alone (:func:`engine_keeps_connections`).
 
 As over HTTP/1.1, it answers the verb router's direct requests itself
 (:meth:`~app.api.edge.VerbRouter.direct`: most filter, prioritize and preempt streams, with a body
@@ -39,6 +49,7 @@ is awaited by a task the server's shutdown waits for.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -60,6 +71,31 @@ log = logging.getLogger(__name__)
 
 #: The ALPN protocol name of HTTP/2 over TLS.
 ALPN_H2 = "h2"
+#: The local version label of the zttp build that keeps a connection as long as its client does
+#: (``third_party/zttp``: upstream 0.0.35 caps the streams a peer may ever open on one connection
+#: at 4,096 and its resets at 256, then sends ``GOAWAY ENHANCE_YOUR_CALM``).
+LONG_CONNECTIONS = "longconn"
+
+
+def engine_keeps_connections(version: str | None = None) -> bool:
+    """Whether the installed zttp (or ``version``, a version string) serves any number of streams
+    on one connection: the patched build of ``third_party/zttp`` (local label
+    :data:`LONG_CONNECTIONS`). Any other build tears kube-scheduler's one HTTP/2 connection down
+    every 4,096 requests, failing the requests in flight, so :func:`app.api.server.uvicorn_config`
+    then offers HTTP/1.1 alone."""
+    if version is None:
+        version = zttp_version()
+    return version is not None and version.partition("+")[2].startswith(LONG_CONNECTIONS)
+
+
+def zttp_version() -> str | None:
+    """The installed zttp's version (``None``: not installed)."""
+    try:
+        return importlib.metadata.version("zttp")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 #: RST_STREAM error code CANCEL.
 CANCEL = 0x8
 
@@ -104,6 +140,20 @@ class GuardedH2Protocol(ZttpH2Protocol):
             self.timeout_keep_alive_task.cancel()
             left = self._idle_since + self.timeout_keep_alive - self.loop.time()
             self.timeout_keep_alive_task = self.loop.call_later(max(left, 0), self.timeout_keep_alive_handler)
+
+    def pause_writing(self) -> None:
+        """The client does not read what is written to it (the transport's buffer is past its
+        high-water mark): stop reading it too, so frames that each owe an answer (PING,
+        SETTINGS: the 2019 ping and settings floods) cannot grow the buffer without bound; a
+        stream's body deadline and the idle deadline still end such a connection."""
+        super().pause_writing()
+        if not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if not self.flow.read_paused and not self.transport.is_closing():
+            self.transport.resume_reading()  # unless a stream's body holds reading back
 
     def on_stream_closed(self) -> None:
         if not self.cycles:
@@ -368,4 +418,4 @@ class _OneWrite:
         return getattr(self._transport, name)
 
 
-__all__ = ["ALPN_H2", "GuardedH2Protocol"]
+__all__ = ["ALPN_H2", "LONG_CONNECTIONS", "GuardedH2Protocol", "engine_keeps_connections", "zttp_version"]

@@ -69,7 +69,7 @@ from app.api.edge import (
     answer_when_ready,
     log_access,
 )
-from app.api.http2 import ALPN_H2, GuardedH2Protocol
+from app.api.http2 import ALPN_H2, GuardedH2Protocol, engine_keeps_connections, zttp_version
 from app.api.service import Answer
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
 from app.framework.profile import parse_duration
@@ -654,7 +654,15 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
     if server.tls is not None:
         config.ssl = ssl_context(server.tls)
         # HTTP/2 for clients that offer it (server.http2), else HTTP/1.1 alone
-        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"] if server.http2 else ["http/1.1"])
+        http2 = server.http2 and engine_keeps_connections()
+        if server.http2 and not http2:
+            log.warning(
+                "server.http2: HTTP/2 not offered, HTTP/1.1 alone: zttp %s ends a connection after 4,096 "
+                "streams (GOAWAY ENHANCE_YOUR_CALM), failing kube-scheduler's requests in flight; install "
+                "the patched build (python third_party/zttp/build.py --install, as make and the image do)",
+                zttp_version(),
+            )
+        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"] if http2 else ["http/1.1"])
         # no TLS 1.3 session tickets: kube-scheduler's transport keeps no session cache, so the two
         # tickets OpenSSL sends after each handshake were never used (a quarter of its cost)
         config.ssl.num_tickets = 0

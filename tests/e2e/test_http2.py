@@ -16,6 +16,7 @@ from pathlib import Path
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
 import httpx
 import pytest
 
@@ -142,11 +143,17 @@ def test_http1_clients_are_served_as_before(secure: tuple[Server, Path]) -> None
     assert r.http_version == "HTTP/1.1" and r.status_code == 200 and r.json()["Error"] == ""
 
 
-def raw_h2(server: Server, pki: Path) -> tuple[ssl.SSLSocket, h2.connection.H2Connection]:
-    """A TLS socket that negotiated ``h2``, with the client preface sent."""
+def raw_h2(server: Server, pki: Path, buffers: int = 0) -> tuple[ssl.SSLSocket, h2.connection.H2Connection]:
+    """A TLS socket that negotiated ``h2``, with the client preface sent; ``buffers``: its kernel
+    send and receive buffers in bytes (0: the kernel's, which grow to megabytes on loopback)."""
     context = client_context(pki, True)
     context.set_alpn_protocols(["h2"])
-    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1")
+    raw = socket.socket()
+    if buffers:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buffers)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buffers)
+    raw.connect(("127.0.0.1", server.port))
+    sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
     assert sock.selected_alpn_protocol() == "h2"
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
@@ -266,5 +273,122 @@ def test_http2_false_offers_http1_alone(api: FakeAPIServer, tmp_path_factory: py
         with h2_client(pki) as client:
             r = client.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
         assert r.http_version == "HTTP/1.1" and r.status_code == 200 and r.json()["Error"] == ""
+    finally:
+        server.stop()
+
+
+POST = [(":method", "POST"), (":path", "/filter"), (":scheme", "https"), (":authority", "127.0.0.1")]
+#: RST_STREAM and GOAWAY error codes (RFC 9113 7)
+CANCEL, ENHANCE_YOUR_CALM = 0x8, 0xB
+
+
+def test_a_connection_serves_any_number_of_streams(secure: tuple[Server, Path]) -> None:
+    """Go's HTTP/2 client keeps one connection for as long as it can: 10,000 requests over it, as
+    Go's transport writes them (HEADERS, the body's DATA, an empty DATA with END_STREAM), up to 32
+    in flight as the connection's flow-control window allows, one in ten cancelled by the client
+    (RST_STREAM CANCEL, as a timed-out extender call), are all answered with no GOAWAY. zttp
+    0.0.35 as published ended the connection at 4,096 streams with GOAWAY ENHANCE_YOUR_CALM
+    (third_party/zttp)."""
+    server, pki = secure
+    body = fixture_bytes("extenderargs_cache_n10.json")
+    total, window = 10_000, 32
+    sock, conn = raw_h2(server, pki)
+    answered: dict[int, bytes] = {}
+    cancelled: set[int] = set()
+    open_streams: set[int] = set()
+    sent = 0
+    sock.settimeout(10)
+    with sock:
+        while sent < total or open_streams:
+            while sent < total and len(open_streams) < window and conn.outbound_flow_control_window >= len(body):
+                stream = conn.get_next_available_stream_id()
+                conn.send_headers(stream, POST)
+                if sent % 10 == 9:
+                    conn.reset_stream(stream, CANCEL)
+                    cancelled.add(stream)
+                else:
+                    conn.send_data(stream, body)
+                    conn.send_data(stream, b"", end_stream=True)
+                    open_streams.add(stream)
+                sent += 1
+            sock.sendall(conn.data_to_send())
+            data = sock.recv(1 << 20)
+            assert data, f"the connection closed after {len(answered)} answers"
+            for event in conn.receive_data(data):
+                assert not isinstance(event, h2.events.ConnectionTerminated), (event, len(answered))
+                if isinstance(event, h2.events.ResponseReceived):
+                    answered[event.stream_id] = dict(event.headers)[b":status"]
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    open_streams.discard(event.stream_id)
+                elif isinstance(event, h2.events.StreamReset):
+                    raise AssertionError(f"stream {event.stream_id} reset: {event.error_code}")
+            sock.sendall(conn.data_to_send())
+    assert len(answered) == total - len(cancelled) == 9_000
+    assert set(answered.values()) == {b"200"}
+
+
+def test_a_flood_of_reset_streams_is_cut(secure: tuple[Server, Path]) -> None:
+    """A rapid-reset flood (CVE-2023-44487: streams opened and reset at once, no answer waited
+    for) still ends the connection with GOAWAY ENHANCE_YOUR_CALM; the server serves the next."""
+    server, pki = secure
+    sock, conn = raw_h2(server, pki)
+    terminated: list[h2.events.ConnectionTerminated] = []
+    with sock:
+        sock.settimeout(5)
+        for _ in range(1000):
+            stream = conn.get_next_available_stream_id()
+            conn.send_headers(stream, POST)
+            conn.reset_stream(stream, CANCEL)
+        try:
+            sock.sendall(conn.data_to_send())
+            while not terminated:
+                data = sock.recv(1 << 20)
+                if not data:
+                    break
+                terminated += [e for e in conn.receive_data(data) if isinstance(e, h2.events.ConnectionTerminated)]
+        except (ConnectionError, h2.exceptions.ProtocolError):
+            pass
+    assert terminated and terminated[0].error_code == ENHANCE_YOUR_CALM
+    assert terminated[0].last_stream_id < 1000
+    with h2_client(pki) as client:
+        r = client.post(f"{server.url}/filter", content=fixture_bytes("extenderargs_cache_n10.json"))
+    assert r.http_version == "HTTP/2" and r.status_code == 200
+
+
+def test_a_client_that_does_not_read_is_not_read(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A PING flood from a client that reads nothing (CVE-2019-9512): each PING owes an ACK, and
+    once the ACKs unread pass the transport's high-water mark the server stops reading the
+    connection, so the flood stalls in the kernel's socket buffers (a few MB) instead of the
+    server's memory. Its own server: ``idle`` long enough that the connection is not closed (a
+    closed TLS connection drains what it is sent, unread) while the flood goes on."""
+    tmp = tmp_path_factory.mktemp("h2flood")
+    pki = tmp / "pki"
+    certs(pki)
+
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        mutual_tls(pki)(doc)
+        doc["server"]["timeouts"] = {"idle": "60s", "shutdown": "1s"}
+
+    server = Server(cluster_config(tmp, api.kubeconfig(), edit=edit), verify=client_context(pki, False))
+    try:
+        sock, _ = raw_h2(server, pki, buffers=1 << 16)  # no room for the ACKs in the client's kernel
+        ping = b"\x00\x00\x08\x06\x00\x00\x00\x00\x00" + b"12345678"  # PING, stream 0, 8 bytes
+        flood = ping * 200_000  # 3.4 MB; their ACKs as much
+        pushed = 0
+        with sock:
+            sock.settimeout(3)
+            try:
+                # up to 136 MB: the server's receive buffer on loopback takes up to 64 MB
+                # (tcp_rmem's 32 MB counted twice), so the server must have read the rest
+                for _ in range(40):
+                    sock.sendall(flood)
+                    pushed += len(flood)
+            except TimeoutError:
+                pass
+            assert pushed < 40 * len(flood), "the server read 136 MB of PINGs whose ACKs were never read"
+            with h2_client(pki) as client:  # meanwhile the server serves others
+                assert client.get(f"{server.url}/healthz").status_code == 200
     finally:
         server.stop()
