@@ -12,14 +12,18 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 type verbsResult struct {
-	Filter     []float64 `json:"filter"`
-	Prioritize []float64 `json:"prioritize"`
-	Round      []float64 `json:"round"`
-	Passed     int       `json:"passed"`
+	Filter     []float64        `json:"filter"`
+	Prioritize []float64        `json:"prioritize"`
+	Round      []float64        `json:"round"`
+	Passed     int              `json:"passed"`
+	Requests   int              `json:"requests"`  // requests answered 200, warm-up included
+	Conns      int64            `json:"conns"`     // connections dialled to the extender
+	Protocols  map[string]int64 `json:"protocols"` // answers per negotiated protocol
 }
 
 func runVerbs(args []string) error {
@@ -71,8 +75,9 @@ func runVerbs(args []string) error {
 		t0 := time.Now()
 		var filtered filterResult
 		if err := post(client, &c, prefix+"/filter", bodies[i], &filtered); err != nil {
-			return err
+			return fmt.Errorf("request %d: %w", res.Requests+1, err)
 		}
+		res.Requests++
 		t1 := time.Now()
 		if filtered.Error != "" || filtered.NodeNames == nil {
 			return fmt.Errorf("filter: %q", filtered.Error)
@@ -80,8 +85,9 @@ func runVerbs(args []string) error {
 		prio, _ := json.Marshal(extenderArgs{Pod: pods[i].Pod, NodeNames: filtered.NodeNames})
 		var scores []hostPriority
 		if err := post(client, &c, prefix+"/prioritize", prio, &scores); err != nil {
-			return err
+			return fmt.Errorf("request %d: %w", res.Requests+1, err)
 		}
+		res.Requests++
 		t2 := time.Now()
 		if i >= 20 {
 			res.Filter = append(res.Filter, t1.Sub(t0).Seconds())
@@ -90,6 +96,12 @@ func runVerbs(args []string) error {
 		}
 		res.Passed = len(*filtered.NodeNames)
 	}
+	res.Conns = c.conns.Load()
+	res.Protocols = map[string]int64{}
+	c.protos.Range(func(k, v any) bool {
+		res.Protocols[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
 	encoded, _ := json.Marshal(res)
 	fmt.Printf("R %s\n", encoded)
 	return nil
