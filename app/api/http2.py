@@ -19,6 +19,9 @@ adds the HTTP/1.1 protocol's guards:
   block) do not extend it, which also bounds a request whose headers trickle in;
 - ``body`` (+1 s): a stream whose request body has not ended by then is reset; the verb router
   answers its own 408 at ``body``;
+- shutdown: GOAWAY (NO_ERROR, the last stream opened) at once, every stream up to it answered,
+  streams the client opened after it refused (REFUSED_STREAM: Go's transport retries them on a
+  new connection), then the connection closed;
 - ``maxConnections``: a request on a connection past it is marked over capacity (503, as over
   HTTP/1.1); the connection counts once, whatever its streams;
 - a client that does not read what it is sent is not read either (its PINGs and SETTINGS each
@@ -98,6 +101,11 @@ def zttp_version() -> str | None:
 
 #: RST_STREAM error code CANCEL.
 CANCEL = 0x8
+#: RST_STREAM error code REFUSED_STREAM: the stream was not processed, the client may retry it
+#: (Go's transport does, on another connection).
+REFUSED_STREAM = 0x7
+#: GOAWAY error code NO_ERROR: a graceful shutdown.
+NO_ERROR = 0x0
 
 
 class GuardedH2Protocol(ZttpH2Protocol):
@@ -125,6 +133,9 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self.router = router
         self._deadlines: dict[int, asyncio.TimerHandle] = {}
         self._idle_since = self.loop.time()
+        #: the highest stream the client opened; after a graceful GOAWAY, the last one answered
+        self._last_stream = 0
+        self._goaway_sent = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -140,6 +151,25 @@ class GuardedH2Protocol(ZttpH2Protocol):
             self.timeout_keep_alive_task.cancel()
             left = self._idle_since + self.timeout_keep_alive - self.loop.time()
             self.timeout_keep_alive_task = self.loop.call_later(max(left, 0), self.timeout_keep_alive_handler)
+
+    def shutdown(self) -> None:
+        """The server stops (SIGTERM): as Go's server does, GOAWAY (NO_ERROR) at once, naming the
+        last stream opened, so the client sends its next requests on a new connection (another
+        replica, or this one restarted) and retries any it opened meanwhile (refused with
+        REFUSED_STREAM, :meth:`handle_request`); every stream up to it is answered, then the
+        connection is closed (uvicorn's ``shutdown``: at once when none is open)."""
+        if not self._goaway_sent and not self.transport.is_closing():
+            self._goaway_sent = True
+            self.conn.close(NO_ERROR, self._last_stream)
+            self.flush()
+        super().shutdown()
+
+    def _close_connection(self) -> None:
+        """uvicorn's (GOAWAY, then close), on the next turn of the loop: the stream whose end
+        closes the connection (at shutdown, or after the client's GOAWAY) completes inside its
+        last ASGI ``send``, before its one-write transport has written the answer it holds
+        (:class:`_OneWrite`); closed at once, the transport would drop that answer."""
+        self.loop.call_soon(super()._close_connection)
 
     def pause_writing(self) -> None:
         """The client does not read what is written to it (the transport's buffer is past its
@@ -161,6 +191,11 @@ class GuardedH2Protocol(ZttpH2Protocol):
         super().on_stream_closed()
 
     def handle_request(self, event: zttp.Request) -> None:
+        if self._goaway_sent and event.stream_id > self._last_stream:
+            # opened before the client read the GOAWAY: not processed, which it may retry elsewhere
+            self.conn.stream(event.stream_id).reset(REFUSED_STREAM)
+            return
+        self._last_stream = max(self._last_stream, event.stream_id)
         if self.router is not None and event.method == b"POST" and self._direct(event):
             return
         super().handle_request(event)

@@ -392,3 +392,105 @@ def test_a_client_that_does_not_read_is_not_read(api: FakeAPIServer, tmp_path_fa
                 assert client.get(f"{server.url}/healthz").status_code == 200
     finally:
         server.stop()
+
+
+class Frames:
+    """HTTP/2 frames written and read by hand over a TLS socket that negotiated ``h2`` (the ``h2``
+    library refuses to send once it has read a GOAWAY, as a client that read it should; here the
+    test plays the client whose frames were already on the wire)."""
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        import hpack
+
+        self.sock, self.buffer = sock, b""
+        self.encoder, self.decoder = hpack.Encoder(), hpack.Decoder()
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + self.frame(0x4, 0, 0, b""))
+
+    @staticmethod
+    def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+        return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+    def request(self, stream: int, body: bytes, end: bool) -> None:
+        """HEADERS of a filter POST, then ``body`` in a DATA frame (END_STREAM when ``end``)."""
+        block = self.encoder.encode(POST)
+        self.sock.sendall(self.frame(0x1, 0x4, stream, block) + self.frame(0x0, 0x1 if end else 0, stream, body))
+
+    def headers(self, stream: int) -> None:
+        """HEADERS of a filter POST with END_STREAM (no body)."""
+        self.sock.sendall(self.frame(0x1, 0x5, stream, self.encoder.encode(POST)))
+
+    def data(self, stream: int, body: bytes) -> None:
+        self.sock.sendall(self.frame(0x0, 0x1, stream, body))
+
+    def next(self) -> tuple[int, int, int, bytes] | None:
+        """The next frame read (kind, flags, stream, payload), SETTINGS and PING answered; ``None``
+        once the server closed the connection."""
+        while True:
+            while len(self.buffer) < 9 or len(self.buffer) < 9 + int.from_bytes(self.buffer[:3], "big"):
+                data = self.sock.recv(65536)
+                if not data:
+                    return None
+                self.buffer += data
+            size = int.from_bytes(self.buffer[:3], "big")
+            kind, flags = self.buffer[3], self.buffer[4]
+            stream = int.from_bytes(self.buffer[5:9], "big") & 0x7FFFFFFF
+            payload, self.buffer = self.buffer[9 : 9 + size], self.buffer[9 + size :]
+            if kind == 0x4 and not flags & 0x1:
+                self.sock.sendall(self.frame(0x4, 0x1, 0, b""))  # SETTINGS ACK
+            elif kind == 0x1:
+                payload = dict(self.decoder.decode(payload)).get(":status", "").encode()  # type: ignore[union-attr]
+                return kind, flags, stream, payload
+            elif kind not in (0x4, 0x6, 0x8):  # SETTINGS, PING, WINDOW_UPDATE: nothing to see
+                return kind, flags, stream, payload
+
+
+def test_shutdown_sends_goaway_first_and_answers_the_streams_up_to_it(
+    api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """SIGTERM with a request in flight (its body half sent): GOAWAY NO_ERROR naming that stream
+    comes at once, so kube-scheduler sends its next requests elsewhere; a stream the client opened
+    before it read the GOAWAY is refused (REFUSED_STREAM: Go's transport retries it on a new
+    connection); the request in flight is answered 200 once its body ends; then the connection
+    closes. uvicorn's own protocol answered new streams 503 and sent its GOAWAY only at the end."""
+    import signal
+
+    tmp = tmp_path_factory.mktemp("h2goaway")
+    pki = tmp / "pki"
+    certs(pki)
+
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        mutual_tls(pki)(doc)
+        doc["server"]["timeouts"] = {"idle": "60s", "body": "10s", "shutdown": "10s"}
+
+    server = Server(cluster_config(tmp, api.kubeconfig(), edit=edit), verify=client_context(pki, False))
+    body = fixture_bytes("extenderargs_cache_n10.json")
+    try:
+        context = client_context(pki, True)
+        context.set_alpn_protocols(["h2"])
+        with context.wrap_socket(
+            socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1"
+        ) as sock:
+            sock.settimeout(8)
+            frames = Frames(sock)
+            frames.request(1, body[:100], end=False)  # in flight: the rest of its body comes later
+            time.sleep(0.3)
+            server.proc.send_signal(signal.SIGTERM)
+            first = frames.next()
+            assert first is not None and first[0] == 0x7, first  # GOAWAY before anything else
+            last_stream, code = int.from_bytes(first[3][:4], "big"), int.from_bytes(first[3][4:8], "big")
+            assert (last_stream, code) == (1, NO_ERROR_CODE)
+            frames.headers(3)  # sent as if before the GOAWAY was read
+            assert frames.next() == (0x3, 0, 3, REFUSED.to_bytes(4, "big"))  # RST_STREAM REFUSED_STREAM
+            frames.data(1, body[100:])
+            seen: dict[int, list[tuple[int, bytes]]] = {}
+            while (frame := frames.next()) is not None:
+                seen.setdefault(frame[2], []).append((frame[0], frame[3]))
+        assert seen[1][0] == (0x1, b"200")  # HEADERS :status 200, then its DATA
+        answer = b"".join(payload for kind, payload in seen[1] if kind == 0x0)
+        assert json.loads(answer)["Error"] == ""
+        assert server.proc.wait(timeout=15) == 0
+    finally:
+        server.stop()
+
+
+NO_ERROR_CODE, REFUSED = 0x0, 0x7
