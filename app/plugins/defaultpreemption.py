@@ -126,13 +126,6 @@ def start_time(pod: PodInfo, now: float) -> float:
         return now
 
 
-def more_important(a: PodInfo, b: PodInfo, now: float) -> bool:
-    """``util.MoreImportantPod``: higher priority, or the same and started earlier."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return start_time(a, now) < start_time(b, now)
-
-
 def earliest_pod_start_time(victims: Sequence[PodInfo], now: float) -> float:
     """``util.GetEarliestPodStartTime``: the earliest start time of the highest-priority pods."""
     top = max(v.priority for v in victims)
