@@ -1,0 +1,133 @@
+"""The service as kube-scheduler's extender on the real cluster: ``python -m app serve`` over mutual
+TLS (the certificates of ``python -m app certs``), and kube-scheduler's configuration as
+``python -m app render --target kubeadm`` writes it for that service configuration, with only the
+kubeconfig, leader election, a profile name and the client's QPS changed for the test."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from tests.conftest import REPO, Server, cluster_config, free_port, mutual_tls
+from tests.realcluster.support import Cluster, KubeScheduler, Obj, wait_for
+
+#: the kube-scheduler profile of the extender scenarios: pods name it in spec.schedulerName (a
+#: user's cluster keeps its own default-scheduler)
+SCHEDULER = "realcluster-extender"
+
+
+def certs(pki: Path) -> None:
+    subprocess.run([sys.executable, "-m", "app", "certs", "--out", str(pki)], cwd=REPO, check=True, capture_output=True)
+
+
+def client_context(pki: Path) -> Any:
+    import ssl  # noqa: PLC0415
+
+    return ssl.create_default_context(cafile=str(pki / "ca.crt"))
+
+
+class Extended:
+    """The service (``server``) and kube-scheduler calling it (``kube``)."""
+
+    def __init__(self, cluster: Cluster, tmp: Path, bind: bool = True) -> None:
+        """``bind``: the service binds (``bindVerb``); else kube-scheduler binds itself."""
+        self.pki = tmp / "pki"
+        certs(self.pki)
+        port = free_port()
+
+        def edit(doc: Obj) -> None:
+            mutual_tls(self.pki)(doc)
+            doc["server"]["port"] = port
+            for profile in doc["profiles"]:
+                if not bind:
+                    profile["extender"]["verbs"] = [v for v in profile["extender"]["verbs"] if v != "bind"]
+                for pc in profile.get("pluginConfig", []):
+                    if pc["name"] == "DefaultBinder":  # the example's 4 s: binds to a busy 2-core lab
+                        pc["args"] = {**(pc.get("args") or {}), "timeoutSeconds": 4}
+
+        config = cluster_config(tmp, cluster.kubeconfig.read_text(), edit=edit)
+        rendered = tmp / "rendered"
+        out = subprocess.run(
+            [sys.executable, "-m", "app", "render", "--config", str(config), "--target", "kubeadm"]
+            + ["--kubernetes-version", "v1.36.3", "--out", str(rendered)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+        ksc = yaml.safe_load((rendered / "kube-scheduler-config.yaml").read_text())
+        (extender,) = ksc["extenders"]
+        assert extender["urlPrefix"] == f"https://127.0.0.1:{port}/default" and extender["enableHTTPS"] is True
+        assert ("bindVerb" in extender) is bind
+        ksc["clientConnection"] = {"kubeconfig": "@KUBECONFIG@", "qps": 500, "burst": 1000}
+        ksc["leaderElection"] = {"leaderElect": False}
+        ksc["profiles"] = [{"schedulerName": SCHEDULER}]
+        self.kube_config = yaml.safe_dump(ksc)
+        self.server = Server(config, verify=client_context(self.pki), port=port)
+        self.kube: KubeScheduler | None = None
+        try:
+            self.kube = cluster.scheduler(self.kube_config)
+        except BaseException:
+            self.server.stop()
+            raise
+
+    def requests(self) -> dict[tuple[str, str], float]:
+        """(verb, code) -> requests answered, from the service's metrics."""
+        text = httpx.get(f"{self.server.url}/metrics", verify=client_context(self.pki), timeout=10).text
+        counts: dict[tuple[str, str], float] = {}
+        pattern = r"^scheduler_extender_requests_total\{([^}]*)\} (\S+)$"
+        for labels, value in re.findall(pattern, text, re.MULTILINE):
+            found = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+            key = (found["verb"], found["code"])
+            counts[key] = counts.get(key, 0.0) + float(value)
+        return counts
+
+    def server_log(self) -> str:
+        return self.server.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.kube is not None:
+            self.kube.stop()
+        self.server.stop()
+
+
+def pod(name: str, cpu: str = "10m", memory: str = "16Mi", scheduler: str = SCHEDULER, **spec: Any) -> Obj:
+    """A pod for ``scheduler`` (grace period 0: nothing waits for a kubelet that is not there)."""
+    container = {
+        "name": "c",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0, "containers": [container], **spec},
+    }
+
+
+def wait_bound(
+    cluster: Cluster, namespace: str, n: int, stall: float = 90.0, limit: float = 900.0
+) -> tuple[int, float]:
+    """Wait until ``n`` pods of ``namespace`` are bound, or none was bound for ``stall`` seconds,
+    or ``limit`` passed; (pods bound, seconds from the call to the last one bound)."""
+    started = last_change = time.monotonic()
+    count = last = 0
+    while True:
+        count = len(cluster.bound(namespace))
+        now = time.monotonic()
+        if count != last:
+            last, last_change = count, now
+        if count >= n or now - last_change > stall or now - started > limit:
+            return count, last_change - started
+        time.sleep(1.0)
+
+
+__all__ = ["SCHEDULER", "Extended", "pod", "wait_bound", "wait_for"]
