@@ -28,7 +28,7 @@ def certs(pki: Path) -> None:
 
 
 def client_context(pki: Path) -> Any:
-    import ssl  # noqa: PLC0415
+    import ssl
 
     return ssl.create_default_context(cafile=str(pki / "ca.crt"))
 
@@ -74,6 +74,7 @@ class Extended:
         self.kube: KubeScheduler | None = None
         try:
             self.kube = cluster.scheduler(self.kube_config)
+            self.started = time.monotonic()  # kube-scheduler healthy: it schedules from now
         except BaseException:
             self.server.stop()
             raise

@@ -144,8 +144,8 @@ class KubeScheduler:
 def _admin_client(kubeconfig: Path) -> httpx.Client:
     """An httpx client with the kubeconfig's server and credentials (client certificate, token or
     an exec plugin's token, as the official client's loader resolves them)."""
-    from kubernetes import client as k8s_client  # noqa: PLC0415 (tests only: the loader resolves every auth kind)
-    from kubernetes import config as k8s_config  # noqa: PLC0415
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
 
     conf = k8s_client.Configuration()
     k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=conf)
