@@ -21,6 +21,8 @@ from tests.realcluster.support import Cluster, KubeScheduler, Obj, wait_for
 #: the kube-scheduler profile of the extender scenarios: pods name it in spec.schedulerName (a
 #: user's cluster keeps its own default-scheduler)
 SCHEDULER = "realcluster-extender"
+#: the lab's release (kube-scheduler must not be newer than the API server), then --out
+RENDER_ARGS = ("--kubernetes-version", "v1.36.3", "--out")
 
 
 def certs(pki: Path) -> None:
@@ -55,8 +57,18 @@ class Extended:
         config = cluster_config(tmp, cluster.kubeconfig.read_text(), edit=edit)
         rendered = tmp / "rendered"
         out = subprocess.run(
-            [sys.executable, "-m", "app", "render", "--config", str(config), "--target", "kubeadm"]
-            + ["--kubernetes-version", "v1.36.3", "--out", str(rendered)],
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "render",
+                "--config",
+                str(config),
+                "--target",
+                "kubeadm",
+                *RENDER_ARGS,
+                str(rendered),
+            ],
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -26,6 +26,7 @@ from tests.realcluster.support import Cluster, Obj, wait_for
 SCHEDULER = "ip-scheduler"
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{SCHEDULER}"
 SHUTDOWN = 3
+EXAMPLE = REPO / "examples" / "ip-scheduler.yaml"
 
 
 class Schedule:
@@ -57,7 +58,7 @@ class Schedule:
 
 def config(tmp: Path, kubeconfig: Path, **scheduling: str) -> Path:
     """``examples/ip-scheduler.yaml`` with ``kubeconfig`` and a short shutdown timeout."""
-    doc = yaml.safe_load((REPO / "examples" / "ip-scheduler.yaml").read_text())
+    doc = yaml.safe_load(EXAMPLE.read_text())
     doc["cluster"] = {"kubeconfig": str(kubeconfig)}
     doc["server"]["timeouts"] = {"shutdown": f"{SHUTDOWN}s"}
     if scheduling:
@@ -167,8 +168,18 @@ def test_with_only_the_rendered_rbac_it_schedules_and_is_never_refused(
 ) -> None:
     rendered = tmp_path / "rendered"
     out = subprocess.run(
-        [sys.executable, "-m", "app", "render", "--config", str(REPO / "examples" / "ip-scheduler.yaml")]
-        + ["--target", "standalone", "--out", str(rendered)],
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "render",
+            "--config",
+            str(EXAMPLE),
+            "--target",
+            "standalone",
+            "--out",
+            str(rendered),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
