@@ -54,7 +54,7 @@ def cluster() -> Iterator[Cluster]:
     try:
         kcfg = lab.up()
     except Exception:
-        lab.run("down", "--wipe")
+        lab.down(check=False)
         raise
     print(f"\nlab: LAB_HOME={home} LAB_API_PORT={lab.env['LAB_API_PORT']} KUBECONFIG={kcfg}; logs in {workdir}")
     c = Cluster(kcfg, lab.binary("kubectl"), lab.binary("kube-scheduler"), workdir, lab=True)

@@ -16,7 +16,7 @@ import httpx
 import yaml
 
 from tests.conftest import REPO, Server, cluster_config, free_port, mutual_tls
-from tests.realcluster.support import Cluster, KubeScheduler, Obj, wait_for
+from tests.realcluster.support import FAKE, Cluster, KubeScheduler, Obj, wait_for
 
 #: the kube-scheduler profile of the extender scenarios: pods name it in spec.schedulerName (a
 #: user's cluster keeps its own default-scheduler)
@@ -112,7 +112,9 @@ class Extended:
 
 
 def pod(name: str, cpu: str = "10m", memory: str = "16Mi", scheduler: str = SCHEDULER, **spec: Any) -> Obj:
-    """A pod for ``scheduler`` (grace period 0: nothing waits for a kubelet that is not there)."""
+    """A pod for ``scheduler`` (grace period 0: nothing waits for a kubelet that is not there), only
+    for the tier's nodes (on a user's cluster, never one of its real nodes)."""
+    spec["nodeSelector"] = {FAKE: "true", **spec.get("nodeSelector", {})}
     container = {
         "name": "c",
         "image": "registry.k8s.io/pause:3.10",
