@@ -318,9 +318,9 @@ class Lab:
             "LAB_SCHED_PORT": str(free_port()),
         }
 
-    def run(self, *args: str, timeout: float = 240) -> str:
+    def run(self, *args: str, timeout: float = 240, check: bool = True) -> str:
         out = subprocess.run([str(self.script), *args], env=self.env, capture_output=True, text=True, timeout=timeout)
-        if out.returncode != 0:
+        if check and out.returncode != 0:
             raise RuntimeError(f"cluster.sh {' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
         return out.stdout
 
@@ -333,8 +333,8 @@ class Lab:
     def binary(self, name: str) -> str:
         return str(self.home / "bin" / name)
 
-    def down(self) -> None:
-        self.run("down", "--wipe")
+    def down(self, check: bool = True) -> None:
+        self.run("down", "--wipe", check=check)
 
 
 def etcd_available() -> bool:
