@@ -58,6 +58,7 @@ def check_all_bound(cluster: Cluster, extended: Extended, ns: str) -> None:
     assert requests.get(("prioritize", "200"), 0) >= PODS
     assert not [k for k in requests if k[1] != "200"], requests
     assert "Traceback" not in extended.server_log()
+    assert extended.alpn() == "h2"  # what kube-scheduler's transport negotiated: HTTP/2
 
 
 def play_kubelet(cluster: Cluster, namespace: str, stop: threading.Event) -> None:
@@ -117,3 +118,4 @@ def test_a_high_priority_pod_preempts_through_the_preempt_verb(cluster: Cluster,
     assert len([name for name in on if name.startswith("low-")]) == 1  # one victim was enough
     assert extended.requests().get(("preempt", "200"), 0) > before  # kube-scheduler asked the service
     assert extended.kube.errors(since) == []
+    assert extended.alpn() == "h2"
