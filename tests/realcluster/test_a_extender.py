@@ -42,7 +42,10 @@ def check_all_bound(cluster: Cluster, extended: Extended, ns: str) -> None:
     count, took = wait_bound(cluster, ns, PODS)
     assert extended.kube is not None
     errors = extended.kube.errors()
-    print(f"\n{PODS} pods created in {created:.0f}s; {count} bound in {took:.0f}s; {len(errors)} error lines")
+    print(
+        f"\n{PODS} pods created in {created:.0f}s; {count} bound {took:.0f}s after the last was created;"
+        f" {len(errors)} error lines"
+    )
     # first the log: the defect this guards against (GOAWAY after 4,096 streams) shows there
     assert errors == [], f"{len(errors)} error lines in kube-scheduler's log ({extended.kube.log}):\n" + "\n".join(
         errors[:10]
