@@ -12,7 +12,7 @@ DEV_LOCK := requirements-dev.lock
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE  ?= scheduler-extender:$(VERSION)
 
-.PHONY: run test lint bench fuzz schemas reference docs image lock clean
+.PHONY: run test test-cluster lint bench fuzz schemas reference docs image lock clean
 
 # the locked dependencies, each file checked against its hash, then the package itself without
 # resolving anything again (tests/unit/test_lock.py fails when pyproject.toml and the locks disagree)
@@ -43,6 +43,13 @@ test: $(STAMP) lint
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m compileall -q app  # bytecode once, even with PYTHONDONTWRITEBYTECODE: ~150 test processes import app
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
+## test-cluster: the real-control-plane tier (tests/realcluster/, minutes): kube-scheduler v1.36.3 calling
+## every verb over mutual TLS and HTTP/2, the standalone scheduler's Lease, RBAC and volumes, on the
+## lab of ../shared/lab (LAB_DIR) or on KUBECONFIG with KUBE_SCHEDULER; skips without either
+## (REQUIRE_CLUSTER=1: fails instead). See docs/development.md
+test-cluster: $(STAMP)
+	$(BIN)/python -m pytest -v -s tests/realcluster
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests bench third_party
