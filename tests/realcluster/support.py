@@ -195,7 +195,15 @@ class Cluster:
         self.kubectl("apply", "--validate=false", "-f", "-", input=text, kubeconfig=kubeconfig)
 
     def request(self, method: str, path: str, ok: tuple[int, ...] = (200, 201), **kwargs: Any) -> Any:
-        r = self.api.request(method, path, **kwargs)
+        """One API call, its JSON answer; an idempotent one (GET, DELETE) is sent again once when the
+        API server closed the keep-alive connection it went on before answering (a race every
+        HTTP/1.1 client meets; client-go retries such a request too)."""
+        try:
+            r = self.api.request(method, path, **kwargs)
+        except httpx.RemoteProtocolError:
+            if method not in ("GET", "DELETE"):
+                raise
+            r = self.api.request(method, path, **kwargs)
         if r.status_code not in ok:
             raise AssertionError(f"{method} {path}: {r.status_code} {r.text[:500]}")
         return r.json() if r.content else None
