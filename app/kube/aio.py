@@ -15,8 +15,11 @@ urllib3 pool on the API executor costs per Binding (the executor's thread hop, u
 and ``http.client``'s header parsing), and httpx's ``AsyncClient`` cost more than both (its pool
 scans every connection per request). The figures are in docs/performance.md ("Binds").
 
-Connections: at most ``pool_size`` (``cluster.apiWorkers``, default 16) open at once, as the
-executor's threads bounded the calls before; a caller past that waits for one to come back, within
+Connections: at most ``pool_size`` (``cluster.bindConnections``, default 128) open at once. It
+was ``cluster.apiWorkers`` (16), as the executor's threads bounded the calls before: against a
+real kube-apiserver, whose Binding takes 50-70 ms under kube-scheduler's load (its etcd write),
+16 connections held kube-scheduler to about 140 pods/s with binds waiting a second in line
+(docs/performance.md, "Against a real control plane"). A caller past the limit waits for one to come back, within
 its own deadline, and callers are served in arrival order (a released connection goes to the
 longest waiting caller: measured, this took bench_bind's p99 from 112-141 ms to 32-34 ms). An
 idle connection the API server closed (its idle timeout, a restart) is dropped when the close is
