@@ -15,7 +15,6 @@ import pytest
 from app.kube.aio import AsyncBindingClient, binding_client
 from app.kube.client import KubeClient, load_client
 from app.kube.errors import APIError
-from tests.cluster.conftest import wait_for
 from tests.support.apiserver import TLS, FakeAPIServer, node, pod
 
 
@@ -164,23 +163,53 @@ def test_a_connection_that_closes_after_it_was_handed_over_still_serves_the_wait
     assert [b["metadata"]["name"] for b in https.bindings] == ["p1", "p2", "p3"]
 
 
-def test_past_the_deadline_a_timeout_and_the_connection_is_not_reused(https: FakeAPIServer, tmp_path: Path) -> None:
+def test_past_the_deadline_a_timeout_and_the_connection_serves_again_once_the_late_answer_is_read(
+    https: FakeAPIServer, tmp_path: Path
+) -> None:
+    """A Binding past its caller's deadline keeps its connection until the late answer is read:
+    no new connection, and TLS handshake, for each Binding an overloaded API server answers late;
+    the late answer is never read as the next caller's."""
     client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+    peers: list[int] = []
 
     async def main() -> None:
         https.binding_delay = 0.5
         with pytest.raises(TimeoutError):
             await bind(client, https, "p0", seconds=0.1)
         https.binding_delay = 0.0
-        # the one slot is free again, on a new connection: the late answer of p0 is not read as p1's
+        # the one place is taken until p0's late answer is read; then p1 goes on the same connection
         await bind(client, https, "p1")
+        for conn in client._idle:
+            assert conn.transport is not None
+            peers.append(conn.transport.get_extra_info("sockname")[1])
+        assert client._open == 1
         client.close()
 
     asyncio.run(main())
-    # p0's Binding was sent: the API server applies it once its delay is over (the outcome the
-    # binder calls uncertain)
-    wait_for(lambda: len(https.bindings) == 2, what="p0's late Binding")
+    assert len(peers) == 1
     assert sorted(b["metadata"]["name"] for b in https.bindings) == ["p0", "p1"]
+
+
+def test_a_late_answer_that_never_comes_closes_the_connection(https: FakeAPIServer, tmp_path: Path) -> None:
+    import app.kube.aio as aio
+
+    client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+    drain, aio.DRAIN_SECONDS = aio.DRAIN_SECONDS, 0.2
+    try:
+
+        async def main() -> None:
+            https.binding_delay = 3.0  # longer than the drain: the connection is closed, its place freed
+            with pytest.raises(TimeoutError):
+                await bind(client, https, "p0", seconds=0.1)
+            https.binding_delay = 0.0
+            started = asyncio.get_running_loop().time()
+            await bind(client, https, "p1")
+            assert asyncio.get_running_loop().time() - started < 2.0
+            client.close()
+
+        asyncio.run(main())
+    finally:
+        aio.DRAIN_SECONDS = drain
 
 
 def test_a_reused_connection_closed_without_an_answer_is_replayed_once(tmp_path: Path) -> None:
