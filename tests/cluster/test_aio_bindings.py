@@ -173,6 +173,7 @@ def test_past_the_deadline_a_timeout_and_the_connection_serves_again_once_the_la
     peers: list[int] = []
 
     async def main() -> None:
+        await bind(client, https, "p2")  # the connection is open: p0's deadline runs out on its answer alone
         https.binding_delay = 0.5
         with pytest.raises(TimeoutError):
             await bind(client, https, "p0", seconds=0.1)
@@ -187,7 +188,7 @@ def test_past_the_deadline_a_timeout_and_the_connection_serves_again_once_the_la
 
     asyncio.run(main())
     assert len(peers) == 1
-    assert sorted(b["metadata"]["name"] for b in https.bindings) == ["p0", "p1"]
+    assert [b["metadata"]["name"] for b in https.bindings] == ["p2", "p0", "p1"]  # p1 after p0's late answer
 
 
 def test_a_late_answer_that_never_comes_closes_the_connection(https: FakeAPIServer, tmp_path: Path) -> None:
