@@ -89,6 +89,7 @@ def cluster_settings(cfg: ClusterConfig) -> ClusterSettings:
         stale_after=parse_duration(cfg.stale_after),
         page_size=cfg.page_size,
         api_workers=cfg.api_workers,
+        bind_connections=cfg.bind_connections,
         pod_annotations=tuple(cfg.pod_annotations),
         leader_election=leader,
         requeue_qps=cfg.requeue_qps if cfg.requeue_rejected_pods else 0.0,

@@ -407,7 +407,12 @@ class ClusterConfig(_Model):
     it this replica binds whenever it is warmed up (one replica). ``requeueRejectedPods`` (true)
     and ``requeueQPS`` (5): re-queue assistance (:mod:`app.cluster.requeue`): pods a filter
     rejected on every node are annotated, at most that many per second, when capacity may have
-    been freed, so kube-scheduler retries them at once (needs ``pods: patch``).
+    been freed, so kube-scheduler retries them at once (needs ``pods: patch``). ``apiWorkers``
+    (16): threads for the blocking API calls (pod reads, status and volume writes, a Binding
+    through a proxy). ``bindConnections`` (128): Bindings in flight at most, each on a keep-alive
+    connection of its own (:mod:`app.kube.aio`); kube-scheduler starts every pod's binding
+    cycle without a limit, and a real kube-apiserver answers a Binding in tens of ms under that
+    load (its etcd write), so a smaller pool makes binds wait in line for a connection.
     """
 
     kubeconfig: str | None = None
@@ -417,6 +422,7 @@ class ClusterConfig(_Model):
     stale_after: Duration = "60s"
     page_size: int = Field(default=500, gt=0, le=10000)
     api_workers: int = Field(default=16, gt=0, le=256)
+    bind_connections: int = Field(default=128, gt=0, le=1024)
     pod_annotations: list[str] = Field(default_factory=list)
     leader_election: LeaderElectionConfig | None = None
     requeue_rejected_pods: bool = True

@@ -30,6 +30,10 @@ difference), ``BENCH_BINDING_MS`` (5), ``BENCH_PROFILE=DIR``: py-spy records the
 each variant into ``DIR/<bind>-<first pod>.txt`` (collapsed stacks; ``BENCH_PROFILE_ARGS``,
 default ``--idle``, adds options such as ``--gil``; ``BENCH_PROFILER=perf``: ``perf record`` of the
 event loop's thread instead). Run: ``make bench`` (or ``python bench/bench_extender_cycle.py``).
+
+With the lab of ``../shared/lab`` present (or ``$LAB_DIR``; ``BENCH_LAB=0`` skips it), this runs
+:mod:`bench.bench_lab` instead: the same two ways of binding against the real kube-apiserver and
+kube-scheduler v1.36.3, 200 nodes (``BENCH_NODES``) and 1,500 pending pods (``BENCH_PODS``).
 """
 
 from __future__ import annotations
@@ -234,6 +238,14 @@ def report(how: Variant, r: dict[str, Any]) -> float:
 
 
 def main() -> None:
+    from bench.bench_lab import lab_dir
+
+    if lab_dir() is not None and os.environ.get("BENCH_LAB", "1") != "0":
+        # the real kube-apiserver and kube-scheduler of ../shared/lab (or $LAB_DIR): bench/bench_lab.py
+        from bench import bench_lab
+
+        bench_lab.main()
+        return
     binary = kubesched()
     tmp = Path(tempfile.mkdtemp(prefix="bench-cycle-"))
     kubeconfig = tmp / "api-kubeconfig"
@@ -247,6 +259,8 @@ def main() -> None:
         pki = tmp / "pki"
         issue(pki)
         print(
+            "against the test API server of tests/support (no lab: ../shared/lab or $LAB_DIR; BENCH_LAB=0), "
+            "kube-scheduler imitated by bench/kubesched; "
             f"200 nodes, {PODS} pods per variant, the test API server in its own process (Bindings applied in "
             f"{BINDING_MS:g} ms); kube-scheduler's "
             "extender transport over mutual TLS (examples/cluster.yaml, cache mode)"

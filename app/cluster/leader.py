@@ -15,6 +15,15 @@ after failing to renew for that long. ``leaseDuration`` (15 s) is what the Lease
 ``spec.leaseDurationSeconds``. A takeover starts the warm-up of
 :meth:`app.cluster.runtime.ClusterRuntime.bind_admission`.
 
+kube-scheduler sends binds only while it leads, so a bind arriving while the last read says
+another holder (or nobody) leads means the Lease most likely changed since: kube-scheduler took
+it over within the last ``retryPeriod`` (a start, a failover). Such a bind asks for a read at once
+(:meth:`LeaseFollower.refresh_wait`) and is judged by the first read begun after it asked,
+instead of being refused by a read up to 2 s old: at a start, kube-scheduler's first pods were
+otherwise all refused (and retried with backoff, each refusal a pod status write and an Event at
+the API server). The binds waiting share each read; reads asked for so are at least
+:data:`MIN_REFRESH` apart.
+
 The standalone scheduler's replicas elect their own leader instead (:class:`LeaseElector`,
 client-go's ``LeaderElector`` with ``ReleaseOnCancel`` as kube-scheduler sets it: a stopped leader
 hands its Lease over at once). :class:`Leadership` gathers what a replica's Leases say, for
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -38,6 +48,12 @@ from app.kube.timefmt import micro_time
 from app.lifecycle import PeriodicWorker
 
 log = logging.getLogger(__name__)
+
+#: reads of the Lease that binds ask for (:meth:`LeaseFollower.refresh_wait`) begin at least this
+#: many seconds apart (a standby sent binds by mistake reads it at most 10 times a second)
+MIN_REFRESH = 0.1
+#: how often a bind waiting for that read looks again (seconds)
+REFRESH_POLL = 0.005
 
 
 @dataclass(frozen=True)
@@ -106,14 +122,42 @@ class LeaseFollower(PeriodicWorker):
         self._leading = False
         self.holder = ""
         self.takeovers = 0
+        self._read_started = float("-inf")  # when the last completed poll began, on our clock
+        self._wake = threading.Event()  # a read is wanted now (:meth:`refresh_wait`)
 
     def step(self) -> None:
         """One :meth:`poll` (what the thread runs every ``retryPeriod``)."""
         self.poll()
 
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` until the next poll, or less when :meth:`refresh_wait` asks for one
+        (at least :data:`MIN_REFRESH` after the last read began), or until stop is asked; returns
+        ``True`` when stop was asked."""
+        if self._wake.wait(seconds) and not self.stopping.is_set():
+            self._wake.clear()
+            soonest = self._read_started + MIN_REFRESH - self._clock()
+            if soonest > 0:
+                self.stopping.wait(min(soonest, MIN_REFRESH))
+        return self.stopping.is_set()
+
+    def stop(self) -> None:
+        super().stop()
+        self._wake.set()
+
+    def refresh_wait(self, asked_at: float) -> float | None:
+        """For a bind that finds this replica not leading since ``asked_at`` (this follower's
+        clock; see the module doc): ``None`` when a read begun at or after ``asked_at`` has
+        completed (its verdict stands), else such a read is asked for and the seconds to look
+        again are returned. Any thread."""
+        if self._read_started >= asked_at:
+            return None
+        self._wake.set()
+        return REFRESH_POLL
+
     def poll(self) -> None:
         """Read the Lease once and update :meth:`is_leader` (calls ``on_takeover`` on a takeover)."""
         s = self.settings
+        started = self._clock()
         try:
             raw = self._read(s.lease_namespace, s.lease_name)
             spec = (_LEASE.decode(raw).spec if raw is not None else None) or _LeaseSpec()
@@ -145,6 +189,7 @@ class LeaseFollower(PeriodicWorker):
         elif self._leading and not leading:
             log.info("Lease %s/%s: %s leads: this replica follows", s.lease_namespace, s.lease_name, self.holder)
         self._leading = leading
+        self._read_started = started
 
     def is_leader(self) -> bool:
         """This replica's kube-scheduler holds the Lease (as of the last read)."""

@@ -67,6 +67,8 @@ class ClusterSettings:
     backoff_initial: float = 0.8
     backoff_max: float = 30.0
     api_workers: int = 16
+    #: Bindings in flight (connections of :mod:`app.kube.aio`) at most
+    bind_connections: int = 128
     pod_annotations: tuple[str, ...] = field(default_factory=tuple)
     #: follow kube-scheduler's Lease (None: this replica always binds, after its warm-up)
     leader_election: LeaderElectionSettings | None = None
@@ -79,6 +81,12 @@ class ClusterSettings:
 WATCH_MARGIN = 1.0
 #: How often (seconds) a bind waiting for the watch's first sync looks again.
 SYNC_POLL = 0.05
+#: Pooled connections to the API server beside one per API worker: one for each other thread that
+#: may call at once (every reflector's watch, the Lease, re-queue and Event workers, the metrics
+#: listener's review threads). urllib3 opens a connection past its pool's size anyway, and then
+#: discards it after one use ("Connection pool is full, discarding connection"): a new TCP and
+#: TLS handshake for the next call. A connection is only opened when needed.
+POOL_EXTRA = 32
 
 
 class ClusterRuntime:
@@ -255,11 +263,14 @@ class ClusterRuntime:
             )
         return None
 
-    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+    def bind_admission_wait(self, warm_up: bool = True, asked_at: float | None = None) -> float | None:
         """Seconds until :meth:`bind_admission` may admit: ``0.0`` when it admits, the warm-up's
-        remainder, :data:`SYNC_POLL` while the watch has not synced; ``None`` for a follower."""
+        remainder, :data:`SYNC_POLL` while the watch has not synced; for a follower, the wait for
+        a read of the Lease begun at or after ``asked_at`` (:meth:`LeaseFollower.refresh_wait`:
+        kube-scheduler sends binds only while it leads, so it most likely just took the Lease
+        over), ``None`` once such a read says another holder leads (or without ``asked_at``)."""
         if self.follower is not None and not self.follower.is_leader():
-            return None
+            return self.follower.refresh_wait(asked_at) if asked_at is not None else None
         if not self.state.has_synced():
             return SYNC_POLL
         return max(self._admit_at - time.monotonic(), 0.0) if warm_up else 0.0
@@ -354,8 +365,10 @@ class ClusterRuntime:
         if client is None:
             from app.kube.client import KubeClient, load_client
 
-            # one pooled connection per API worker: the binds' Binding calls run concurrently
-            loaded = load_client(self.settings.kubeconfig, self.settings.context, self.settings.api_workers)
+            # a pooled connection for each thread that may call at once (POOL_EXTRA: beside the
+            # API workers), so none is opened, used once and discarded ("Connection pool is full")
+            pool = self.settings.api_workers + POOL_EXTRA
+            loaded = load_client(self.settings.kubeconfig, self.settings.context, pool)
             client, self.source = KubeClient(loaded.api_client), loaded.source
         self.client = client
         s = self.settings
@@ -401,7 +414,7 @@ class ClusterRuntime:
 
     def _async_bindings(self, client: KubeClient) -> AsyncBindingClient | None:
         """The event loop's Binding client over ``client``'s credentials (:mod:`app.kube.aio`), at
-        most ``cluster.apiWorkers`` connections; ``None`` (the API executor sends the Bindings)
+        most ``cluster.bindConnections`` connections; ``None`` (the API executor sends the Bindings)
         for a configuration with an HTTP proxy or a client that is not a :class:`KubeClient`."""
         from app.kube.aio import binding_client
         from app.kube.client import KubeClient
@@ -409,7 +422,7 @@ class ClusterRuntime:
         if not isinstance(client, KubeClient):
             return None
         self._bindings = binding_client(
-            client.configuration, client.auth, self.settings.api_workers, client.api_client.default_headers
+            client.configuration, client.auth, self.settings.bind_connections, client.api_client.default_headers
         )
         return self._bindings
 

@@ -240,10 +240,11 @@ class ClusterHandle(Protocol):
         ``warm_up=False``: a profile with no capacity-bearing Reserve ignores the warm-up."""
         ...
 
-    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+    def bind_admission_wait(self, warm_up: bool = True, asked_at: float | None = None) -> float | None:
         """Seconds after which :meth:`bind_admission` may admit (0.0: it admits now; the warm-up's
         remainder; a short poll while the watch syncs), ``None`` when waiting cannot help (this
-        replica does not hold the Lease)."""
+        replica does not hold the Lease, by a read of it begun at or after ``asked_at``, the
+        ``time.monotonic()`` the bind first asked; without ``asked_at``, by the last read)."""
         ...
 
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
@@ -337,7 +338,7 @@ class NoCluster:
         """Always admitted: nothing can over-commit."""
         return None
 
-    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+    def bind_admission_wait(self, warm_up: bool = True, asked_at: float | None = None) -> float | None:
         """Admitted now."""
         return 0.0
 

@@ -1042,11 +1042,12 @@ class Framework(Handle):
     async def _admitted(self, deadline: float) -> str | None:
         """Wait for the cluster's bind admission while it can come with :data:`ADMISSION_MARGIN`
         left before ``deadline`` (monotonic seconds); the refusal when it cannot, else ``None``."""
+        asked_at = time.monotonic()  # a follower's refusal stands on a read of the Lease begun since
         while True:
             refusal = self.cluster.bind_admission(self.bind_warm_up)
             if refusal is None:
                 return None
-            wait = self.cluster.bind_admission_wait(self.bind_warm_up)
+            wait = self.cluster.bind_admission_wait(self.bind_warm_up, asked_at)
             if wait is None or time.monotonic() + wait > deadline - ADMISSION_MARGIN:
                 return refusal
             await asyncio.sleep(max(wait, 0.001))

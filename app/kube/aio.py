@@ -15,16 +15,21 @@ urllib3 pool on the API executor costs per Binding (the executor's thread hop, u
 and ``http.client``'s header parsing), and httpx's ``AsyncClient`` cost more than both (its pool
 scans every connection per request). The figures are in docs/performance.md ("Binds").
 
-Connections: at most ``pool_size`` (``cluster.apiWorkers``, default 16) open at once, as the
-executor's threads bounded the calls before; a caller past that waits for one to come back, within
-its own deadline, and callers are served in arrival order (a released connection goes to the
-longest waiting caller: measured, this took bench_bind's p99 from 112-141 ms to 32-34 ms). An
-idle connection the API server closed (its idle timeout, a restart) is dropped when the close is
-seen. A Binding that fails on a reused connection before any byte of an
-answer arrived is sent once more on a new connection: Go's ``net/http`` would not replay a
-``POST`` it may have written, but a Binding is safe to replay: it carries the pod's UID as a
-precondition, and a replay of one that was applied answers 409 "already assigned", which
-:class:`app.cluster.binding.Binder` reads back as success when the pod is bound to that node.
+Connections: at most ``pool_size`` (``cluster.bindConnections``, default 128) open at once. It was
+``cluster.apiWorkers`` (16), as the executor's threads bounded the calls before: against a real
+kube-apiserver, whose Binding takes 50-70 ms under kube-scheduler's load (its etcd write), 16
+connections held kube-scheduler to about 140 pods/s with binds waiting a second in line
+(docs/performance.md, "Against a real control plane"). A caller past the limit waits for one to
+come back, within its own deadline, and callers are served in arrival order (a released connection
+goes to the longest waiting caller: measured, this took bench_bind's p99 from 112-141 ms to 32-34
+ms). An idle connection the API server closed (its idle timeout, a restart) is dropped when the
+close is seen. A Binding whose caller's deadline passed keeps its connection until the late answer
+is read (and dropped), then the connection serves the next caller (at most ``DRAIN_SECONDS``). A
+Binding that fails on a reused connection before any byte of an answer arrived is sent once more on
+a new connection: Go's ``net/http`` would not replay a ``POST`` it may have written, but a Binding
+is safe to replay: it carries the pod's UID as a precondition, and a replay of one that was applied
+answers 409 "already assigned", which :class:`app.cluster.binding.Binder` reads back as success
+when the pod is bound to that node.
 
 Proxies: a configuration with ``proxy`` set is not served here (:func:`binding_client` returns
 ``None``) and its Bindings go through the urllib3 pool, which speaks the proxy protocol.
@@ -35,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 from urllib.parse import quote, urlsplit
 
@@ -43,6 +48,9 @@ import httptools
 
 from app.kube.client import JSON, AuthHeader, binding_body, status_error
 from app.kube.errors import APIError
+
+#: Seconds a connection whose caller gave up waits for the late answer before it is closed.
+DRAIN_SECONDS = 30.0
 
 #: Headers the request sets itself, never taken from ``headers``.
 _OWN = frozenset({"host", "accept", "content-type", "content-length", "authorization", "connection"})
@@ -69,6 +77,8 @@ class _Connection(asyncio.Protocol):
         self._reason = b""
         self._body: list[bytes] = []
         self._got_bytes = False
+        #: called once the answer its caller gave up on has been read, or the connection failed
+        self._late: Callable[[], None] | None = None
 
     # asyncio.Protocol
 
@@ -109,6 +119,11 @@ class _Connection(asyncio.Protocol):
                     self._parser.should_keep_alive(),
                 )
             )
+        elif self._late is not None:  # the late answer of a caller that gave up: dropped
+            if self._parser.should_keep_alive():
+                self._finish_late()
+            else:
+                self.close()
 
     # use
 
@@ -123,6 +138,20 @@ class _Connection(asyncio.Protocol):
         self.transport.write(request)
         return self._answer
 
+    def abandon(self, then: Callable[[], None]) -> bool:
+        """The caller gave up on the current answer (its deadline): read it when it comes and
+        drop it, then call ``then`` (also when the connection fails first). Returns ``False``
+        (``then`` not kept) when no answer is awaited any more."""
+        if self._answer is None or self.closed:
+            return False
+        self._late = then
+        return True
+
+    def _finish_late(self) -> None:
+        late, self._late = self._late, None
+        if late is not None:
+            late()
+
     def answered_nothing(self) -> bool:
         """No byte of the current answer arrived (a replay is safe to attempt on a reused one)."""
         return not self._got_bytes
@@ -134,6 +163,7 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         self.closed = True
+        self._finish_late()
 
     def close(self) -> None:
         """Close the connection (an answer still awaited fails)."""
@@ -194,8 +224,7 @@ class AsyncBindingClient:
                 try:
                     answer = await conn.send(request)
                 except asyncio.CancelledError:
-                    conn.close()  # the answer may still come: the connection cannot be reused
-                    self._release(conn)
+                    self._abandon(conn)  # the answer may still come: read it before reusing
                     raise
                 except (OSError, APIError) as exc:
                     replay = attempt == 0 and conn.reused and conn.answered_nothing()
@@ -257,6 +286,23 @@ class AsyncBindingClient:
                 raise APIError(0, type(exc).__name__, str(exc)) from exc
             raise
         return conn
+
+    def _abandon(self, conn: _Connection) -> None:
+        """A caller gave up on ``conn``'s answer (its deadline): the late answer is read and
+        dropped, then the connection serves the next caller, keeping its place meanwhile; one
+        whose answer has not come within :data:`DRAIN_SECONDS` is closed. Closing it at once
+        meant a new connection, and a TLS handshake on both sides, for every Binding that timed
+        out: measured against an overloaded kube-apiserver, 16 % of the event loop's busy time."""
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(DRAIN_SECONDS, conn.close)
+
+        def done() -> None:
+            timer.cancel()
+            self._release(conn)
+
+        if not conn.abandon(done):
+            timer.cancel()
+            self._release(conn)
 
     def _release(self, conn: _Connection) -> None:
         """``conn`` is done with: to the longest waiting caller, else idle; a closed one frees its place."""

@@ -15,7 +15,6 @@ import pytest
 from app.kube.aio import AsyncBindingClient, binding_client
 from app.kube.client import KubeClient, load_client
 from app.kube.errors import APIError
-from tests.cluster.conftest import wait_for
 from tests.support.apiserver import TLS, FakeAPIServer, node, pod
 
 
@@ -164,23 +163,54 @@ def test_a_connection_that_closes_after_it_was_handed_over_still_serves_the_wait
     assert [b["metadata"]["name"] for b in https.bindings] == ["p1", "p2", "p3"]
 
 
-def test_past_the_deadline_a_timeout_and_the_connection_is_not_reused(https: FakeAPIServer, tmp_path: Path) -> None:
+def test_past_the_deadline_a_timeout_and_the_connection_serves_again_once_the_late_answer_is_read(
+    https: FakeAPIServer, tmp_path: Path
+) -> None:
+    """A Binding past its caller's deadline keeps its connection until the late answer is read:
+    no new connection, and TLS handshake, for each Binding an overloaded API server answers late;
+    the late answer is never read as the next caller's."""
     client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+    peers: list[int] = []
 
     async def main() -> None:
+        await bind(client, https, "p2")  # the connection is open: p0's deadline runs out on its answer alone
         https.binding_delay = 0.5
         with pytest.raises(TimeoutError):
             await bind(client, https, "p0", seconds=0.1)
         https.binding_delay = 0.0
-        # the one slot is free again, on a new connection: the late answer of p0 is not read as p1's
+        # the one place is taken until p0's late answer is read; then p1 goes on the same connection
         await bind(client, https, "p1")
+        for conn in client._idle:
+            assert conn.transport is not None
+            peers.append(conn.transport.get_extra_info("sockname")[1])
+        assert client._open == 1
         client.close()
 
     asyncio.run(main())
-    # p0's Binding was sent: the API server applies it once its delay is over (the outcome the
-    # binder calls uncertain)
-    wait_for(lambda: len(https.bindings) == 2, what="p0's late Binding")
-    assert sorted(b["metadata"]["name"] for b in https.bindings) == ["p0", "p1"]
+    assert len(peers) == 1
+    assert [b["metadata"]["name"] for b in https.bindings] == ["p2", "p0", "p1"]  # p1 after p0's late answer
+
+
+def test_a_late_answer_that_never_comes_closes_the_connection(https: FakeAPIServer, tmp_path: Path) -> None:
+    import app.kube.aio as aio
+
+    client = bindings_for(tmp_path, https.kubeconfig(), pool_size=1)
+    drain, aio.DRAIN_SECONDS = aio.DRAIN_SECONDS, 0.2
+    try:
+
+        async def main() -> None:
+            https.binding_delay = 3.0  # longer than the drain: the connection is closed, its place freed
+            with pytest.raises(TimeoutError):
+                await bind(client, https, "p0", seconds=0.1)
+            https.binding_delay = 0.0
+            started = asyncio.get_running_loop().time()
+            await bind(client, https, "p1")
+            assert asyncio.get_running_loop().time() - started < 2.0
+            client.close()
+
+        asyncio.run(main())
+    finally:
+        aio.DRAIN_SECONDS = drain
 
 
 def test_a_reused_connection_closed_without_an_answer_is_replayed_once(tmp_path: Path) -> None:
@@ -234,3 +264,38 @@ def test_a_proxy_leaves_the_bindings_to_the_urllib3_pool(tmp_path: Path) -> None
     kube = KubeClient(load_client(str(path)).api_client)
     kube.configuration.proxy = "http://proxy.example:3128"
     assert binding_client(kube.configuration, kube.auth, 4, {}) is None
+
+
+def test_bindings_in_flight_are_bounded_by_bind_connections_not_api_workers(
+    https: FakeAPIServer, tmp_path: Path
+) -> None:
+    """kube-scheduler starts every pod's binding cycle at once: with a real kube-apiserver taking
+    tens of ms per Binding, 16 connections (``apiWorkers``) made binds wait a second in line."""
+    from app.cluster.runtime import POOL_EXTRA, ClusterRuntime, ClusterSettings
+    from app.framework.types import PodInfo
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(https.kubeconfig())
+    runtime = ClusterRuntime(ClusterSettings(kubeconfig=str(path), api_workers=2, bind_connections=20))
+    runtime.connect()  # the workers are not started: only the clients matter here
+    try:
+        assert runtime.client is not None and runtime._bindings is not None
+        # urllib3's pool holds a connection for each thread that may call at once, not only the API workers'
+        pool_kw = runtime.client.api_client.rest_client.pool_manager.connection_pool_kw
+        assert pool_kw["maxsize"] == 2 + POOL_EXTRA
+        https.binding_delay = 0.3  # all 20 in flight together: 20 connections
+        pods = [https.pod("default", f"p{i}") for i in range(20)]
+
+        async def main() -> list[str]:
+            infos = [PodInfo.placeholder("default", p["metadata"]["name"], p["metadata"]["uid"]) for p in pods if p]
+            statuses = await asyncio.gather(*(runtime.bind(info, "n1", 5.0) for info in infos))
+            assert runtime._bindings is not None
+            opened = runtime._bindings._open
+            runtime._bindings.close()
+            return [s.message for s in statuses] + [str(opened)]
+
+        *messages, opened = asyncio.run(main())
+        assert messages == [""] * 20 and opened == "20"
+        assert len(https.bindings) == 20
+    finally:
+        runtime.close()

@@ -7,6 +7,7 @@ when ``httpTimeout`` leaves room (its 30 s do), so no bind is refused either."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import httpx
@@ -54,5 +55,41 @@ def test_a_pool_profile_waits_out_its_warm_up_inside_the_request(tmp_path: Path)
             more = pool_pods(api, "late", 1)  # the pool is full now: Reserve still refuses
             (late,) = asyncio.run(bind_all(server.url, [_binding(more[0], POOL)]))
             assert "NodeResourcePool: Reserve: pool underlay-ip exhausted: 10/10 in use" in late
+        finally:
+            server.stop()
+
+
+def test_binds_sent_just_after_kube_scheduler_took_the_lease_are_not_refused(tmp_path: Path) -> None:
+    """kube-scheduler schedules, and binds, as soon as it holds its Lease: the service, whose last
+    read of the Lease (every ``retryPeriod``) still says another holder, reads it again at the
+    first bind rather than refuse every bind until its next read (measured against the real
+    kube-scheduler: at a start, every pod of the first 2 s refused, then retried with backoff)."""
+    from tests.e2e.test_restart_and_takeover import role
+    from tests.support.apiserver import lease
+
+    def nodes(api: FakeAPIServer) -> None:
+        for i in range(4):
+            api.put("nodes", node(f"n{i}", cpu="32", memory="64Gi", pods="110"))
+        api.put("leases", lease("cp-2_7f3a"))  # another node's kube-scheduler leads
+
+    with running(nodes) as api:
+        pods = [api.put("pods", pod(f"p{i}", "default", cpu="10m", memory="16Mi")) for i in range(20)]
+        election = {"identity": "cp-1", "retryPeriod": "60s"}  # no periodic read during the test
+        server = Server(cluster_config(tmp_path, api.kubeconfig(), leaderElection=election), wait_ready=False)
+        try:
+            deadline = time.monotonic() + 20
+            while role(server) != "standby" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert role(server) == "standby"
+            (refused,) = asyncio.run(bind_all(server.url, [_binding(pods[0], "n0")]))
+            assert refused.startswith("this extender's kube-scheduler (cp-1) does not hold the Lease"), refused
+            api.put("leases", lease("cp-1_91bc"))  # this node's kube-scheduler takes over, binds at once
+            started = time.monotonic()
+            answers = asyncio.run(bind_all(server.url, [_binding(p, f"n{i % 4}") for i, p in enumerate(pods)]))
+            assert answers == [""] * 20
+            assert time.monotonic() - started < 10  # a read of the Lease, not the next retryPeriod
+            assert role(server) == "leader"
+            with api.lock:
+                assert sum(bool(p["spec"].get("nodeName")) for p in api.objects["pods"].values()) == 20
         finally:
             server.stop()

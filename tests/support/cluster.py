@@ -175,7 +175,7 @@ class MemoryCluster:
     def bind_admission(self, warm_up: bool = True) -> str | None:
         return self.admission
 
-    def bind_admission_wait(self, warm_up: bool = True) -> float | None:
+    def bind_admission_wait(self, warm_up: bool = True, asked_at: float | None = None) -> float | None:
         """``0.0`` when :attr:`admission` admits, else ``None`` (waiting does not help)."""
         return 0.0 if self.admission is None else None
 
