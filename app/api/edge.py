@@ -20,7 +20,7 @@ One request, top to bottom (:meth:`VerbRouter.__call__`):
    observer counts it (body read included in the duration); the verb's decision is recorded in a
    loop callback just after (:meth:`~app.api.service.ExtenderService.record_after_answers`).
 
-Over HTTP/1.1 most filter, prioritize and preempt requests skip the ASGI cycle (uvicorn's task,
+Over HTTP/1.1 most verb requests (filter, prioritize, preempt, an allowed bind) skip the ASGI cycle (uvicorn's task,
 ``receive`` and ``send`` messages, the body's copies): :class:`~app.api.server.GuardedHttpToolsProtocol`
 offers each request to :meth:`VerbRouter.direct` once its headers are complete, and for a
 blocking verb of a profile that serves it, with a Content-Length of at most
@@ -250,12 +250,13 @@ class VerbRouter:
 
     def direct(self, scope: Scope, most: int | None = None) -> DirectRequest | None:
         """A request whose headers are complete, as :class:`~app.api.server.GuardedHttpToolsProtocol`
-        offers it: a :class:`DirectRequest` (counted in flight from now) when it is a blocking
-        verb's (filter, prioritize, preempt) of a profile that serves it, with a Content-Length of
-        at most :attr:`direct_bytes` (and ``most`` when given), not a probe, and admitted (neither
-        over ``maxConnections`` nor past ``maxRequestsInFlight``); else ``None``, and the request
-        takes the ASGI cycle (bind, the refusals, mismatches, probes, bodies without a length or
-        larger).
+        offers it: a :class:`DirectRequest` (counted in flight from now) when it is a verb's
+        (filter, prioritize, preempt, and bind from a caller allowed to bind) of a profile that
+        serves it, with a Content-Length of at most :attr:`direct_bytes` (and ``most`` when given),
+        not a probe, and admitted (neither over ``maxConnections`` nor past
+        ``maxRequestsInFlight``); else ``None``, and the request takes the ASGI cycle (the
+        refusals, bind's 403, mismatches, probes, bodies without a length or larger). Bind's
+        answer is an awaitable (its Binding on the event loop), as a worker thread's is.
 
         The protocol then collects the body, calls :meth:`direct_answer`, writes the answer
         itself in one write and calls :meth:`direct_done`: the same steps as :meth:`__call__`
@@ -266,8 +267,15 @@ class VerbRouter:
         if route is None:
             return None
         verb = VERBS[route[0]]
-        if not verb.blocking or scope.get(OVER_CAPACITY) or self.requests_in_flight >= self.max_requests:
+        if scope.get(OVER_CAPACITY) or self.requests_in_flight >= self.max_requests:
             return None
+        if not verb.blocking:
+            if verb.name != "bind":
+                return None
+            try:
+                self._authorize_bind(scope)
+            except _RefusedError:
+                return None  # its 403 from the ASGI cycle
         length = None
         for name, value in scope["headers"]:
             if name == b"content-length":

@@ -40,7 +40,7 @@ streams completed normally, so a rapid-reset flood (CVE-2023-44487) is still cut
 build the server offers HTTP/1.1 alone (:func:`engine_keeps_connections`).
 
 As over HTTP/1.1, it answers the verb router's direct requests itself
-(:meth:`~app.api.edge.VerbRouter.direct`: most filter, prioritize and preempt streams, with a body
+(:meth:`~app.api.edge.VerbRouter.direct`: most verb streams (filter, prioritize, preempt, an allowed bind), with a body
 of at most uvicorn's high-water mark, 64 KiB: 1,400 node names), without an ASGI task: the stream's
 body collected as uvicorn collects it, the answer's HEADERS, DATA and END_STREAM written in one
 write (the server's default headers, then the answer's, as the ASGI cycle sends them); ``body``

@@ -17,7 +17,7 @@ adds, per connection (``server.timeouts`` and ``server.maxConnections``):
   excepted so the kubelet's probes still see a live process.
 
 It also answers the verb router's direct requests itself (:meth:`~app.api.edge.VerbRouter.direct`:
-most filter, prioritize and preempt requests), without uvicorn's ASGI task: the body collected
+most verb requests, binds included), without uvicorn's ASGI task: the body collected
 into the request cycle's buffer (``body`` deadline: the router's 408 and the connection closed),
 the answer written as uvicorn's cycle writes it (status line, the server's default headers, the
 answer's, head and body in one write; ``connection: close`` and the close when the request or a
@@ -97,7 +97,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     body_backstop: float = 11.0
     max_connections: int = 1024
     on_timeout: Callable[[str], None] = staticmethod(lambda phase: None)
-    #: the verb router whose filter, prioritize and preempt requests this protocol answers itself
+    #: the verb router whose verb requests this protocol answers itself
     #: (:meth:`VerbRouter.direct`); ``None``: every request through the ASGI cycle
     router: VerbRouter | None = None
 
