@@ -17,15 +17,15 @@ import httpx
 import yaml
 
 from tests.conftest import REPO, Server, cluster_config, free_port, mutual_tls
-from tests.realcluster.support import FAKE, Cluster, KubeScheduler, Obj, wait_for
+from tests.realcluster.support import FAKE, Cluster, KubeScheduler, Obj, render, wait_for
 
 #: the kube-scheduler profile of the extender scenarios: pods name it in spec.schedulerName (a
 #: user's cluster keeps its own default-scheduler)
 SCHEDULER = "realcluster-extender"
 #: DefaultBinder's deadline in the tier's service, seconds (kube-scheduler's httpTimeout: 5 s more)
 BIND_TIMEOUT = 25
-#: the lab's release (kube-scheduler must not be newer than the API server), then --out
-RENDER_ARGS = ("--kubernetes-version", "v1.36.3", "--out")
+#: the lab's release (kube-scheduler must not be newer than the API server)
+RENDER_ARGS = ("--kubernetes-version", "v1.36.3")
 
 
 def certs(pki: Path) -> None:
@@ -63,25 +63,7 @@ class Extended:
                         pc["args"] = {**(pc.get("args") or {}), "timeoutSeconds": BIND_TIMEOUT}
 
         config = cluster_config(tmp, cluster.kubeconfig.read_text(), edit=edit)
-        rendered = tmp / "rendered"
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "app",
-                "render",
-                "--config",
-                str(config),
-                "--target",
-                "kubeadm",
-                *RENDER_ARGS,
-                str(rendered),
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-        )
-        assert out.returncode == 0, out.stderr
+        rendered = render(config, "kubeadm", tmp / "rendered", *RENDER_ARGS)
         ksc = yaml.safe_load((rendered / "kube-scheduler-config.yaml").read_text())
         (extender,) = ksc["extenders"]
         assert extender["urlPrefix"] == f"https://127.0.0.1:{port}/default" and extender["enableHTTPS"] is True

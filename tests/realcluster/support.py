@@ -17,6 +17,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,8 @@ from typing import Any
 
 import httpx
 import yaml
+
+from tests.conftest import REPO
 
 Obj = dict[str, Any]
 #: the label of every node the tier creates (a user's cluster: delete them with
@@ -69,6 +72,25 @@ def free_port_run(n: int) -> int:
 
 #: error lines kube-scheduler v1.36.3 logs on every start, whatever its configuration
 BENIGN = re.compile(r"options\.go:\d+\] The manifest file is empty, ignoring\.$")
+
+
+def stop_process(proc: subprocess.Popen[bytes], seconds: float = 15) -> None:
+    """SIGTERM, then SIGKILL when ``proc`` is still running ``seconds`` later; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def render(config: Path, target: str, out: Path, *args: str) -> Path:
+    """``python -m app render --config CONFIG --target TARGET [ARGS] --out OUT``; ``out``."""
+    command = [sys.executable, "-m", "app", "render", "--config", str(config), "--target", target, *args]
+    done = subprocess.run([*command, "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out
 
 
 def error_lines(log: str) -> list[str]:
@@ -131,13 +153,7 @@ class KubeScheduler:
         return len(self.text())
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self._out.close()
 
 

@@ -21,7 +21,7 @@ import yaml
 
 from tests.conftest import REPO, free_port
 from tests.realcluster.extender import pod
-from tests.realcluster.support import Cluster, Obj, wait_for
+from tests.realcluster.support import Cluster, Obj, render, wait_for
 
 SCHEDULER = "ip-scheduler"
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{SCHEDULER}"
@@ -166,25 +166,7 @@ def token_kubeconfig(cluster: Cluster, tmp: Path, namespace: str, account: str) 
 def test_with_only_the_rendered_rbac_it_schedules_and_is_never_refused(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    rendered = tmp_path / "rendered"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "render",
-            "--config",
-            str(EXAMPLE),
-            "--target",
-            "standalone",
-            "--out",
-            str(rendered),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
+    rendered = render(EXAMPLE, "standalone", tmp_path / "rendered")
     account = yaml.safe_load((rendered / "scheduler" / "serviceaccount.yaml").read_text())
     assert account["kind"] == "ServiceAccount"
     rbac = [d for d in yaml.safe_load_all((rendered / "scheduler" / "rbac.yaml").read_text()) if d]

@@ -27,7 +27,7 @@ import yaml
 
 from tests.conftest import REPO, free_port
 from tests.realcluster.extender import pod
-from tests.realcluster.support import Cluster, Obj, wait_for
+from tests.realcluster.support import Cluster, Obj, stop_process, wait_for
 
 SCHEDULER = "volume-scheduler"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -159,12 +159,7 @@ class Schedule:
             return False
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc)
         self._out.close()
 
 
