@@ -128,6 +128,9 @@ class ExtenderService:
         self.node_images: frozenset[str] = frozenset()
         #: ``(thread id, loop.call_soon)`` of :meth:`record_after_answers`
         self._after_answers: tuple[int, Callable[..., object]] | None = None
+        #: the last ``NodeNames`` resolved (:meth:`resolve_nodes`): the list, the snapshot, the
+        #: result (its lists never changed: a handler replaces ``nodes`` rather than edit it)
+        self._resolved: tuple[list[str], Snapshot, ResolvedNodes] | None = None
 
     def record_after_answers(self, loop: asyncio.AbstractEventLoop) -> None:
         """From now on, a filter, prioritize or preempt evaluated on the calling thread, ``loop``'s,
@@ -227,11 +230,20 @@ class ExtenderService:
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return ResolvedNodes(view.nodes)
-        resolved = list(map(snapshot.known.get, view.names))  # NodeNames: no name-only NodeInfos built
+        names = view.names
+        last = self._resolved
+        if last is not None and last[0] is names and last[1] is snapshot:
+            # the same NodeNames list (codec's kept lists) in the same snapshot: filter's
+            # resolution again for prioritize, or the next pod's while no node or pod changed
+            return ResolvedNodes(last[2].nodes, last[2].unknown)
+        resolved = list(map(snapshot.known.get, names))  # NodeNames: no name-only NodeInfos built
         if None not in resolved:
-            return ResolvedNodes(resolved)  # type: ignore[arg-type]
-        unknown = [i for i, info in enumerate(resolved) if info is None]
-        return ResolvedNodes([info for info in resolved if info is not None], unknown)
+            out = ResolvedNodes(resolved)  # type: ignore[arg-type]
+        else:
+            unknown = [i for i, info in enumerate(resolved) if info is None]
+            out = ResolvedNodes([info for info in resolved if info is not None], unknown)
+        self._resolved = (names, snapshot, out)
+        return ResolvedNodes(out.nodes, out.unknown)
 
     def filter(self, framework: Framework, args: codec.ExtenderArgsView) -> Answer:
         """Answer a decoded filter request."""
@@ -265,9 +277,8 @@ class ExtenderService:
             return Answer(200, codec.encode_filter_error(outcome.error), True, pod=args.pod)
         statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
         if self.recording:
-            self._record(
-                framework, "filter", args.pod, started, names=args.node_name_list, statuses=statuses, ignored=ignored
-            )
+            names = codec.kept_json(args.names) or args.node_name_list  # packed already when kept
+            self._record(framework, "filter", args.pod, started, names=names, statuses=statuses, ignored=ignored)
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:
             pod = args.pod
@@ -309,7 +320,7 @@ class ExtenderService:
                 "prioritize",
                 args.pod,
                 started,
-                names=names,
+                names=codec.kept_json(names) or names,  # packed already when kept
                 scores=scores,
                 plugin_scores=outcome.plugin_scores,
                 unknown=resolved.unknown,
@@ -399,8 +410,18 @@ def extender_scores(result: ScoreResult) -> list[int]:
         return [0] * len(result.totals)
     # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
     divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    totals = result.totals
+    last = _LAST_SCORES[0]
+    if last is not None and last[0] == divisor and last[1] == totals:  # as for the pod before
+        return list(last[2])
     half = divisor // 2
-    return [(t + half) // divisor for t in result.totals]
+    scores = [(t + half) // divisor for t in totals]
+    _LAST_SCORES[0] = (divisor, list(totals), list(scores))
+    return scores
+
+
+#: the last :func:`extender_scores`: its divisor, the totals and the scores (replaced whole)
+_LAST_SCORES: list[tuple[int, list[int], list[int]] | None] = [None]
 
 
 def resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:
