@@ -14,8 +14,8 @@ import httpx
 import pytest
 import uvicorn
 
-from app.api.app import create_app
 from app.api import edge
+from app.api.app import create_app
 from app.api.edge import INLINE_SECONDS
 from app.api.server import uvicorn_config
 from app.api.service import INLINE_WEIGHT, ExtenderService
