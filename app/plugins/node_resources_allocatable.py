@@ -11,6 +11,8 @@ It needs no cluster state, so prioritize is useful without one.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import Literal
 
@@ -72,16 +74,24 @@ class NodeResourcesAllocatable:
         """Each node's raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any
         integer), kept on the NodeInfo (it depends on allocatable only); ``Error`` naming the first
         node whose object is unknown (a NodeNames request without cluster state)."""
-        last_nodes, last_scores = self._scored
-        if nodes == last_nodes and last_nodes:  # the same NodeInfos (identity: no __eq__), in order
-            return list(last_scores), SUCCESS
         raw = self._raw_score
-        scores: list[int] = []
-        append = scores.append
-        for node in nodes:
-            if node.node is None:
-                return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
-            append(node.memo(self, raw))
+        last_nodes, last_scores = self._scored
+        if last_nodes and len(nodes) == len(last_nodes):
+            # the candidates of the last call (kube-scheduler's next pod): only the NodeInfos that
+            # are not the same objects (a node or its pods changed) are read, found in C
+            scores = list(last_scores)
+            for i in itertools.compress(range(len(nodes)), map(operator.is_not, nodes, last_nodes)):
+                node = nodes[i]
+                if node.node is None:
+                    return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
+                scores[i] = node.memo(self, raw)
+        else:
+            scores = []
+            append = scores.append
+            for node in nodes:
+                if node.node is None:
+                    return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
+                append(node.memo(self, raw))
         self._scored = (nodes, list(scores))
         return scores, SUCCESS
 
