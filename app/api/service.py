@@ -130,7 +130,7 @@ class ExtenderService:
         self._after_answers: tuple[int, Callable[..., object]] | None = None
         #: the last ``NodeNames`` resolved (:meth:`resolve_nodes`): the list, the snapshot, the
         #: result (its lists never changed: a handler replaces ``nodes`` rather than edit it)
-        self._resolved: tuple[list[str], Snapshot, ResolvedNodes] | None = None
+        self._resolved: _Resolution | None = None
 
     def record_after_answers(self, loop: asyncio.AbstractEventLoop) -> None:
         """From now on, a filter, prioritize or preempt evaluated on the calling thread, ``loop``'s,
@@ -232,17 +232,22 @@ class ExtenderService:
             return ResolvedNodes(view.nodes)
         names = view.names
         last = self._resolved
-        if last is not None and last[0] is names and last[1] is snapshot:
-            # the same NodeNames list (codec's kept lists) in the same snapshot: filter's
-            # resolution again for prioritize, or the next pod's while no node or pod changed
-            return ResolvedNodes(last[2].nodes, last[2].unknown)
+        if last is not None and last.names is names:
+            # the same NodeNames list (codec's kept lists): filter's resolution again for
+            # prioritize, or the next pod's, in the same snapshot or the one after it
+            if last.snapshot is snapshot:
+                return ResolvedNodes(last.nodes.nodes, last.nodes.unknown)
+            patched = last.patched(snapshot)
+            if patched is not None:
+                self._resolved = _Resolution(names, snapshot, patched, last.index)
+                return ResolvedNodes(patched.nodes, patched.unknown)
         resolved = list(map(snapshot.known.get, names))  # NodeNames: no name-only NodeInfos built
         if None not in resolved:
             out = ResolvedNodes(resolved)  # type: ignore[arg-type]
         else:
             unknown = [i for i, info in enumerate(resolved) if info is None]
             out = ResolvedNodes([info for info in resolved if info is not None], unknown)
-        self._resolved = (names, snapshot, out)
+        self._resolved = _Resolution(names, snapshot, out)
         return ResolvedNodes(out.nodes, out.unknown)
 
     def filter(self, framework: Framework, args: codec.ExtenderArgsView) -> Answer:
@@ -377,6 +382,51 @@ class ExtenderService:
 
 #: The verdict a cache-mode filter gives a node name the cluster state does not know.
 UNKNOWN_STATUS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNKNOWN_NODE,), "ClusterState", "UnknownNode")
+
+
+class _Resolution:
+    """A ``NodeNames`` list resolved in a snapshot (:meth:`ExtenderService.resolve_nodes`), and
+    the index of each name in it (built on first use)."""
+
+    __slots__ = ("index", "names", "nodes", "snapshot")
+
+    def __init__(
+        self, names: list[str], snapshot: Snapshot, nodes: ResolvedNodes, index: dict[str, int] | None = None
+    ) -> None:
+        self.names = names
+        self.snapshot = snapshot
+        self.nodes = nodes
+        self.index = index
+
+    def patched(self, snapshot: Snapshot) -> ResolvedNodes | None:
+        """The resolution in ``snapshot`` when it is the cluster state's next one (the last
+        resolution's with the NodeInfos of the nodes changed meanwhile replaced), each name still
+        known; else ``None`` (resolve anew)."""
+        changed = snapshot.changed
+        if (
+            changed is None
+            or snapshot.generation != self.snapshot.generation + 1
+            or not self.snapshot.generation
+            or self.nodes.unknown
+        ):
+            return None
+        index = self.index
+        if index is None:
+            index = self.index = dict(zip(self.names, range(len(self.names)), strict=True))
+            if len(index) != len(self.names):  # a name twice: resolve anew
+                return None
+        if len(index) != len(self.names):
+            return None
+        nodes = list(self.nodes.nodes)
+        known = snapshot.known
+        for name in changed:
+            i = index.get(name)
+            if i is not None:
+                info = known.get(name)
+                if info is None:
+                    return None
+                nodes[i] = info
+        return ResolvedNodes(nodes)
 
 
 @dataclass
