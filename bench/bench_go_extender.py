@@ -14,9 +14,10 @@ each pod kube-scheduler schedules is. Against:
   types' shapes, the same nodes in memory, a label filter, a resource fit and a resource score),
   as kubernetes' test extender answers names-only requests.
 
-Bodies: ``tests/fixtures/extenderargs_cache_n{200,500}.json`` (the recorded pod, 200 and 500 node
-names; ``BENCH_NAMES``). ``BENCH_N`` rounds per row (500) after 20 of warm-up; ``BENCH_PROFILE=DIR``: py-spy records the
-service during each row into ``DIR/names-<count>.txt`` (``BENCH_PROFILE_ARGS``). Run: ``make bench``
+Bodies: ``tests/fixtures/extenderargs_cache_n500.json`` (the recorded pod, 200 and 500 node
+names; ``BENCH_NAMES``; above 500, ``extenderargs_cache_n5000.json``'s pod and names). ``BENCH_N``
+rounds per row (500) after 20 of warm-up; ``BENCH_PROFILE=DIR``: py-spy records the service during
+each row into ``DIR/names-<count>.txt`` (``BENCH_PROFILE_ARGS``). Run: ``make bench``
 (or ``python bench/bench_go_extender.py``).
 """
 
@@ -54,7 +55,8 @@ def verbs(binary: Path, url: str, body: Path) -> dict[str, Any]:
 def main() -> None:
     binary = kubesched()
     tmp = Path(tempfile.mkdtemp(prefix="bench-go-extender-"))
-    names = fixture("extenderargs_cache_n500.json")["NodeNames"]
+    source = "extenderargs_cache_n500.json" if max(NAMES) <= 500 else "extenderargs_cache_n5000.json"
+    names = fixture(source)["NodeNames"]
     nodes = cluster_nodes(names)
     (tmp / "nodes.json").write_bytes(go_marshal(nodes))
     api = FakeAPIServer().start()
@@ -68,7 +70,7 @@ def main() -> None:
         go_url = "http://127.0.0.1:" + go.stdout.readline().split()[1]
         print(f"one Go client (net/http, keep-alive, plain HTTP), {N} rounds per row after 20 of warm-up")
         for count in NAMES:
-            doc = fixture("extenderargs_cache_n500.json")
+            doc = fixture(source)
             doc["NodeNames"] = names[:count]
             body = tmp / f"filter-{count}.json"
             body.write_bytes(go_marshal(doc))

@@ -13,8 +13,9 @@ One request, top to bottom (:meth:`VerbRouter.__call__`):
 5. the verb: decoded on the loop (one msgspec pass in C for filter and prioritize; preempt
    bodies of :data:`~app.api.verbs.INLINE_BODY_BYTES` or more go to the worker whole), then
    evaluated on the loop when its plugins see at most :data:`~app.api.verbs.INLINE_WEIGHT`
-   nodes or victims, else in the verb worker thread (one thread: kube-scheduler's scheduling
-   cycle is serial, and the event loop stays free for health, metrics and binds); bind is a
+   nodes or victims (or more, when the profile's earlier answers of the verb say it takes at
+   most :data:`INLINE_SECONDS`), else in the verb worker thread (one thread: kube-scheduler's
+   scheduling cycle is serial, and the event loop stays free for health, metrics and binds); bind is a
    coroutine on the loop; an unexpected exception is logged and answered 500 without its text;
 6. the answer: sent in chunks of about 256 KiB, never joined into one copy; then the metrics
    observer counts it (body read included in the duration); the verb's decision is recorded in a
@@ -52,6 +53,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
@@ -78,6 +80,14 @@ PEER_CN = "scheduler_extender.peer_cn"
 #: Set in a request's scope by the server: the O values (organizations) of that certificate, a
 #: tuple (empty without one): the groups kube-apiserver's x509 authenticator reads.
 PEER_GROUPS = "scheduler_extender.peer_groups"
+#: A blocking verb over more than :data:`~app.api.service.INLINE_WEIGHT` nodes or victims runs on
+#: the loop when its profile's earlier such answers say it takes at most this long (seconds): the
+#: in-tree cache-mode plugins answer 5,000 names in 1 to 3 ms, less than the worker thread's hop
+#: costs on a busy machine (two thread wake-ups), and the loop stays held no longer than the
+#: slowest answer ``INLINE_WEIGHT`` allows.
+INLINE_SECONDS = 0.010
+#: How much of each new measurement the moving mean of :attr:`VerbRouter.cost` takes.
+COST_WEIGHT = 0.25
 #: Bodies up to this size (bytes) are not counted against ``maxInFlightBytes``: bind bodies and
 #: cache-mode bodies always pass.
 SMALL_BODY = 1 << 20
@@ -134,6 +144,9 @@ class VerbRouter:
         self.direct_bytes = min(self.max_request_bytes, SMALL_BODY)
         #: where answered filter/prioritize/preempt requests are captured (``diagnostics.capture``)
         self.capture: Capture | None = None
+        #: (profile, verb) -> seconds per node its answers over ``INLINE_WEIGHT`` nodes took
+        #: (:meth:`_timed`), which decides where the next one runs (:meth:`_cheap`)
+        self.cost: dict[tuple[str, str], float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a verb request (steps 1 to 6 of the module doc), or hand the request to FastAPI.
@@ -239,12 +252,39 @@ class VerbRouter:
             if isinstance(args, Answer):
                 return args
             handle: Any = verb.handle  # a blocking verb's handler answers at once
-            if verb.weight(args) <= INLINE_WEIGHT:
+            weight = verb.weight(args)
+            if weight <= INLINE_WEIGHT:
                 answer: Answer = handle(service, target, args)
                 return answer
-            return _awaited(verb, target, loop.run_in_executor(self.worker, handle, service, target, args))
+            key = (target.profile, verb.name)
+            if self._cheap(key, weight):
+                return self._timed(key, weight, handle, service, target, args)
+            timed = partial(self._timed, key, weight, handle)
+            return _awaited(verb, target, loop.run_in_executor(self.worker, timed, service, target, args))
         except Exception:  # a bug of ours or a plugin's: never its text on the wire
             return _failed(verb, target)
+
+    def _cheap(self, key: tuple[str, str], weight: int) -> bool:
+        """Whether a blocking verb of ``key`` (profile, verb) over ``weight`` nodes or victims is
+        expected to take at most :data:`INLINE_SECONDS` (from what its earlier answers over more
+        than :data:`~app.api.service.INLINE_WEIGHT` cost per node): it then runs on the loop,
+        saving the two thread wake-ups of the worker's hop. Unknown (the first such request of
+        ``key``): no."""
+        per_node = self.cost.get(key)
+        return per_node is not None and per_node * weight <= INLINE_SECONDS
+
+    def _timed(self, key: tuple[str, str], weight: int, handle: Any, *args: Any) -> Answer:
+        """``handle(*args)`` of a verb over ``weight`` nodes or victims (more than
+        :data:`~app.api.service.INLINE_WEIGHT`), its seconds per node folded into :attr:`cost` (a
+        moving mean over the last few)."""
+        started = time.perf_counter()
+        try:
+            answer: Answer = handle(*args)
+        finally:
+            per_node = (time.perf_counter() - started) / weight
+            known = self.cost.get(key)
+            self.cost[key] = per_node if known is None else known + (per_node - known) * COST_WEIGHT
+        return answer
 
     # -- requests the HTTP/1.1 protocol answers without the ASGI cycle ---------------------------
 

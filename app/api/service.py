@@ -128,6 +128,9 @@ class ExtenderService:
         self.node_images: frozenset[str] = frozenset()
         #: ``(thread id, loop.call_soon)`` of :meth:`record_after_answers`
         self._after_answers: tuple[int, Callable[..., object]] | None = None
+        #: the last ``NodeNames`` resolved (:meth:`resolve_nodes`): the list, the snapshot, the
+        #: result (its lists never changed: a handler replaces ``nodes`` rather than edit it)
+        self._resolved: _Resolution | None = None
 
     def record_after_answers(self, loop: asyncio.AbstractEventLoop) -> None:
         """From now on, a filter, prioritize or preempt evaluated on the calling thread, ``loop``'s,
@@ -227,11 +230,25 @@ class ExtenderService:
             for node in view.nodes:
                 node.use_usage_lookup(snapshot.usage)
             return ResolvedNodes(view.nodes)
-        resolved = list(map(snapshot.known.get, view.names))  # NodeNames: no name-only NodeInfos built
+        names = view.names
+        last = self._resolved
+        if last is not None and last.names is names:
+            # the same NodeNames list (codec's kept lists): filter's resolution again for
+            # prioritize, or the next pod's, in the same snapshot or the one after it
+            if last.snapshot is snapshot:
+                return ResolvedNodes(last.nodes.nodes, last.nodes.unknown)
+            patched = last.patched(snapshot)
+            if patched is not None:
+                self._resolved = _Resolution(names, snapshot, patched, last.index)
+                return ResolvedNodes(patched.nodes, patched.unknown)
+        resolved = list(map(snapshot.known.get, names))  # NodeNames: no name-only NodeInfos built
         if None not in resolved:
-            return ResolvedNodes(resolved)  # type: ignore[arg-type]
-        unknown = [i for i, info in enumerate(resolved) if info is None]
-        return ResolvedNodes([info for info in resolved if info is not None], unknown)
+            out = ResolvedNodes(resolved)  # type: ignore[arg-type]
+        else:
+            unknown = [i for i, info in enumerate(resolved) if info is None]
+            out = ResolvedNodes([info for info in resolved if info is not None], unknown)
+        self._resolved = _Resolution(names, snapshot, out)
+        return ResolvedNodes(out.nodes, out.unknown)
 
     def filter(self, framework: Framework, args: codec.ExtenderArgsView) -> Answer:
         """Answer a decoded filter request."""
@@ -265,9 +282,8 @@ class ExtenderService:
             return Answer(200, codec.encode_filter_error(outcome.error), True, pod=args.pod)
         statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
         if self.recording:
-            self._record(
-                framework, "filter", args.pod, started, names=args.node_name_list, statuses=statuses, ignored=ignored
-            )
+            names = codec.kept_json(args.names) or args.node_name_list  # packed already when kept
+            self._record(framework, "filter", args.pod, started, names=names, statuses=statuses, ignored=ignored)
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:
             pod = args.pod
@@ -309,7 +325,7 @@ class ExtenderService:
                 "prioritize",
                 args.pod,
                 started,
-                names=names,
+                names=codec.kept_json(names) or names,  # packed already when kept
                 scores=scores,
                 plugin_scores=outcome.plugin_scores,
                 unknown=resolved.unknown,
@@ -368,6 +384,51 @@ class ExtenderService:
 UNKNOWN_STATUS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNKNOWN_NODE,), "ClusterState", "UnknownNode")
 
 
+class _Resolution:
+    """A ``NodeNames`` list resolved in a snapshot (:meth:`ExtenderService.resolve_nodes`), and
+    the index of each name in it (built on first use)."""
+
+    __slots__ = ("index", "names", "nodes", "snapshot")
+
+    def __init__(
+        self, names: list[str], snapshot: Snapshot, nodes: ResolvedNodes, index: dict[str, int] | None = None
+    ) -> None:
+        self.names = names
+        self.snapshot = snapshot
+        self.nodes = nodes
+        self.index = index
+
+    def patched(self, snapshot: Snapshot) -> ResolvedNodes | None:
+        """The resolution in ``snapshot`` when it is the cluster state's next one (the last
+        resolution's with the NodeInfos of the nodes changed meanwhile replaced), each name still
+        known; else ``None`` (resolve anew)."""
+        changed = snapshot.changed
+        if (
+            changed is None
+            or snapshot.generation != self.snapshot.generation + 1
+            or not self.snapshot.generation
+            or self.nodes.unknown
+        ):
+            return None
+        index = self.index
+        if index is None:
+            index = self.index = dict(zip(self.names, range(len(self.names)), strict=True))
+            if len(index) != len(self.names):  # a name twice: resolve anew
+                return None
+        if len(index) != len(self.names):
+            return None
+        nodes = list(self.nodes.nodes)
+        known = snapshot.known
+        for name in changed:
+            i = index.get(name)
+            if i is not None:
+                info = known.get(name)
+                if info is None:
+                    return None
+                nodes[i] = info
+        return ResolvedNodes(nodes)
+
+
 @dataclass
 class ResolvedNodes:
     """The candidate nodes a request's plugins see (``nodes``), and the request indexes of the
@@ -399,8 +460,18 @@ def extender_scores(result: ScoreResult) -> list[int]:
         return [0] * len(result.totals)
     # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
     divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    totals = result.totals
+    last = _LAST_SCORES[0]
+    if last is not None and last[0] == divisor and last[1] == totals:  # as for the pod before
+        return list(last[2])
     half = divisor // 2
-    return [(t + half) // divisor for t in result.totals]
+    scores = [(t + half) // divisor for t in totals]
+    _LAST_SCORES[0] = (divisor, list(totals), list(scores))
+    return scores
+
+
+#: the last :func:`extender_scores`: its divisor, the totals and the scores (replaced whole)
+_LAST_SCORES: list[tuple[int, list[int], list[int]] | None] = [None]
 
 
 def resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:

@@ -73,7 +73,18 @@ class Snapshot:
     order of ``known``).
     """
 
-    __slots__ = ("_list", "_namespaces", "_order", "_pools", "known", "nodes", "nominated", "synced")
+    __slots__ = (
+        "_list",
+        "_namespaces",
+        "_order",
+        "_pools",
+        "changed",
+        "generation",
+        "known",
+        "nodes",
+        "nominated",
+        "synced",
+    )
 
     def __init__(
         self,
@@ -84,8 +95,15 @@ class Snapshot:
         pools: Sequence[PoolSpec] = (),
         order: Sequence[str] | None = None,
         namespaces: NamespaceLabels | None = None,
+        generation: int = 0,
+        changed: frozenset[str] | None = None,
     ) -> None:
         self.nodes = nodes
+        #: the cluster state's count of the snapshots it built, this one's (0: not the state's)
+        self.generation = generation
+        #: the node names whose NodeInfo may differ from the snapshot of ``generation - 1`` (a
+        #: node or its pods changed; ``None``: unknown): every other name maps to the same object
+        self.changed = changed
         #: the NodeInfos whose node object is known (what ``NodeNames`` resolve to)
         self.known = known
         self.synced = synced
@@ -233,6 +251,9 @@ class ClusterState:
         self._tree = NodeTree()
         self._order: tuple[str, ...] | None = None
         self._dirty: set[str] = set()
+        #: the names flushed since the last snapshot (:attr:`Snapshot.changed`), and its generation
+        self._flushed: set[str] = set()
+        self._generation = 0
         self._snapshot: Snapshot | None = None
         self._kinds = {kind: _KindState() for kind in KINDS}
         self.confirmed = 0
@@ -611,6 +632,7 @@ class ClusterState:
                 nominated = self._nominated() if self._indexes[NOMINATED][1] else None
                 if self._order is None:
                     self._order = tuple(self._tree.list())
+                self._generation += 1
                 self._snapshot = Snapshot(
                     dict(self._infos),
                     dict(self._known),
@@ -619,7 +641,10 @@ class ClusterState:
                     tuple(self._pools),
                     self._order,
                     self.namespace_labels,
+                    self._generation,
+                    frozenset(self._flushed),
                 )
+                self._flushed.clear()
             return self._snapshot
 
     def pod(self, uid: str) -> PodInfo | None:
@@ -839,6 +864,7 @@ class ClusterState:
         self._touch()
 
     def _flush(self) -> None:
+        self._flushed |= self._dirty
         for name in self._dirty:
             view = self._views.get(name)
             usage = self._usage.get(name)

@@ -318,7 +318,9 @@ class _Args(msgspec.Struct, Generic[_Item], rename="pascal", forbid_unknown_fiel
 
     pod: msgspec.Raw
     nodes: _NodeList[_Item] | None
-    node_names: list[str] | None
+    #: ``list[str] | None``, decoded by :data:`_NAME_LISTS` (the same bytes as a recent request's:
+    #: that request's list, whose strings' hashes are computed already)
+    node_names: msgspec.Raw
 
 
 class _GoNodeList(msgspec.Struct):
@@ -413,6 +415,7 @@ def decode_extender_args(
     check_body(body, limits)
     try:
         raw = (_RAW_ARGS if keep_raw else _IMAGES_ARGS if images else _VIEW_ARGS).decode(body)
+        names = _NAME_LISTS.get(raw.node_names)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _decode_extender_args_general(body, limits, images)
     except RecursionError:
@@ -435,7 +438,81 @@ def decode_extender_args(
                 if not name:  # not what json.Marshal(v1.Node) writes: decode the Go way
                     return _decode_extender_args_general(body, limits, images)
                 nodes.append(NodeInfo(name, cast(objects.Node, view)))  # without status.images unless images
-    return _assemble(pod, nodes, raws, meta, raw.node_names, limits)
+    return _assemble(pod, nodes, raws, meta, names, limits)
+
+
+_NAMES = msgspec.json.Decoder(list[str] | None)
+
+
+class _NameList:
+    """One ``NodeNames`` list kept by :class:`_NameLists`: its bytes, the decoded list, and what
+    the answers derive from it: its JSON (filter's answer when every node passed, built on first
+    use) and the last ``HostPriorityList`` of these names with its scores (prioritize's: the
+    in-tree scores of a node change with the node, not with the pod)."""
+
+    __slots__ = ("_json", "answer", "data", "names")
+
+    def __init__(self, data: bytes, names: list[str]) -> None:
+        self.data = data
+        self.names = names
+        self._json: bytes | None = None
+        #: the scores and the bytes of :func:`encode_host_priority_list`'s last answer for the
+        #: names (replaced whole)
+        self.answer: tuple[list[int], bytes] | None = None
+
+    def json(self) -> bytes:
+        """``orjson.dumps(names)``."""
+        out = self._json
+        if out is None:
+            out = self._json = orjson.dumps(self.names)
+        return out
+
+
+class _NameLists:
+    """The ``NodeNames`` of the last few requests (at least :data:`NAME_LIST_MIN` names), by
+    their bytes: kube-scheduler sends every pod's filter the same candidate names, and prioritize
+    the names that passed (often all of them), so such a list is decoded once and its strings
+    (whose hashes Python keeps) are looked up in the cluster state again without hashing them;
+    the answers' encodings derived from it are kept with it (:class:`_NameList`). The lists are
+    read-only to their users (the decision records keep them), as a decoded request's are."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept: tuple[_NameList, ...] = ()  # replaced whole: a thread reads one tuple
+
+    def get(self, raw: msgspec.Raw) -> list[str] | None:
+        """The list of ``raw`` (``null``: ``None``); raises msgspec's errors for anything else."""
+        data = bytes(raw)
+        kept = self.kept
+        for entry in kept:
+            if entry.data == data:
+                return entry.names
+        names: list[str] | None = _NAMES.decode(data)
+        if names is not None and len(names) >= NAME_LIST_MIN:
+            self.kept = (_NameList(data, names), *kept[: NAME_LISTS - 1])
+        return names
+
+    def entry(self, names: Sequence[str]) -> _NameList | None:
+        """The kept list that is ``names`` itself, or ``None``."""
+        for entry in self.kept:
+            if entry.names is names:
+                return entry
+        return None
+
+
+def kept_json(names: Sequence[str] | None) -> bytes | None:
+    """``orjson.dumps(names)`` when ``names`` is a ``NodeNames`` list the codec keeps (a
+    recent request's, decoded from the same bytes: :class:`_NameLists`), else ``None``."""
+    kept = _NAME_LISTS.entry(names) if names is not None else None
+    return kept.json() if kept is not None else None
+
+
+#: Lists of fewer names are not kept by :class:`_NameLists` (decoding them costs microseconds).
+NAME_LIST_MIN = 64
+#: How many recent ``NodeNames`` lists :class:`_NameLists` keeps.
+NAME_LISTS = 4
+_NAME_LISTS = _NameLists()
 
 
 class _LastPod:
@@ -616,8 +693,18 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
 
 
 def all_passed(statuses: Sequence[Status]) -> bool:
-    """Whether every verdict is the runtime's ``SUCCESS`` (an identity count, in C)."""
-    return bool(statuses) and sum(map(operator.is_, statuses, itertools.repeat(SUCCESS))) == len(statuses)
+    """Whether every verdict is the runtime's ``SUCCESS`` (an identity count, in C; the answer for
+    the last list kept, as the answer's encoding and the filter metrics ask it of the same one)."""
+    last = _LAST_PASSED[0]
+    if last is not None and last[0] is statuses and last[1] == len(statuses):
+        return last[2]
+    passed = bool(statuses) and sum(map(operator.is_, statuses, itertools.repeat(SUCCESS))) == len(statuses)
+    _LAST_PASSED[0] = (statuses, len(statuses), passed)
+    return passed
+
+
+#: the last list :func:`all_passed` judged, its length and its answer (replaced whole)
+_LAST_PASSED: list[tuple[Sequence[Status], int, bool] | None] = [None]
 
 
 def _all_passed(args: ExtenderArgsView) -> Chunks:
@@ -636,7 +723,9 @@ def _all_passed(args: ExtenderArgsView) -> Chunks:
     if not args.node_names:
         out.append(_NULL)
     else:
-        out.append(orjson.dumps(args.node_name_list()))
+        names = args.node_name_list()
+        kept = _NAME_LISTS.entry(names)
+        out.append(kept.json() if kept is not None else orjson.dumps(names))
     out.append(b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}')
     return out
 
@@ -659,7 +748,15 @@ def encode_host_priority_list(names: Sequence[str], scores: Sequence[int]) -> by
     Raises ``ValueError`` when the two lengths differ."""
     if len(names) != len(scores):
         raise ValueError(f"{len(names)} names but {len(scores)} scores")
-    return _ENCODER.encode(list(map(_HostPriority, names, scores)))
+    kept = _NAME_LISTS.entry(names)
+    if kept is None:
+        return _ENCODER.encode(list(map(_HostPriority, names, scores)))
+    last = kept.answer
+    if last is not None and last[0] == scores:  # the scores of the names' last answer
+        return last[1]
+    out = _ENCODER.encode(list(map(_HostPriority, names, scores)))
+    kept.answer = (list(scores), out)
+    return out
 
 
 class _HostPriority(msgspec.Struct):

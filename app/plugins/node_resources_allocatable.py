@@ -11,6 +11,8 @@ It needs no cluster state, so prioritize is useful without one.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import Literal
 
@@ -62,18 +64,35 @@ class NodeResourcesAllocatable:
         self.sign = -1 if args.mode == "Least" else 1
         self.weights = [(r.name, r.weight) for r in args.resources]
         self.weight_sum = sum(w for _, w in self.weights)
+        #: the last nodes scored and their raw scores; and the last raw scores normalized and
+        #: their result (kube-scheduler sends the same candidates pod after pod; each pair is
+        #: replaced whole, as requests may run on two threads)
+        self._scored: tuple[Sequence[NodeInfo], list[int]] = ((), [])
+        self._normalized: tuple[list[int], list[int]] = ([], [])
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         """Each node's raw score: ``sum(sign * allocatable[r] * weight[r]) / sum(weight)`` (any
         integer), kept on the NodeInfo (it depends on allocatable only); ``Error`` naming the first
         node whose object is unknown (a NodeNames request without cluster state)."""
         raw = self._raw_score
-        scores: list[int] = []
-        append = scores.append
-        for node in nodes:
-            if node.node is None:
-                return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
-            append(node.memo(self, raw))
+        last_nodes, last_scores = self._scored
+        if last_nodes and len(nodes) == len(last_nodes):
+            # the candidates of the last call (kube-scheduler's next pod): only the NodeInfos that
+            # are not the same objects (a node or its pods changed) are read, found in C
+            scores = list(last_scores)
+            for i in itertools.compress(range(len(nodes)), map(operator.is_not, nodes, last_nodes)):
+                node = nodes[i]
+                if node.node is None:
+                    return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
+                scores[i] = node.memo(self, raw)
+        else:
+            scores = []
+            append = scores.append
+            for node in nodes:
+                if node.node is None:
+                    return [], Status(Code.ERROR, (f"node {node.name}: {_NO_NODE.message}",))
+                append(node.memo(self, raw))
+        self._scored = (nodes, list(scores))
         return scores, SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
@@ -92,12 +111,18 @@ class NodeResourcesAllocatable:
         """Min-max to 0..100 in place: ``(s - lowest) * 100 / (highest - lowest)``; all equal -> 0."""
         if not scores:
             return SUCCESS
+        last_raw, last_out = self._normalized
+        if scores == last_raw:
+            scores[:] = last_out
+            return SUCCESS
+        raw = list(scores)
         lowest = min(scores)
         spread = max(scores) - lowest
         if spread == 0:
             scores[:] = [0] * len(scores)
         else:
             scores[:] = [(s - lowest) * MAX_NODE_SCORE // spread for s in scores]
+        self._normalized = (raw, list(scores))
         return SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:

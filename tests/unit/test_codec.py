@@ -247,3 +247,46 @@ def test_the_same_pod_bytes_decode_once_and_another_pod_is_its_own() -> None:
     with pytest.raises(codec.DecodeError, match="Pod"):
         codec.decode_extender_args(go_marshal(other))
     assert codec.decode_extender_args(go_marshal(doc)).pod.uid == doc["Pod"]["metadata"]["uid"]
+
+
+def test_the_same_node_names_bytes_decode_once_and_answer_the_same_bytes() -> None:
+    """kube-scheduler sends every pod's filter the same NodeNames, and prioritize the names that
+    passed: a list of at least ``NAME_LIST_MIN`` names is decoded once (the same list object),
+    filter's answer and prioritize's are the bytes of the general encodings, with other scores
+    too; a short or another list is its own."""
+    doc = json.loads(fixture_bytes("extenderargs_cache_n5000.json"))
+    doc["NodeNames"] = doc["NodeNames"][:300]
+    first = codec.decode_extender_args(go_marshal(doc))
+    again = codec.decode_extender_args(go_marshal(doc), keep_raw=False)
+    assert again.names is first.names and first.names == doc["NodeNames"]
+    assert codec.kept_json(first.names) == json.dumps(doc["NodeNames"], separators=(",", ":")).encode()
+    answer = codec.join(codec.encode_filter_result(first, [SUCCESS] * 300))
+    assert json.loads(answer)["NodeNames"] == doc["NodeNames"]
+    assert codec.kept_json(list(first.names)) is None  # an equal list, but not the kept one
+    general = codec.join(
+        codec.encode_filter_result(
+            codec.ExtenderArgsView(first.pod, None, None, b"{}", True, list(first.names)), [SUCCESS] * 300
+        )
+    )
+    assert answer == general
+    for scores in (
+        [i % 11 for i in range(300)],
+        [i % 11 for i in range(300)],
+        [10 - i % 11 for i in range(300)],
+        [0] * 300,
+    ):
+        names = again.names
+        assert names is not None
+        expected = msgspec.json.encode([{"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)])
+        assert codec.encode_host_priority_list(names, scores) == expected
+        assert codec.encode_host_priority_list(list(names), scores) == expected
+    short = {**doc, "NodeNames": doc["NodeNames"][: codec.NAME_LIST_MIN - 1]}
+    assert (
+        codec.decode_extender_args(go_marshal(short)).names is not codec.decode_extender_args(go_marshal(short)).names
+    )
+    other = {**doc, "NodeNames": doc["NodeNames"][1:]}
+    assert codec.decode_extender_args(go_marshal(other)).names == doc["NodeNames"][1:]
+    bad = {**doc, "NodeNames": [1, 2]}
+    with pytest.raises(codec.DecodeError):
+        codec.decode_extender_args(go_marshal(bad))
+    assert codec.decode_extender_args(go_marshal(doc)).names is first.names  # still kept

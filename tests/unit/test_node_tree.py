@@ -279,3 +279,45 @@ def _node(doc: dict[str, Any]) -> Any:
     from app.framework import objects
 
     return msgspec.convert(doc, objects.Node)
+
+
+def test_names_resolved_in_the_next_snapshot_are_the_names_resolved_anew() -> None:
+    """A NodeNames list resolved in a snapshot and then in the cluster state's next one (only the
+    nodes changed meanwhile looked up again: :attr:`Snapshot.changed`) gives what resolving it
+    anew gives, through node and pod changes, a node deleted and added back, and a relist."""
+    import random
+    import types
+
+    import msgspec
+
+    from app.api.service import ExtenderService
+    from app.extender.codec import ExtenderArgsView
+    from app.framework import PodInfo, objects
+    from tests.support.apiserver import pod
+
+    state = ClusterState()
+    names = [f"n{i}" for i in range(40)]
+    seed(state, [node_doc(n, "a") for n in names], [])
+    service: Any = types.SimpleNamespace(_resolved=None)
+    view = ExtenderArgsView(None, None, None, b"{}", True, names)  # type: ignore[arg-type]
+    rng = random.Random(7)
+    patched = 0
+    for step in range(200):
+        choice = rng.random()
+        name = rng.choice(names)
+        if choice < 0.5:
+            state.upsert_pod(PodInfo(msgspec.convert(pod(f"p{step}", "default", name), objects.Pod)))
+        elif choice < 0.7:
+            state.upsert_node(_node(node_doc(name, rng.choice("ab"))))
+        elif choice < 0.8:
+            state.delete_node(_node(node_doc(name, "a")))
+        elif choice < 0.82:
+            state.replace_nodes([_node(node_doc(n, "a")) for n in names[: rng.randrange(30, 41)]])
+        snapshot = state.snapshot()
+        before = service._resolved
+        got = ExtenderService.resolve_nodes(service, view, snapshot)
+        expected = [snapshot.known.get(n) for n in names]
+        assert [*got.nodes] == [info for info in expected if info is not None]
+        assert got.unknown == [i for i, info in enumerate(expected) if info is None]
+        patched += before is not None and service._resolved.index is not None and not got.unknown
+    assert patched > 20

@@ -207,3 +207,26 @@ def test_node_resources_allocatable_needs_the_node_object() -> None:
     plugin = NodeResourcesAllocatable(NodeResourcesAllocatableArgs(), HANDLE)
     _, status = plugin.score(CycleState(), pod(), NodeInfo("only-a-name"))
     assert status.code is Code.ERROR and "node object unavailable" in status.message
+
+
+def test_node_resources_allocatable_same_nodes_again_same_scores() -> None:
+    """The last nodes' raw scores and the last normalization are kept: the same NodeInfos again
+    answer the same; other NodeInfos of the same names (a node changed) are scored anew."""
+    plugin = NodeResourcesAllocatable(NodeResourcesAllocatableArgs(mode="Most"), HANDLE)
+    infos = [node(f"n{i}", cpu=f"{1000 + i * 500}m", memory="1Gi") for i in range(4)]
+    fw = framework(score=[plugin])
+    first, _ = fw.run_score_plugins(CycleState(), pod(), infos)
+    again, _ = fw.run_score_plugins(CycleState(), pod(), list(infos))
+    assert first.totals == again.totals == [0, 33, 66, 100]
+    changed = [*infos[:3], node("n3", cpu="1000m", memory="1Gi")]
+    out, _ = fw.run_score_plugins(CycleState(), pod(), changed)
+    assert out.totals == [0, 50, 100, 0]
+    moved = [infos[3], *infos[:3]]  # the same NodeInfos in another order
+    out, _ = fw.run_score_plugins(CycleState(), pod(), moved)
+    assert out.totals == [100, 0, 33, 66]
+    out, status = fw.run_score_plugins(CycleState(), pod(), [*infos[:3], NodeInfo("n3")])
+    assert status.code is Code.ERROR and "node n3: node object unavailable" in status.message
+    scores = [5, 1, 9]
+    assert plugin.normalize_scores(CycleState(), pod(), scores).is_success() and scores == [50, 0, 100]
+    scores = [5, 1, 9]
+    assert plugin.normalize_scores(CycleState(), pod(), scores).is_success() and scores == [50, 0, 100]

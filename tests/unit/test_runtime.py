@@ -505,3 +505,13 @@ def test_reserve_and_permit_lists_are_their_own() -> None:
     fw = framework(filter=[a, c], reserve=[c], permit=[c, a], bind=[Binder("B", SUCCESS, log)])
     assert asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1")).is_success()
     assert log == ["Reserve C", "Permit C", "Permit A", "Bind B"]
+
+
+def test_extender_scores_of_other_totals_or_weights_after_the_same() -> None:
+    """The last answer is kept for the same totals and weights; other totals or weights are
+    scaled anew."""
+    same = ScoreResult((), {"A": [100, 40]}, {"A": 1}, [100, 45])
+    assert extender_scores(same) == extender_scores(same) == [10, 5]
+    assert extender_scores(ScoreResult((), {"A": [100, 40]}, {"A": 1}, [100, 44])) == [10, 4]
+    assert extender_scores(ScoreResult((), {"A": [100, 40]}, {"A": 2}, [100, 45])) == [5, 2]
+    assert extender_scores(same) == [10, 5]
