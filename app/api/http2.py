@@ -135,7 +135,10 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self._idle_since = self.loop.time()
         #: the highest stream the client opened; after a graceful GOAWAY, the last one answered
         self._last_stream = 0
+        #: a GOAWAY went out (shutdown, or zttp's after a connection error): none other follows it
         self._goaway_sent = False
+        #: after a connection error, nothing more is read
+        self._read_no_more = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -143,14 +146,40 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 
     def data_received(self, data: bytes) -> None:
+        """uvicorn's, but for two things: frames that open no stream do not extend ``idle``, and a
+        connection error (a flood, a malformed frame: zttp's GOAWAY with its code and the last
+        stream it read) ends the connection as Go's server does, the streams read whole still
+        answered (:meth:`_end_after_error`), not at once."""
+        if self._read_no_more:
+            return
         had_streams = bool(self.cycles)
-        super().data_received(data)
-        if not self.cycles and self.timeout_keep_alive_task is not None and not had_streams:
-            # frames that opened no stream: the connection still closes ``idle`` after it
-            # opened or its last stream ended (uvicorn re-arms the timer from now)
-            self.timeout_keep_alive_task.cancel()
+        self._unset_keepalive_if_required()
+        try:
+            self.conn.receive_data(data)
+            self.handle_events()
+        except zttp.RemoteProtocolError as exc:
+            self.logger.warning("Invalid HTTP/2 frame received: %s", exc)
+            self._end_after_error()
+            return
+        self.flush()
+        if not self.cycles and not self.transport.is_closing():
+            # idle: ``idle`` after the connection opened or its last stream ended; frames that
+            # opened no stream do not extend it
             left = self._idle_since + self.timeout_keep_alive - self.loop.time()
-            self.timeout_keep_alive_task = self.loop.call_later(max(left, 0), self.timeout_keep_alive_handler)
+            self.timeout_keep_alive_task = self.loop.call_later(
+                max(left, 0) if not had_streams else self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
+    def _end_after_error(self) -> None:
+        """zttp found a connection error and queued its GOAWAY (ENHANCE_YOUR_CALM for a flood, the
+        last stream it read): write it, read nothing more, answer the streams open (their bodies
+        read whole; one whose body never ends meets its ``body`` deadline), then close."""
+        self.flush()
+        self._goaway_sent = self._read_no_more = self.shutdown_requested = True
+        if self.cycles:
+            self.transport.pause_reading()
+        else:
+            self._close_connection()
 
     def shutdown(self) -> None:
         """The server stops (SIGTERM): as Go's server does, GOAWAY (NO_ERROR) at once, naming the
@@ -168,8 +197,18 @@ class GuardedH2Protocol(ZttpH2Protocol):
         """uvicorn's (GOAWAY, then close), on the next turn of the loop: the stream whose end
         closes the connection (at shutdown, or after the client's GOAWAY) completes inside its
         last ASGI ``send``, before its one-write transport has written the answer it holds
-        (:class:`_OneWrite`); closed at once, the transport would drop that answer."""
-        self.loop.call_soon(super()._close_connection)
+        (:class:`_OneWrite`); closed at once, the transport would drop that answer. No second
+        GOAWAY after one of :meth:`shutdown` or :meth:`_end_after_error` (a later one could only
+        name a higher stream, which RFC 9113 6.8 forbids)."""
+        self.loop.call_soon(self._close_now)
+
+    def _close_now(self) -> None:
+        if self.transport.is_closing():
+            return
+        if not self._goaway_sent:
+            self.conn.close()
+        self.flush()
+        self.transport.close()
 
     def pause_writing(self) -> None:
         """The client does not read what is written to it (the transport's buffer is past its
@@ -182,7 +221,7 @@ class GuardedH2Protocol(ZttpH2Protocol):
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        if not self.flow.read_paused and not self.transport.is_closing():
+        if not self.flow.read_paused and not self._read_no_more and not self.transport.is_closing():
             self.transport.resume_reading()  # unless a stream's body holds reading back
 
     def on_stream_closed(self) -> None:

@@ -357,6 +357,45 @@ def test_a_flood_of_reset_streams_is_cut(secure: tuple[Server, Path]) -> None:
     assert r.http_version == "HTTP/2" and r.status_code == 200
 
 
+def test_a_flood_ends_the_connection_after_the_requests_read_whole_are_answered(
+    secure: tuple[Server, Path], api: FakeAPIServer
+) -> None:
+    """A bind in flight (its Binding takes 0.7 s at the API server), then a rapid-reset flood on
+    the same connection: GOAWAY ENHANCE_YOUR_CALM at once, nothing more read, yet the bind read
+    whole before the flood is still answered before the connection closes (uvicorn closed it at
+    once: the bind's caller saw the connection fail)."""
+    server, pki = secure
+    api.put("pods", pod("h2-flood", "default"))
+    bind = go_marshal(
+        {"PodName": "h2-flood", "PodNamespace": "default", "PodUID": "uid-default-h2-flood", "Node": "node-a"}
+    )
+    context = client_context(pki, True)
+    context.set_alpn_protocols(["h2"])
+    api.binding_delay = 0.7  # within DefaultBinder's 1 s of these tests
+    try:
+        with context.wrap_socket(
+            socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1"
+        ) as sock:
+            sock.settimeout(8)
+            frames = Frames(sock)
+            frames.request(1, bind, end=True, path="/bind")
+            time.sleep(0.2)  # the bind is at the API server
+            for stream in range(3, 3 + 2 * 400, 2):
+                frames.reset(stream)
+            seen: list[tuple[int, int, int, bytes]] = []
+            while (frame := frames.next()) is not None:
+                seen.append(frame)
+    finally:
+        api.binding_delay = 0.0
+    goaways = [f for f in seen if f[0] == 0x7]
+    assert len(goaways) == 1 and int.from_bytes(goaways[0][3][4:8], "big") == ENHANCE_YOUR_CALM
+    on_stream_1 = [(kind, payload) for kind, _, stream, payload in seen if stream == 1]
+    assert on_stream_1[0] == (0x1, b"200")
+    assert json.loads(b"".join(payload for kind, payload in on_stream_1 if kind == 0x0)) == {"Error": ""}
+    assert seen.index(goaways[0]) < seen.index(next(f for f in seen if f[2] == 1))  # the GOAWAY came first
+    assert "h2-flood" in {b["metadata"]["name"] for b in api.bindings}
+
+
 def test_a_client_that_does_not_read_is_not_read(api: FakeAPIServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A PING flood from a client that reads nothing (CVE-2019-9512): each PING owes an ACK, and
     once the ACKs unread pass the transport's high-water mark the server stops reading the
@@ -410,10 +449,15 @@ class Frames:
     def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
         return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
 
-    def request(self, stream: int, body: bytes, end: bool) -> None:
-        """HEADERS of a filter POST, then ``body`` in a DATA frame (END_STREAM when ``end``)."""
-        block = self.encoder.encode(POST)
+    def request(self, stream: int, body: bytes, end: bool, path: str = "/filter") -> None:
+        """HEADERS of a POST to ``path``, then ``body`` in a DATA frame (END_STREAM when ``end``)."""
+        block = self.encoder.encode([(":path", path) if name == ":path" else (name, value) for name, value in POST])
         self.sock.sendall(self.frame(0x1, 0x4, stream, block) + self.frame(0x0, 0x1 if end else 0, stream, body))
+
+    def reset(self, stream: int) -> None:
+        """HEADERS of a filter POST, then RST_STREAM CANCEL at once (a rapid reset)."""
+        block = self.encoder.encode(POST)
+        self.sock.sendall(self.frame(0x1, 0x4, stream, block) + self.frame(0x3, 0, stream, CANCEL.to_bytes(4, "big")))
 
     def headers(self, stream: int) -> None:
         """HEADERS of a filter POST with END_STREAM (no body)."""
