@@ -166,6 +166,7 @@ class GuardedH2Protocol(ZttpH2Protocol):
             # idle: ``idle`` after the connection opened or its last stream ended; frames that
             # opened no stream do not extend it
             left = self._idle_since + self.timeout_keep_alive - self.loop.time()
+            self._unset_keepalive_if_required()  # the one a stream's end armed meanwhile
             self.timeout_keep_alive_task = self.loop.call_later(
                 max(left, 0) if not had_streams else self.timeout_keep_alive, self.timeout_keep_alive_handler
             )
@@ -203,7 +204,10 @@ class GuardedH2Protocol(ZttpH2Protocol):
         self.loop.call_soon(self._close_now)
 
     def _close_now(self) -> None:
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self.cycles:
+            # a stream opened meanwhile (an idle close whose turn came after the client's next
+            # request): the connection is not idle; the last stream's end closes it at shutdown
+            # or after an error, and arms the idle deadline otherwise
             return
         if not self._goaway_sent:
             self.conn.close()

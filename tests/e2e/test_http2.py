@@ -329,6 +329,29 @@ def test_a_connection_serves_any_number_of_streams(secure: tuple[Server, Path]) 
     assert set(answered.values()) == {b"200"}
 
 
+def test_a_busy_connection_is_not_closed_at_idle(secure: tuple[Server, Path]) -> None:
+    """One request at a time for twice ``idle`` (2 s), as kube-scheduler's serial cycle sends
+    filter and prioritize: each answered within the read that brought it, so no stream is open
+    between reads. The connection stays open: an idle deadline armed by a stream's end and
+    then lost (never cancelled) closed it with GOAWAY after 2 s, failing what was in flight."""
+    server, pki = secure
+    body = fixture_bytes("extenderargs_cache_n10.json")
+    sock, conn = raw_h2(server, pki)
+    answered = 0
+    with sock:
+        ends = time.monotonic() + 4.5
+        while time.monotonic() < ends:
+            stream = conn.get_next_available_stream_id()
+            conn.send_headers(stream, [*POST, ("content-length", str(len(body)))])
+            conn.send_data(stream, body, end_stream=True)
+            sock.sendall(conn.data_to_send())
+            status, _ = stream_answer(sock, conn)
+            assert status == b"200", f"request {answered + 1}: {status!r}"
+            answered += 1
+            time.sleep(0.05)
+    assert answered > 40
+
+
 def test_a_flood_of_reset_streams_is_cut(secure: tuple[Server, Path]) -> None:
     """A rapid-reset flood (CVE-2023-44487: streams opened and reset at once, no answer waited
     for) still ends the connection with GOAWAY ENHANCE_YOUR_CALM; the server serves the next."""
