@@ -14,8 +14,8 @@
 Loading validates everything up front and fails with every problem at once, each prefixed by its
 field path (``profiles[0].plugins.score[1].weight: must be > 0``): unknown keys, unknown plugins,
 a plugin enabled at a point it does not implement, bad args, and kube-scheduler's own extender
-rules (``validateExtenders`` in pkg/scheduler/apis/config/validation/validation.go, PROTOCOL.md
-3.1): a positive weight with prioritize, at most one binder, valid and unique managed resources.
+rules (``validateExtenders`` in pkg/scheduler/apis/config/validation/validation.go): a positive
+weight with prioritize, at most one binder, valid and unique managed resources.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Verb handlers shared by the HTTP layer and ``replay``: body bytes in, :class:`Answer` out.
 
-Status codes (DESIGN.md section 3): 200 for every decided answer, including a filter or bind
+Status codes (docs/reference/protocol.md): 200 for every decided answer, including a filter or bind
 ``Error`` (the protocol's own way to report failure); 400 for a body that is not a well-formed
 request of the verb's type or exceeds a limit; 500 with ``Error`` when a fail-closed plugin errs
 in prioritize or preempt (their result types have no ``Error`` field; kube-scheduler treats any
@@ -454,7 +454,8 @@ def extender_scores(result: ScoreResult) -> list[int]:
     """The extender's answer from the framework's scores: each node's weighted mean of the
     plugins' 0..100 scores (``TotalScore`` over the sum of the weights that scored), scaled to
     0..``MaxExtenderPriority`` (10) and rounded half up; every node 0 when no plugin scored.
-    kube-scheduler multiplies it by the extender ``weight`` x 10 (PROTOCOL.md 3.4)."""
+    kube-scheduler multiplies it by the extender ``weight`` x 10 (``prioritizeNodes``,
+    pkg/scheduler/schedule_one.go)."""
     weight_sum = sum(result.weights.values())
     if not weight_sum:
         return [0] * len(result.totals)

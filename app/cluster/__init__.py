@@ -1,5 +1,5 @@
 """Cluster state: list+watch reflectors of nodes and pods, per-node aggregates and the
-assumed-pod ledger (DESIGN.md section 4), behind the framework's ``ClusterHandle``. Imports no
+assumed-pod ledger (docs/cluster-state.md), behind the framework's ``ClusterHandle``. Imports no
 ``kubernetes`` module itself."""
 
 from app.cluster.runtime import ClusterRuntime, ClusterSettings

@@ -4,10 +4,11 @@
 1. Strict decoding (:func:`app.deploy.kubesched.decode`): unknown or mis-cased keys, duplicate
    keys and wrongly typed values are errors, as in kube-scheduler v1.
 2. Upstream validation (:func:`app.deploy.kubesched.validate`), then what upstream accepts but
-   breaks in practice (PROTOCOL.md 2 and 5): ``enableHTTPS`` without a CA (kube-scheduler then
-   does not verify the certificate), a CA together with ``insecure`` (kube-scheduler refuses to
-   start), ``enableHTTPS`` on an ``http://`` prefix (it does not switch the scheme), managed
-   resources without ``ignoredByScheduler``.
+   breaks in practice (``makeTransport``, ``NewHTTPExtender``: pkg/scheduler/extender.go):
+   ``enableHTTPS`` without a CA (kube-scheduler then does not verify the certificate), a CA
+   together with ``insecure`` (kube-scheduler refuses to start), ``enableHTTPS`` on an
+   ``http://`` prefix (it does not switch the scheme), managed resources without
+   ``ignoredByScheduler``.
 3. Against the running service (unless ``--offline``), per extender entry: the profile its
    ``urlPrefix`` names exists; each configured verb answers at ``urlPrefix + "/" + verb`` (as
    kube-scheduler builds the URL) with its result type; ``nodeCacheCapable`` and the verbs match

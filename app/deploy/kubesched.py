@@ -11,7 +11,7 @@ and ``k8s.io/component-base/config/v1alpha1`` field by field; plugin ``args`` st
 Validation (:func:`validate`) ports ``ValidateKubeSchedulerConfiguration`` in
 ``pkg/scheduler/apis/config/validation/validation.go`` for what can be wrong in a file after
 defaulting: parallelism, percentages, backoff, scheduler names, duplicate pluginConfig, and all of
-``validateExtenders`` (PROTOCOL.md 3.1), with upstream's ``field.Error`` wording.
+``validateExtenders`` (pkg/scheduler/apis/config/validation/validation.go), with upstream's ``field.Error`` wording.
 """
 
 from __future__ import annotations

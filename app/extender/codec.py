@@ -2,7 +2,7 @@
 
 Why not the pydantic models: a non-cache request carries hundreds of ~15 KB node objects (the
 500-node body is 7.3 MB) and materialising them costs more than a Go extender's whole answer
-(DESIGN.md section 5). This module decodes with msgspec:
+(``bench/bench_memory.py``). This module decodes with msgspec:
 
 - the top level into ``Pod`` + ``Nodes.items`` as raw byte slices (``msgspec.Raw``), one pass;
 - each node's raw bytes into a slim :class:`app.framework.objects.Node` (unknown fields are
@@ -12,14 +12,14 @@ Why not the pydantic models: a non-cache request carries hundreds of ~15 KB node
 - filter survivors are echoed as the very bytes kube-scheduler sent, and the answer is handed to
   the HTTP layer as a list of byte chunks (:data:`Chunks`), never joined into one large copy.
 
-Go compatibility (PROTOCOL.md 1.1): bodies produced by kube-scheduler use the exact Go key names
-and take the fast path. Any other body (keys in another letter case, unknown or repeated keys)
-takes the general path, :func:`go_decode`: each struct level is decoded as ``dict[str, Raw]``
-(zero-copy), its keys folded as Go's decoder would (:mod:`app.extender.gojson`), and only the
-fields of the target type are descended into. Work is linear in the body; nothing the service
-does not read is ever built as Python objects. The pydantic models in :mod:`app.extender.models`
-stay the documented contract; ``tests/unit/test_codec.py`` proves both paths agree with them on
-every shared fixture.
+Go compatibility (Go's ``encoding/json``, which kube-scheduler uses): bodies produced by
+kube-scheduler use the exact Go key names and take the fast path. Any other body (keys in another
+letter case, unknown or repeated keys) takes the general path, :func:`go_decode`: each struct level
+is decoded as ``dict[str, Raw]`` (zero-copy), its keys folded as Go's decoder would
+(:mod:`app.extender.gojson`), and only the fields of the target type are descended into. Work is
+linear in the body; nothing the service does not read is ever built as Python objects. The pydantic
+models in :mod:`app.extender.models` stay the documented contract; ``tests/unit/test_codec.py``
+proves both paths agree with them on every shared fixture.
 
 Bounds (:class:`Limits`, from ``server.limits``): every count the service materialises is capped
 (nodes per request, victims per node and per request), an oversized body of tiny values is

@@ -3,7 +3,7 @@
 The ``k8s.io/kube-scheduler/extender/v1`` structs have no json tags, and Go's decoder matches
 object keys to struct fields case-insensitively: an exact match is preferred, otherwise the first
 field whose name equals the key under Unicode case folding; when two keys land on one field the
-last one in document order wins (PROTOCOL.md 1.1, items 5-7). Unknown keys are ignored and
+last one in document order wins (Go's ``encoding/json``). Unknown keys are ignored and
 ``null`` into a non-pointer field leaves the zero value.
 
 This module holds those rules once, for the pydantic contract models (:mod:`app.extender`) and for

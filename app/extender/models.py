@@ -73,7 +73,8 @@ FailedNodesMap = dict[str, str]
 
 class ExtenderFilterResult(GoStruct):
     """Response of ``filter``. kube-scheduler reads ``Error`` first, then ``NodeNames`` (cache mode,
-    when non-null) or ``Nodes``; the maps only explain rejections (PROTOCOL.md 3.3)."""
+    when non-null) or ``Nodes``; the maps only explain rejections (``HTTPExtender.Filter``,
+    pkg/scheduler/extender.go)."""
 
     _go_values: ClassVar[frozenset[str]] = frozenset({"Error"})
 

@@ -170,7 +170,8 @@ class PreemptionPlugin(Plugin, Protocol):
     ``(candidates, status)``: the candidates it accepts (a node may be dropped, and its victims
     may be trimmed or reordered) and ``SUCCESS``, or an ``ERROR`` status. The runtime drops a node
     whose victim list a plugin emptied (an empty list for a node that had victims is an error
-    upstream, PROTOCOL.md 3.6) and refuses victims that were not proposed for that node.
+    upstream, ``convertToVictims`` in pkg/scheduler/extender.go) and refuses victims that were
+    not proposed for that node.
     """
 
     def process_preemption(

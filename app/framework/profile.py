@@ -1,7 +1,7 @@
 """Profile models: which plugins run at which extension point, and the extender entry's settings.
 
 A profile is what one ``extenders:`` entry of kube-scheduler's ``KubeSchedulerConfiguration``
-talks to (DESIGN.md section 2). Keys are camelCase and matched case-sensitively, like
+talks to (docs/configuration.md). Keys are camelCase and matched case-sensitively, like
 kube-scheduler's own component config since v1beta1; unknown keys are errors.
 """
 

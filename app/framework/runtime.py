@@ -1070,7 +1070,8 @@ def _failed(node_name: str, status: Status, point: str) -> Status:
 
 
 def _checked_victims(before: dict[str, Victims], after: dict[str, Victims]) -> dict[str, Victims]:
-    """Enforce the protocol's rules on a preemption plugin's answer (PROTOCOL.md 3.6).
+    """Enforce the protocol's rules on a preemption plugin's answer (kube-scheduler's
+    ``HTTPExtender.ProcessPreemption``, pkg/scheduler/extender.go).
 
     Raises ``ValueError`` for a node or victim that was not proposed; drops a node whose
     non-empty victim list became empty (upstream would reject the whole answer).
