@@ -461,18 +461,8 @@ def extender_scores(result: ScoreResult) -> list[int]:
         return [0] * len(result.totals)
     # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
     divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
-    totals = result.totals
-    last = _LAST_SCORES[0]
-    if last is not None and last[0] == divisor and last[1] == totals:  # as for the pod before
-        return list(last[2])
     half = divisor // 2
-    scores = [(t + half) // divisor for t in totals]
-    _LAST_SCORES[0] = (divisor, list(totals), list(scores))
-    return scores
-
-
-#: the last :func:`extender_scores`: its divisor, the totals and the scores (replaced whole)
-_LAST_SCORES: list[tuple[int, list[int], list[int]] | None] = [None]
+    return [(t + half) // divisor for t in result.totals]
 
 
 def resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:

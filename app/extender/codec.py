@@ -693,18 +693,8 @@ def encode_filter_result(args: ExtenderArgsView, statuses: Sequence[Status]) -> 
 
 
 def all_passed(statuses: Sequence[Status]) -> bool:
-    """Whether every verdict is the runtime's ``SUCCESS`` (an identity count, in C; the answer for
-    the last list kept, as the answer's encoding and the filter metrics ask it of the same one)."""
-    last = _LAST_PASSED[0]
-    if last is not None and last[0] is statuses and last[1] == len(statuses):
-        return last[2]
-    passed = bool(statuses) and sum(map(operator.is_, statuses, itertools.repeat(SUCCESS))) == len(statuses)
-    _LAST_PASSED[0] = (statuses, len(statuses), passed)
-    return passed
-
-
-#: the last list :func:`all_passed` judged, its length and its answer (replaced whole)
-_LAST_PASSED: list[tuple[Sequence[Status], int, bool] | None] = [None]
+    """Whether every verdict is the runtime's ``SUCCESS`` (an identity count, in C)."""
+    return bool(statuses) and sum(map(operator.is_, statuses, itertools.repeat(SUCCESS))) == len(statuses)
 
 
 def _all_passed(args: ExtenderArgsView) -> Chunks:
