@@ -3,46 +3,25 @@ hands every other request to the FastAPI app (health, metrics, OpenAPI, docs).
 
 One request, top to bottom (:meth:`VerbRouter.__call__`):
 
-1. route: the path names a verb of :data:`~app.api.verbs.VERBS`, with or without a profile;
+1. route: the path names a verb of :data:`~app.api.service.VERBS`, with or without a profile;
 2. admission: a connection past ``server.maxConnections`` or a request past
    ``server.maxRequestsInFlight`` gets 503 with ``Retry-After`` (the verb's result type);
 3. the profile: :meth:`ExtenderService.resolve` (unknown profile, unserved verb: its answer);
 4. the body: at most ``server.maxRequestBytes`` (else 413), within ``server.timeouts.body`` (else
-   408), within the ``server.maxInFlightBytes`` budget shared by all requests (else 503), read
-   into one buffer sized by Content-Length;
-5. the verb: decoded on the loop (one msgspec pass in C for filter and prioritize; preempt
-   bodies of :data:`~app.api.verbs.INLINE_BODY_BYTES` or more go to the worker whole), then
-   evaluated on the loop when its plugins see at most :data:`~app.api.verbs.INLINE_WEIGHT`
-   nodes or victims (or more, when the profile's earlier answers of the verb say it takes at
-   most :data:`INLINE_SECONDS`), else in the verb worker thread (one thread: kube-scheduler's
-   scheduling cycle is serial, and the event loop stays free for health, metrics and binds); bind is a
-   coroutine on the loop; an unexpected exception is logged and answered 500 without its text;
-6. the answer: sent in chunks of about 256 KiB, never joined into one copy; then the metrics
-   observer counts it (body read included in the duration); the verb's decision is recorded in a
-   loop callback just after (:meth:`~app.api.service.ExtenderService.record_after_answers`).
+   408), within the ``server.maxInFlightBytes`` budget shared by all requests (else 503);
+5. the verb: decoded on the loop, evaluated on the loop when cheap (at most
+   :data:`~app.api.service.INLINE_WEIGHT` nodes or victims, or the profile's earlier answers took
+   at most :data:`INLINE_SECONDS`), else in the one verb worker thread (kube-scheduler's cycle is
+   serial; the loop stays free for health, metrics and binds); bind is a coroutine on the loop;
+   an unexpected exception is logged and answered 500 without its text;
+6. the answer: sent in chunks of about 256 KiB; the metrics observer counts it; the decision is
+   recorded in a loop callback just after (``ExtenderService.record_after_answers``).
 
-Over HTTP/1.1 most verb requests (filter, prioritize, preempt, an allowed bind) skip the ASGI cycle (uvicorn's task,
-``receive`` and ``send`` messages, the body's copies): :class:`~app.api.server.GuardedHttpToolsProtocol`
-offers each request to :meth:`VerbRouter.direct` once its headers are complete, and for a
-blocking verb of a profile that serves it, with a Content-Length of at most
-:attr:`VerbRouter.direct_bytes` (1 MiB, never counted against ``maxInFlightBytes``), admitted
-(step 2) and not a probe, collects the body itself, has it answered by
-:meth:`VerbRouter.direct_answer` (steps 4 and 5: the body timeout's 408 from
-:meth:`VerbRouter.direct_timed_out`) and writes the answer, head and body in one write, before
-:meth:`VerbRouter.direct_done` counts it (step 6). Everything else (bind, refusals, mismatches,
-probes, larger bodies, ``Expect: 100-continue``, a request pipelined behind another, HTTP/2)
-takes the ASGI cycle. Both give the same bytes on the wire.
-
-A probe (a request with :data:`~app.observe.logs.PROBE_HEADER`, as ``check-scheduler-config``
-sends) goes through the same steps, refusals included, and gets the same answer; but its verb runs
-on a :meth:`~VerbRouter.quiet` service that builds no decision (no ``/explain`` record, no decision
-log line, no pod event), it is neither captured nor counted in the request metrics, and its
-answer is sent with :data:`~app.observe.logs.PROBING` set (no access line). A bind that reached
-the binder and answered 200 is the exception: it changes the cluster, so it is recorded, logged
-and counted as any bind, header or not. Normal requests pay one scan of the header list.
-
-FastAPI/Starlette's request layer costs about 2 ms on a 1.5 MB body and 10 ms on a 7.3 MB one,
-more than the verbs' own work, which is why verbs do not go through it.
+Most verb requests skip the ASGI cycle (the direct path of :class:`VerbRouter`: same bytes on the
+wire). A probe (:data:`~app.observe.logs.PROBE_HEADER`, as ``check-scheduler-config`` sends) gets
+the same answer but leaves no decision, metric or access line (:meth:`VerbRouter.quiet`), except a
+bind that reached the binder and answered 200. FastAPI's request layer costs about 2 ms on a
+1.5 MB body, more than the verbs' own work, which is why verbs do not go through it.
 """
 
 from __future__ import annotations
@@ -117,6 +96,17 @@ class VerbRouter:
     """The service's ASGI app: verbs here, everything else to ``fastapi`` (see the module doc).
 
     ``worker``: the verb worker thread's executor (one thread); the server shuts it down.
+
+    The direct path: the HTTP/1.1 and HTTP/2 protocols (``api/server.py``
+    ``GuardedHttpToolsProtocol``, ``api/http2.py`` ``GuardedH2Protocol``) offer each request to
+    :meth:`direct` once its headers are complete. A filter, prioritize, preempt or (from a caller
+    allowed to bind) bind request of a profile that serves it, with a Content-Length of at most
+    :attr:`direct_bytes` (1 MiB over HTTP/1.1, never counted against ``maxInFlightBytes``; over
+    HTTP/2 at most uvicorn's 64 KiB high-water mark), admitted and not a probe, has its body
+    collected by the protocol, answered by :meth:`direct_answer` (steps 4 and 5; the body
+    timeout's 408 from :meth:`direct_timed_out`) and written head and body in one write before
+    :meth:`direct_done` counts it (step 6). Refusals, probes, larger bodies,
+    ``Expect: 100-continue`` and a request pipelined behind another take the ASGI cycle.
     """
 
     def __init__(self, service: ExtenderService, fastapi: ASGIApp, metrics: Metrics, server: ServerConfig) -> None:

@@ -1,6 +1,6 @@
 """HTTP/2 over TLS (ALPN ``h2``): every call of kube-scheduler on one connection.
 
-kube-scheduler builds its extender transport with ``utilnet.SetTransportDefaults`` (v1.30
+kube-scheduler builds its extender transport with ``utilnet.SetTransportDefaults`` (v1.36.3
 ``pkg/scheduler/extender.go`` ``makeTransport``), which offers ``h2`` by ALPN and keeps at most
 two idle HTTP/1.1 connections per host (Go's ``DefaultMaxIdleConnsPerHost``). Over HTTP/1.1 each
 bind in flight beyond two opens a TLS connection of its own, most closed after one request, and
@@ -8,45 +8,16 @@ each costs the service a handshake on its event loop (about 0.7 ms of CPU with a
 certificate). Over HTTP/2 its filter, prioritize and binds share one connection, a stream each.
 
 :class:`GuardedH2Protocol` is uvicorn's HTTP/2 protocol (``ZttpH2Protocol``: the framing, HPACK
-and flow control of ``zttp``, about six times cheaper per request than the pure-Python ``h2``
-measured on kube-scheduler's traffic), taking over a TLS connection whose ALPN chose ``h2`` from
-:class:`~app.api.server.GuardedHttpToolsProtocol`, and serving each stream to the same ASGI app as
-HTTP/1.1 (:class:`~app.api.edge.VerbRouter`: the raw verb path, everything else to FastAPI). It
-adds the HTTP/1.1 protocol's guards:
+and flow control of ``zttp``, about six times cheaper per request than the pure-Python ``h2``),
+taking over a TLS connection whose ALPN chose ``h2`` from
+:class:`~app.api.server.GuardedHttpToolsProtocol` and serving each stream to the same ASGI app
+(:class:`~app.api.edge.VerbRouter`), with the HTTP/1.1 protocol's guards (its docstring).
 
-- ``idle``: a connection with no stream open is closed (GOAWAY) ``idle`` after it opened or its
-  last stream ended; frames that open no stream (PING, SETTINGS, WINDOW_UPDATE, a partial header
-  block) do not extend it, which also bounds a request whose headers trickle in;
-- ``body`` (+1 s): a stream whose request body has not ended by then is reset; the verb router
-  answers its own 408 at ``body``;
-- shutdown: GOAWAY (NO_ERROR, the last stream opened) at once, every stream up to it answered,
-  streams the client opened after it refused (REFUSED_STREAM: Go's transport retries them on a
-  new connection), then the connection closed;
-- ``maxConnections``: a request on a connection past it is marked over capacity (503, as over
-  HTTP/1.1); the connection counts once, whatever its streams;
-- a client that does not read what it is sent is not read either (its PINGs and SETTINGS each
-  owe an answer): the answers it leaves unread stay bounded by the transport's high-water mark;
-- requests whose streams the client reset (a "rapid reset") still count against
-  ``server.maxRequestsInFlight`` until their verb returns, so they cannot queue unbounded work;
-- the verified client certificate's identity is in every request's scope, as over HTTP/1.1 (bind
-  checks it); the body limits are the verb router's.
-
-A connection lives as long as its client keeps it: kube-scheduler's Go transport keeps one for
-as long as it can, and the zttp on the package index (0.0.35) ends it after 4,096 streams or 256
-resets in its life (``GOAWAY ENHANCE_YOUR_CALM``). The build of ``third_party/zttp`` (``make``
-and the image install it) lifts the lifetime stream cap and makes the reset budget net of the
-streams completed normally, so a rapid-reset flood (CVE-2023-44487) is still cut;
-``SETTINGS_MAX_CONCURRENT_STREAMS`` (128) bounds the streams live at once. With any other zttp
-build the server offers HTTP/1.1 alone (:func:`engine_keeps_connections`).
-
-As over HTTP/1.1, it answers the verb router's direct requests itself
-(:meth:`~app.api.edge.VerbRouter.direct`: most verb streams (filter, prioritize, preempt, an allowed bind), with a body
-of at most uvicorn's high-water mark, 64 KiB: 1,400 node names), without an ASGI task: the stream's
-body collected as uvicorn collects it, the answer's HEADERS, DATA and END_STREAM written in one
-write (the server's default headers, then the answer's, as the ASGI cycle sends them); ``body``
-after its headers a stream whose body has not ended gets the router's 408; a stream reset or a
-connection lost before its body ended is no longer in flight; a verb evaluated in the worker thread
-is awaited by a task the server's shutdown waits for.
+A connection lives as long as its client keeps it: the zttp on the package index (0.0.35) ends
+it after 4,096 streams or 256 resets; the build of ``third_party/zttp`` (``make`` and the image
+install it) lifts the lifetime stream cap and makes the reset budget net, so a rapid-reset flood
+(CVE-2023-44487) is still cut. With any other zttp build the server offers HTTP/1.1 alone
+(:func:`engine_keeps_connections`).
 """
 
 from __future__ import annotations
@@ -109,8 +80,44 @@ NO_ERROR = 0x0
 
 
 class GuardedH2Protocol(ZttpH2Protocol):
-    """uvicorn's HTTP/2 protocol with the guards of the module doc; ``peer`` is the TLS client
-    certificate's ``(CN, O values)`` (:func:`~app.api.server.peer_identity`)."""
+    """uvicorn's HTTP/2 protocol with the HTTP/1.1 protocol's guards; ``peer`` is the TLS client
+    certificate's ``(CN, O values)`` (:func:`~app.api.server.peer_identity`).
+
+    - ``idle``: a connection with no stream open is closed (GOAWAY) ``idle`` after it opened or its
+      last stream ended; frames that open no stream (PING, SETTINGS, WINDOW_UPDATE, a partial header
+      block) do not extend it, which also bounds a request whose headers trickle in;
+    - ``body`` (+1 s): a stream whose request body has not ended by then is reset; the verb router
+      answers its own 408 at ``body``;
+    - shutdown: GOAWAY (NO_ERROR, the last stream opened) at once, every stream up to it answered,
+      streams the client opened after it refused (REFUSED_STREAM: Go's transport retries them on a
+      new connection), then the connection closed;
+    - ``maxConnections``: a request on a connection past it is marked over capacity (503, as over
+      HTTP/1.1); the connection counts once, whatever its streams;
+    - a client that does not read what it is sent is not read either (its PINGs and SETTINGS each
+      owe an answer): the answers it leaves unread stay bounded by the transport's high-water mark;
+    - requests whose streams the client reset (a "rapid reset") still count against
+      ``server.maxRequestsInFlight`` until their verb returns, so they cannot queue unbounded work;
+    - the verified client certificate's identity is in every request's scope, as over HTTP/1.1 (bind
+      checks it); the body limits are the verb router's.
+
+    A connection lives as long as its client keeps it: kube-scheduler's Go transport keeps one for
+    as long as it can, and the zttp on the package index (0.0.35) ends it after 4,096 streams or 256
+    resets in its life (``GOAWAY ENHANCE_YOUR_CALM``). The build of ``third_party/zttp`` (``make``
+    and the image install it) lifts the lifetime stream cap and makes the reset budget net of the
+    streams completed normally, so a rapid-reset flood (CVE-2023-44487) is still cut;
+    ``SETTINGS_MAX_CONCURRENT_STREAMS`` (128) bounds the streams live at once. With any other zttp
+    build the server offers HTTP/1.1 alone (:func:`engine_keeps_connections`).
+
+    As over HTTP/1.1, it answers the verb router's direct requests itself
+    (:meth:`~app.api.edge.VerbRouter.direct`: most verb streams (filter, prioritize, preempt, an
+    allowed bind), with a body of at most uvicorn's high-water mark, 64 KiB: 1,400 node names),
+    without an ASGI task: the stream's
+    body collected as uvicorn collects it, the answer's HEADERS, DATA and END_STREAM written in one
+    write (the server's default headers, then the answer's, as the ASGI cycle sends them); ``body``
+    after its headers a stream whose body has not ended gets the router's 408; a stream reset or a
+    connection lost before its body ended is no longer in flight; a verb evaluated in the worker thread
+    is awaited by a task the server's shutdown waits for.
+    """
 
     def __init__(
         self,

@@ -15,15 +15,6 @@ after failing to renew for that long. ``leaseDuration`` (15 s) is what the Lease
 ``spec.leaseDurationSeconds``. A takeover starts the warm-up of
 :meth:`app.cluster.runtime.ClusterRuntime.bind_admission`.
 
-kube-scheduler sends binds only while it leads, so a bind arriving while the last read says
-another holder (or nobody) leads means the Lease most likely changed since: kube-scheduler took
-it over within the last ``retryPeriod`` (a start, a failover). Such a bind asks for a read at once
-(:meth:`LeaseFollower.refresh_wait`) and is judged by the first read begun after it asked,
-instead of being refused by a read up to 2 s old: at a start, kube-scheduler's first pods were
-otherwise all refused (and retried with backoff, each refusal a pod status write and an Event at
-the API server). The binds waiting share each read; reads asked for so are at least
-:data:`MIN_REFRESH` apart.
-
 The standalone scheduler's replicas elect their own leader instead (:class:`LeaseElector`,
 client-go's ``LeaderElector`` with ``ReleaseOnCancel`` as kube-scheduler sets it: a stopped leader
 hands its Lease over at once). :class:`Leadership` gathers what a replica's Leases say, for
@@ -98,6 +89,15 @@ class LeaseFollower(PeriodicWorker):
     """Follows one Lease from a daemon thread (see the module doc): a
     :class:`~app.lifecycle.PeriodicWorker` named ``lease-follower`` reading it every
     ``retry_period`` seconds.
+
+    kube-scheduler sends binds only while it leads, so a bind arriving while the last read says
+    another holder (or nobody) leads means the Lease most likely changed since: kube-scheduler took
+    it over within the last ``retryPeriod`` (a start, a failover). Such a bind asks for a read at once
+    (:meth:`LeaseFollower.refresh_wait`) and is judged by the first read begun after it asked,
+    instead of being refused by a read up to 2 s old: at a start, kube-scheduler's first pods were
+    otherwise all refused (and retried with backoff, each refusal a pod status write and an Event at
+    the API server). The binds waiting share each read; reads asked for so are at least
+    :data:`MIN_REFRESH` apart.
 
     ``read(namespace, name)`` returns the Lease's raw JSON, ``None`` when it does not exist, and
     raises :class:`APIError`. ``on_takeover()`` is called (from the thread) each time this replica

@@ -15,22 +15,6 @@ urllib3 pool on the API executor costs per Binding (the executor's thread hop, u
 and ``http.client``'s header parsing), and httpx's ``AsyncClient`` cost more than both (its pool
 scans every connection per request). The figures are in docs/performance.md ("Binds").
 
-Connections: at most ``pool_size`` (``cluster.bindConnections``, default 128) open at once. It was
-``cluster.apiWorkers`` (16), as the executor's threads bounded the calls before: against a real
-kube-apiserver, whose Binding takes 50-70 ms under kube-scheduler's load (its etcd write), 16
-connections held kube-scheduler to about 140 pods/s with binds waiting a second in line
-(docs/performance.md, "Against a real control plane"). A caller past the limit waits for one to
-come back, within its own deadline, and callers are served in arrival order (a released connection
-goes to the longest waiting caller: measured, this took bench_bind's p99 from 112-141 ms to 32-34
-ms). An idle connection the API server closed (its idle timeout, a restart) is dropped when the
-close is seen. A Binding whose caller's deadline passed keeps its connection until the late answer
-is read (and dropped), then the connection serves the next caller (at most ``DRAIN_SECONDS``). A
-Binding that fails on a reused connection before any byte of an answer arrived is sent once more on
-a new connection: Go's ``net/http`` would not replay a ``POST`` it may have written, but a Binding
-is safe to replay: it carries the pod's UID as a precondition, and a replay of one that was applied
-answers 409 "already assigned", which :class:`app.cluster.binding.Binder` reads back as success
-when the pod is bound to that node.
-
 Proxies: a configuration with ``proxy`` set is not served here (:func:`binding_client` returns
 ``None``) and its Bindings go through the urllib3 pool, which speaks the proxy protocol.
 """
@@ -175,7 +159,24 @@ class AsyncBindingClient:
     (see the module doc). ``configuration``: a ``kubernetes.client.Configuration`` without
     ``proxy``; ``auth``: its :class:`AuthHeader`; ``pool_size``: at most this many connections
     (and Bindings in flight); ``headers``: further request headers (the official client's
-    ``User-Agent``). Use it from one event loop only."""
+    ``User-Agent``). Use it from one event loop only.
+
+    Connections: at most ``pool_size`` (``cluster.bindConnections``, default 128) open at once. It was
+    ``cluster.apiWorkers`` (16), as the executor's threads bounded the calls before: against a real
+    kube-apiserver, whose Binding takes 50-70 ms under kube-scheduler's load (its etcd write), 16
+    connections held kube-scheduler to about 140 pods/s with binds waiting a second in line
+    (docs/performance.md, "Against a real control plane"). A caller past the limit waits for one to
+    come back, within its own deadline, and callers are served in arrival order (a released connection
+    goes to the longest waiting caller: measured, this took bench_bind's p99 from 112-141 ms to 32-34
+    ms). An idle connection the API server closed (its idle timeout, a restart) is dropped when the
+    close is seen. A Binding whose caller's deadline passed keeps its connection until the late answer
+    is read (and dropped), then the connection serves the next caller (at most ``DRAIN_SECONDS``). A
+    Binding that fails on a reused connection before any byte of an answer arrived is sent once more on
+    a new connection: Go's ``net/http`` would not replay a ``POST`` it may have written, but a Binding
+    is safe to replay: it carries the pod's UID as a precondition, and a replay of one that was applied
+    answers 409 "already assigned", which :class:`app.cluster.binding.Binder` reads back as success
+    when the pod is bound to that node.
+    """
 
     def __init__(
         self, configuration: Any, auth: AuthHeader, pool_size: int = 16, headers: Mapping[str, str] | None = None

@@ -7,37 +7,8 @@ Follows the Coscheduling plugin of kubernetes-sigs/scheduler-plugins (``pkg/cosc
   name (``scheduling.x-k8s.io/v1alpha1``, watched like nodes and pods) or, while that CRD is not
   installed, from the pod's annotation ``minMemberAnnotation``
   (default ``scheduling.x-k8s.io/min-member``).
-- **PreFilter**, while fewer than ``minMember`` pods of the group exist (the group is still being
-  created), answers ``Error``, not a rejection, for up to the PodGroup's
-  ``scheduleTimeoutSeconds`` (``scheduleTimeoutSeconds`` arg when the PodGroup sets none) from
-  the first time a member reached filter; after that it rejects the member as
-  ``UnschedulableAndUnresolvable`` ("has 2 of minMember 6 pods"). Why not reject at once, as
-  upstream's PreFilter does: kube-scheduler files an extender's rejection as unschedulable and
-  retries it only on a cluster event or after ``podMaxInUnschedulablePodsDuration`` (5 minutes;
-  ``scheduling_queue.go`` ``AddUnschedulableIfNotPresent``, ``flushUnschedulablePodsLeftover``),
-  and the creation of a sibling, a pending pod, is no such event; upstream avoids the wait with
-  queueing hints and by activating siblings, which an extender has neither of. An ``Error``
-  instead fails the attempt without a rejector plugin (``schedule_one.go``
-  ``handleSchedulingFailure``): the pod goes to the backoff queue and is retried after 1 s,
-  doubling to 10 s (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``), so a group whose
-  members are created together is complete within seconds. Coscheduling must therefore be
-  ``failurePolicy: Fail`` (the default) at filter. A member of a **denied** group (below) is
-  answered ``Error`` likewise, so it is retried as soon as the denial expires; a group whose
-  PodGroup does not exist is rejected.
-- **Permit** (after Reserve, as upstream's ``Permit``): when the members already bound or
-  reserved (assumed, waiting at Permit included) plus this one reach ``minMember``, every waiting
-  member of the group is allowed and the pod goes on; otherwise the pod **waits**, keeping its
-  reservation, for ``permitWaitingTimeSeconds`` (the framework's waiting pods; its pending
-  siblings are asked to be retried now, upstream's ``ActivateSiblings``). A member that waited
-  that long is rejected ("rejected due to timeout after waiting ..."); kube-scheduler then
-  forgets and requeues it.
-- **Unreserve** (any member failing after Reserve: refused at Reserve by a full pool, rejected
-  at Permit, its Binding refused): every waiting member of its group is rejected too, so a gang
-  is bound whole or not at all, and every reservation is undone; the group is then **denied** in
-  PreFilter for ``deniedPGExpirationTimeSeconds`` (upstream's ``deniedPG`` cache), so its pods do
-  not keep taking nodes from other work.
-- **Preemption**: a candidate node is dropped when its victims include some, but not all, of a
-  group's pods (evicting half a gang breaks the whole gang).
+What each extension point does is in :class:`Coscheduling`'s docstring (and
+docs/plugins/coscheduling.md).
 
 ``permitWaitingTimeSeconds`` must leave kube-scheduler's ``httpTimeout`` room for the bind itself:
 it is refused unless ``permitWaitingTimeSeconds + 1 s <= 90 % of httpTimeout`` (default: 60 % of
@@ -86,7 +57,15 @@ BIND_ALLOWANCE = 1.0
 
 
 class CoschedulingArgs(PluginArgs):
-    """See the module doc; seconds for both times."""
+    """See the module doc; seconds for every time.
+
+    - ``scheduleTimeoutSeconds``: while fewer than ``minMember`` pods of a group exist, PreFilter
+      answers ``Error`` (retried with backoff) for up to the PodGroup's ``scheduleTimeoutSeconds``
+      (this arg when the PodGroup sets none) from the first time a member reached filter; after
+      that it rejects the member as ``UnschedulableAndUnresolvable``.
+    - ``deniedPGExpirationTimeSeconds``: after a member fails past Reserve, its group is denied
+      in PreFilter this long (upstream's ``deniedPG`` cache).
+    """
 
     permit_waiting_time_seconds: float | None = Field(default=None, gt=0)
     denied_pg_expiration_time_seconds: float = Field(default=20.0, ge=0, alias="deniedPGExpirationTimeSeconds")
@@ -111,7 +90,40 @@ def needs(args: CoschedulingArgs, http_timeout: float) -> ClusterNeeds:
 
 
 class Coscheduling:
-    """PreFilter + Filter + Permit + preemption (see the module doc)."""
+    """PreFilter + Filter + Permit + Unreserve + preemption, as scheduler-plugins' ``pkg/coscheduling``:
+
+    - **PreFilter**, while fewer than ``minMember`` pods of the group exist (the group is still being
+      created), answers ``Error``, not a rejection, for up to the PodGroup's
+      ``scheduleTimeoutSeconds`` (``scheduleTimeoutSeconds`` arg when the PodGroup sets none) from
+      the first time a member reached filter; after that it rejects the member as
+      ``UnschedulableAndUnresolvable`` ("has 2 of minMember 6 pods"). Why not reject at once, as
+      upstream's PreFilter does: kube-scheduler files an extender's rejection as unschedulable and
+      retries it only on a cluster event or after ``podMaxInUnschedulablePodsDuration`` (5 minutes;
+      ``scheduling_queue.go`` ``AddUnschedulableIfNotPresent``, ``flushUnschedulablePodsLeftover``),
+      and the creation of a sibling, a pending pod, is no such event; upstream avoids the wait with
+      queueing hints and by activating siblings, which an extender has neither of. An ``Error``
+      instead fails the attempt without a rejector plugin (``schedule_one.go``
+      ``handleSchedulingFailure``): the pod goes to the backoff queue and is retried after 1 s,
+      doubling to 10 s (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``), so a group whose
+      members are created together is complete within seconds. Coscheduling must therefore be
+      ``failurePolicy: Fail`` (the default) at filter. A member of a **denied** group (below) is
+      answered ``Error`` likewise, so it is retried as soon as the denial expires; a group whose
+      PodGroup does not exist is rejected.
+    - **Permit** (after Reserve, as upstream's ``Permit``): when the members already bound or
+      reserved (assumed, waiting at Permit included) plus this one reach ``minMember``, every waiting
+      member of the group is allowed and the pod goes on; otherwise the pod **waits**, keeping its
+      reservation, for ``permitWaitingTimeSeconds`` (the framework's waiting pods; its pending
+      siblings are asked to be retried now, upstream's ``ActivateSiblings``). A member that waited
+      that long is rejected ("rejected due to timeout after waiting ..."); kube-scheduler then
+      forgets and requeues it.
+    - **Unreserve** (any member failing after Reserve: refused at Reserve by a full pool, rejected
+      at Permit, its Binding refused): every waiting member of its group is rejected too, so a gang
+      is bound whole or not at all, and every reservation is undone; the group is then **denied** in
+      PreFilter for ``deniedPGExpirationTimeSeconds`` (upstream's ``deniedPG`` cache), so its pods do
+      not keep taking nodes from other work.
+    - **Preemption**: a candidate node is dropped when its victims include some, but not all, of a
+      group's pods (evicting half a gang breaks the whole gang).
+    """
 
     name = NAME
 
