@@ -55,7 +55,7 @@ class ConfigError(SchedulerExtenderError, ValueError):
         super().__init__(f"{where}invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-class FieldError(ValueError):
+class FieldError(SchedulerExtenderError, ValueError):
     """A model validator's refusal of one of its fields: ``field`` (the camelCase path below the
     model), so the problem is reported at that field's path rather than the model's."""
 

@@ -41,6 +41,7 @@ from app.api.metrics import Metrics
 from app.api.service import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Answer, ExtenderService, Verb
 from app.config import ServerConfig
 from app.extender.codec import DENSE_CHECK_BYTES, Body, Chunks
+from app.framework.errors import SchedulerExtenderError
 from app.framework.runtime import Framework
 from app.observe.capture import Capture
 from app.observe.logs import PROBE_HEADER, PROBING
@@ -79,7 +80,7 @@ _JSON = (b"content-type", b"application/json")
 _CLOSE = (b"connection", b"close")
 
 
-class ClientDisconnectedError(Exception):
+class ClientDisconnectedError(SchedulerExtenderError):
     """The client went away before sending the whole body: there is nobody to answer."""
 
 

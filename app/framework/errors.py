@@ -6,6 +6,7 @@ tree (``ARCHITECTURE.md`` lists it too)::
 
     SchedulerExtenderError
     ├── ConfigError            app.config: an invalid configuration, every problem with its path
+    ├── FieldError             app.config: a model validator's refusal of one field (also ValueError)
     ├── FrameworkError         app.framework.runtime: a fail-closed plugin erred
     ├── QuantityError          app.framework.resources: a malformed resource quantity (also ValueError)
     ├── ObjectDecodeError      app.framework.types: an object in a request does not decode (also ValueError)
@@ -14,7 +15,15 @@ tree (``ARCHITECTURE.md`` lists it too)::
     ├── KubeConfigError        app.kube.errors: no usable credentials (also RuntimeError)
     ├── RenderError            app.deploy.render: a configuration that would deploy broken
     ├── CertsError             app.deploy.certs: certificates that cannot be written
-    └── KubeConfigDecodeError  app.deploy.kubesched: a KubeSchedulerConfiguration that does not decode
+    ├── KubeConfigDecodeError  app.deploy.kubesched: a KubeSchedulerConfiguration that does not decode
+    ├── ListenError            app.api.server: the verb or metrics socket cannot be bound
+    ├── UnauthorizedError      app.api.delegated: credentials that do not authenticate (401)
+    ├── ReviewFailedError      app.api.delegated: a SubjectAccessReview not made or nonsense (500)
+    ├── ClientDisconnectedError app.api.edge: the client went away before its body ended
+    ├── SelectorError          app.plugins.podtopologyspread: a LabelSelector upstream refuses (also ValueError)
+    ├── TranslationError       app.plugins.volumes.translation: csi-translation-lib refuses a volume (also ValueError)
+    ├── BinderError            app.plugins.volumes.binder: a volume binder step failed
+    └── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
 
 Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch
 the builtin.
