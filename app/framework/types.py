@@ -139,16 +139,19 @@ class PodInfo:
         cls,
         pod: objects.Pod,
         keep_annotations: frozenset[str] | None = None,
-        intern: Callable[[str], str] = sys.intern,
+        interner: Interner | None = None,
         keep_images: bool = True,
     ) -> PodInfo:
         """A slim cluster-state record of ``pod``: the decoded object is dropped after its
         requests are computed, annotations are cut to ``keep_annotations`` (``None``: keep all),
-        and repeated strings (namespaces, node names, label keys and values) are interned.
+        repeated strings (namespaces, node names, label keys and values) are interned, and equal
+        tolerations, affinities and spread constraints are shared through ``interner`` (the
+        cache's own; ``None``: nothing shared beyond the strings).
 
         Raises :class:`ObjectDecodeError` (a ``ValueError``) for a malformed quantity.
         """
         info = cls(pod)
+        intern = sys.intern
         info.requests  # noqa: B018 - computed now, while the spec is at hand
         info.non_zero_requests  # noqa: B018
         info.pod = None
@@ -175,12 +178,13 @@ class PodInfo:
             info.annotations = kept or _EMPTY
         if info.node_selector:
             info.node_selector = {intern(k): intern(v) for k, v in info.node_selector.items()}
-        if info.tolerations:  # most pods carry the same few: one shared tuple per distinct set
-            info.tolerations = _shared_tolerations(info.tolerations)
-        if info.affinity is not None:  # a Deployment's pods share one affinity: keep one copy
-            info.affinity = _shared(info.affinity)
-        if info.topology_spread_constraints:
-            info.topology_spread_constraints = _shared(info.topology_spread_constraints)
+        if interner is not None:
+            if info.tolerations:  # most pods carry the same few: one shared tuple per distinct set
+                info.tolerations = interner.tolerations(info.tolerations)
+            if info.affinity is not None:  # a Deployment's pods share one affinity: keep one copy
+                info.affinity = interner.value(info.affinity)
+            if info.topology_spread_constraints:
+                info.topology_spread_constraints = interner.value(info.topology_spread_constraints)
         if info.images:
             info.images = tuple(intern(i) for i in info.images) if keep_images else ()
         # not read of a cached pod (preemption orders victims by status.startTime): one string less
@@ -239,31 +243,42 @@ class PodInfo:
 
 
 _NON_MISSING = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
-_TOLERATIONS: dict[tuple[objects.Toleration, ...], tuple[objects.Toleration, ...]] = {}
 
 
-def _shared_tolerations(tolerations: tuple[objects.Toleration, ...]) -> tuple[objects.Toleration, ...]:
-    shared = _TOLERATIONS.get(tolerations)
-    if shared is None:
-        if len(_TOLERATIONS) > 10_000:
-            _TOLERATIONS.clear()
-        shared = _TOLERATIONS[tolerations] = tolerations
-    return shared
+class Interner:
+    """One shared copy of equal immutable values among the pod records of one cache
+    (:meth:`PodInfo.record`): most pods carry the same few tolerations, and a Deployment's pods one
+    affinity and one set of spread constraints. Each table holds at most ``limit`` values and is
+    emptied when full (records keep the copies they got)."""
+
+    __slots__ = ("_tolerations", "_values", "limit")
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._tolerations: dict[tuple[objects.Toleration, ...], tuple[objects.Toleration, ...]] = {}
+        self._values: dict[bytes, Any] = {}
+
+    def tolerations(self, tolerations: tuple[objects.Toleration, ...]) -> tuple[objects.Toleration, ...]:
+        """The shared tuple equal to ``tolerations``."""
+        shared = self._tolerations.get(tolerations)
+        if shared is None:
+            if len(self._tolerations) >= self.limit:
+                self._tolerations.clear()
+            shared = self._tolerations[tolerations] = tolerations
+        return shared
+
+    def value(self, value: T) -> T:
+        """The shared copy of ``value`` (an affinity, spread constraints), equal by its JSON."""
+        key = _ENCODE.encode(value)
+        found = self._values.get(key)
+        if found is None:
+            if len(self._values) >= self.limit:
+                self._values.clear()
+            found = self._values[key] = value
+        return found
 
 
-_SHARED: dict[bytes, Any] = {}
 _ENCODE = msgspec.json.Encoder()
-
-
-def _shared(value: T) -> T:
-    """One shared copy of equal immutable values (affinity, spread constraints) across records."""
-    key = _ENCODE.encode(value)
-    found = _SHARED.get(key)
-    if found is None:
-        if len(_SHARED) > 10_000:
-            _SHARED.clear()
-        found = _SHARED[key] = value
-    return found
 
 
 def _disrupted_by_preemption(status: objects.PodStatus | None) -> bool:
