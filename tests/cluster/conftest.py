@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client as k8s
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.kube.client import KubeClient
 from app.lifecycle import Supervisor
 from tests.support.apiserver import FakeAPIServer
@@ -22,20 +22,20 @@ def official_client(url: str) -> KubeClient:
     return KubeClient(k8s.ApiClient(cfg))
 
 
-def connect(runtime: ClusterRuntime, url: str) -> Supervisor:
-    """Connect ``runtime`` to the test API server at ``url`` and start its workers, as ``serve``
+def connect(cluster: ClusterConnection, url: str) -> Supervisor:
+    """Connect ``cluster`` to the test API server at ``url`` and start its workers, as ``serve``
     does; stop them with :func:`disconnect`."""
     supervisor = Supervisor()
-    for worker in runtime.connect(official_client(url)):
+    for worker in cluster.connect(official_client(url)):
         supervisor.add(worker)
     supervisor.start()
     return supervisor
 
 
-def disconnect(runtime: ClusterRuntime, supervisor: Supervisor) -> None:
-    """Stop ``runtime``'s workers (reverse order, bounded) and close its client."""
+def disconnect(cluster: ClusterConnection, supervisor: Supervisor) -> None:
+    """Stop ``cluster``'s workers (reverse order, bounded) and close its client."""
     asyncio.run(supervisor.stop(5.0))
-    runtime.close()
+    cluster.close()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> None:
@@ -56,16 +56,16 @@ def api() -> Iterator[FakeAPIServer]:
 
 
 @pytest.fixture
-def make_runtime() -> Iterator[Callable[..., ClusterRuntime]]:
-    runtimes: list[tuple[ClusterRuntime, Supervisor]] = []
+def make_cluster() -> Iterator[Callable[..., ClusterConnection]]:
+    clusters: list[tuple[ClusterConnection, Supervisor]] = []
 
-    def make(url: str, **settings: object) -> ClusterRuntime:
+    def make(url: str, **settings: object) -> ClusterConnection:
         defaults: dict[str, object] = {"backoff_initial": 0.05, "backoff_max": 0.2, "watch_timeout": 30}
         defaults.update(settings)
-        runtime = ClusterRuntime(ClusterSettings(**defaults))  # type: ignore[arg-type]
-        runtimes.append((runtime, connect(runtime, url)))
-        return runtime
+        cluster = ClusterConnection(ClusterSettings(**defaults))  # type: ignore[arg-type]
+        clusters.append((cluster, connect(cluster, url)))
+        return cluster
 
     yield make
-    for runtime, supervisor in runtimes:
-        disconnect(runtime, supervisor)
+    for cluster, supervisor in clusters:
+        disconnect(cluster, supervisor)
