@@ -1,4 +1,5 @@
-"""Fixtures: the test API server and our cluster state wired to it through the official client."""
+"""Fixtures: the test API server and our cluster state wired to it through the official client;
+a cache without a server and a clock tests move."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 
+import msgspec
 import pytest
 from kubernetes import client as k8s
 
+from app.cluster.cache import Cache
 from app.cluster.connection import ClusterConnection, ClusterSettings
+from app.framework import objects
+from app.framework.types import PodInfo
 from app.kube.client import KubeClient
 from app.lifecycle import Supervisor
-from tests.support.apiserver import FakeAPIServer
+from tests.support.apiserver import FakeAPIServer, node, pod
 
 
 def official_client(url: str) -> KubeClient:
@@ -46,6 +51,36 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str =
             return
         time.sleep(0.02)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Clock:
+    """A monotonic clock tests move by hand (``now``, seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def node_object(name: str, **kw: str) -> objects.Node:
+    """The node view of :func:`tests.support.apiserver.node`'s document."""
+    return msgspec.convert(node(name, **kw), objects.Node)
+
+
+def pod_record(cache: Cache, name: str, **kw: object) -> PodInfo:
+    """``cache``'s record of :func:`tests.support.apiserver.pod`'s document."""
+    return cache.record(msgspec.convert(pod(name, **kw), objects.Pod))  # type: ignore[arg-type]
+
+
+def synced_cache(clock: Clock | None = None, ttl: float = 30.0) -> Cache:
+    """A cache of two nodes (``n1`` holds 3 pods at most) and no pods, nodes and pods synced."""
+    cache = Cache(assumed_ttl=ttl, clock=clock or Clock())
+    cache.replace_nodes([node_object("n1", pods="3"), node_object("n2")])
+    cache.replace_pods([])
+    cache.health.mark_synced("nodes")
+    cache.health.mark_synced("pods")
+    return cache
 
 
 @pytest.fixture

@@ -10,32 +10,8 @@ from app.cluster.cache import Cache
 from app.cluster.reflector import iter_lines
 from app.framework import SUCCESS, PoolSpec, Status, objects
 from app.framework.types import NodeInfo, PodInfo
-from tests.support.apiserver import node, pod
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _node(name: str, **kw: str) -> objects.Node:
-    return msgspec.convert(node(name, **kw), objects.Node)
-
-
-def _pod(cache: Cache, name: str, **kw: object) -> PodInfo:
-    return cache.record(msgspec.convert(pod(name, **kw), objects.Pod))  # type: ignore[arg-type]
-
-
-def _synced(clock: Clock | None = None, ttl: float = 30.0) -> Cache:
-    cache = Cache(assumed_ttl=ttl, clock=clock or Clock())
-    cache.replace_nodes([_node("n1", pods="3"), _node("n2")])
-    cache.replace_pods([])
-    cache.health.mark_synced("nodes")
-    cache.health.mark_synced("pods")
-    return cache
+from tests.cluster.conftest import Clock, node_object, pod_record, synced_cache
+from tests.support.apiserver import pod
 
 
 def test_records_are_slim_and_keep_only_asked_annotations() -> None:
@@ -68,15 +44,15 @@ def test_non_zero_requests_default_per_container() -> None:
 
 
 def test_assume_confirm_and_delete() -> None:
-    cache = _synced()
-    pending = _pod(cache, "p", cpu="1")
+    cache = synced_cache()
+    pending = pod_record(cache, "p", cpu="1")
     cache.upsert_pod(pending)
     assert cache.assume_pod(PodInfo.placeholder("default", "p", pending.uid), "n1").ok
     info = cache.snapshot().get("n1")
     assert info is not None and [p.name for p in info.pods] == ["p"] and info.requested["cpu"] == 1000
     assert cache.assumed() == {pending.uid: "n1"}
     # the watch shows the pod bound: the assumption is confirmed, the pod still counts once
-    cache.upsert_pod(_pod(cache, "p", cpu="1", node_name="n1"))
+    cache.upsert_pod(pod_record(cache, "p", cpu="1", node_name="n1"))
     assert cache.assumed() == {} and cache.stats()["assumed_confirmed"] == 1
     info = cache.snapshot().get("n1")
     assert info is not None and info.usage.pod_count == 1 and info.requested["cpu"] == 1000
@@ -87,8 +63,8 @@ def test_assume_confirm_and_delete() -> None:
 
 def test_assumption_expires_after_ttl() -> None:
     clock = Clock()
-    cache = _synced(clock, ttl=30)
-    cache.upsert_pod(_pod(cache, "p"))
+    cache = synced_cache(clock, ttl=30)
+    cache.upsert_pod(pod_record(cache, "p"))
     assert cache.assume_pod(PodInfo.placeholder("default", "p", "uid-default-p"), "n1").ok
     clock.now += 29
     assert cache.snapshot().usage("n1") is not None and cache.assumed()
@@ -99,19 +75,19 @@ def test_assumption_expires_after_ttl() -> None:
 
 
 def test_assume_before_the_watch_shows_the_pod() -> None:
-    cache = _synced()
+    cache = synced_cache()
     assert cache.assume_pod(PodInfo.placeholder("ns", "late", "uid-late"), "n2").ok
     info = cache.snapshot().get("n2")
     assert info is not None and info.usage.pod_count == 1 and info.requested == {}
     # the pending pod arrives: its requests now count under the same assumption
-    cache.upsert_pod(_pod(cache, "late", namespace="ns", uid="uid-late", cpu="2"))
+    cache.upsert_pod(pod_record(cache, "late", namespace="ns", uid="uid-late", cpu="2"))
     info = cache.snapshot().get("n2")
     assert info is not None and info.usage.pod_count == 1 and info.requested["cpu"] == 2000
 
 
 def test_assume_is_refused_elsewhere_and_idempotent_here() -> None:
-    cache = _synced()
-    cache.upsert_pod(_pod(cache, "p"))
+    cache = synced_cache()
+    cache.upsert_pod(pod_record(cache, "p"))
     p = PodInfo.placeholder("default", "p", "uid-default-p")
     assert cache.assume_pod(p, "n1").ok
     # while its binding cycle holds it, no other cycle may assume it, not even on the same node
@@ -123,7 +99,7 @@ def test_assume_is_refused_elsewhere_and_idempotent_here() -> None:
     assert info is not None and info.usage.pod_count == 1  # counted once
     refused = cache.assume_pod(p, "n2")
     assert not refused.ok and "being bound to node 'n1'" in refused.reason
-    cache.upsert_pod(_pod(cache, "b", node_name="n2"))
+    cache.upsert_pod(pod_record(cache, "b", node_name="n2"))
     already = cache.assume_pod(PodInfo.placeholder("default", "b", "uid-default-b"), "n2")
     assert already.ok and already.already_bound
     other = cache.assume_pod(PodInfo.placeholder("default", "b", "uid-default-b"), "n1")
@@ -134,9 +110,9 @@ def test_assume_is_refused_elsewhere_and_idempotent_here() -> None:
 
 
 def test_concurrent_reservations_never_overcommit() -> None:
-    cache = _synced()
+    cache = synced_cache()
     for i in range(25):
-        cache.upsert_pod(_pod(cache, f"p{i}"))
+        cache.upsert_pod(pod_record(cache, f"p{i}"))
 
     def room(info: NodeInfo) -> Status:
         return SUCCESS if info.usage.pod_count < info.allocatable["pods"] else Status.unschedulable("Too many pods")
@@ -159,9 +135,9 @@ def test_concurrent_reservations_never_overcommit() -> None:
 
 
 def test_pools_are_counted_per_node() -> None:
-    cache = _synced()
+    cache = synced_cache()
     cache.add_pool(PoolSpec("underlay-ip", lambda p: 1 if p.labels.get("net") == "underlay" else 0))
-    cache.upsert_pod(_pod(cache, "a", node_name="n1"))
+    cache.upsert_pod(pod_record(cache, "a", node_name="n1"))
     doc = pod("b", node_name="n1")
     doc["metadata"]["labels"] = {"net": "underlay"}
     cache.upsert_pod(cache.record(msgspec.convert(doc, objects.Pod)))
@@ -173,11 +149,11 @@ def test_pools_are_counted_per_node() -> None:
 
 
 def test_relist_replaces_and_keeps_assumptions() -> None:
-    cache = _synced()
-    cache.upsert_pod(_pod(cache, "old", node_name="n1"))
-    cache.upsert_pod(_pod(cache, "pending"))
+    cache = synced_cache()
+    cache.upsert_pod(pod_record(cache, "old", node_name="n1"))
+    cache.upsert_pod(pod_record(cache, "pending"))
     assert cache.assume_pod(PodInfo.placeholder("default", "pending", "uid-default-pending"), "n2").ok
-    cache.replace_pods([_pod(cache, "new", node_name="n1"), _pod(cache, "pending")])
+    cache.replace_pods([pod_record(cache, "new", node_name="n1"), pod_record(cache, "pending")])
     snap = cache.snapshot()
     n1, n2 = snap.get("n1"), snap.get("n2")
     assert n1 is not None and [p.name for p in n1.pods] == ["new"]
@@ -186,17 +162,17 @@ def test_relist_replaces_and_keeps_assumptions() -> None:
 
 def test_snapshot_is_shared_until_a_write_and_immutable() -> None:
     assert not Cache().snapshot().synced
-    cache = _synced()
+    cache = synced_cache()
     first = cache.snapshot()
     assert cache.snapshot() is first
-    cache.upsert_node(_node("n3"))
+    cache.upsert_node(node_object("n3"))
     second = cache.snapshot()
     assert second is not first and first.get("n3") is None and second.get("n3") is not None
 
 
 def test_a_snapshot_before_the_sync_is_renewed_once_every_kind_synced() -> None:
     cache = Cache()
-    cache.replace_nodes([_node("n1")])
+    cache.replace_nodes([node_object("n1")])
     cache.replace_pods([])
     first = cache.snapshot()
     assert not first.synced and cache.snapshot() is first
@@ -211,7 +187,7 @@ def test_a_snapshot_before_the_sync_is_renewed_once_every_kind_synced() -> None:
 
 
 def test_node_memo_lasts_until_the_node_changes() -> None:
-    cache = _synced()
+    cache = synced_cache()
     calls: list[str] = []
 
     def compute(info: NodeInfo) -> int:
@@ -221,7 +197,7 @@ def test_node_memo_lasts_until_the_node_changes() -> None:
     info = cache.snapshot().get("n1")
     assert info is not None and info.memo("k", compute) == 4000 and info.memo("k", compute) == 4000
     assert calls == ["n1"]
-    cache.upsert_node(_node("n1", cpu="8"))
+    cache.upsert_node(node_object("n1", cpu="8"))
     info = cache.snapshot().get("n1")
     assert info is not None and info.memo("k", compute) == 8000
     assert calls == ["n1", "n1"]

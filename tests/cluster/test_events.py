@@ -6,40 +6,14 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from app.cluster.cache import Cache
 from app.cluster.events import EVENT_LOG_SIZE, node_change
 from app.framework import objects
 from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import PodIndex
 from app.framework.types import PodInfo
-from tests.support.apiserver import node, pod
+from tests.cluster.conftest import Clock, node_object, pod_record, synced_cache
 
 PENDING = "test/pending"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _node(name: str, **kw: str) -> objects.Node:
-    return msgspec.convert(node(name, **kw), objects.Node)
-
-
-def _pod(cache: Cache, name: str, **kw: object) -> PodInfo:
-    return cache.record(msgspec.convert(pod(name, **kw), objects.Pod))  # type: ignore[arg-type]
-
-
-def _synced(clock: Clock | None = None, ttl: float = 30.0) -> Cache:
-    cache = Cache(assumed_ttl=ttl, clock=clock or Clock())
-    cache.replace_nodes([_node("n1", pods="3"), _node("n2")])
-    cache.replace_pods([])
-    cache.health.mark_synced("nodes")
-    cache.health.mark_synced("pods")
-    return cache
 
 
 def _pending(p: PodInfo) -> str | None:
@@ -50,19 +24,19 @@ def test_cluster_events_follow_what_scheduling_reads() -> None:
     """nodeSchedulingPropertiesChange: a heartbeat-only update is no event; labels, taints,
     allocatable are; a pod assigned, relabelled or deleted is; events lost to the log's bound are
     reported as unknown (``None``)."""
-    cache = _synced()
+    cache = synced_cache()
     seq = cache.events.event_seq
-    cache.upsert_node(_node("n1", pods="3"))  # the same node again (a status heartbeat)
+    cache.upsert_node(node_object("n1", pods="3"))  # the same node again (a status heartbeat)
     assert cache.events.events_since(seq) == (seq, [])
     meta = objects.ObjectMeta(name="n1", labels={"zone": "z1"})
-    labelled = msgspec.structs.replace(_node("n1", pods="3"), metadata=meta)
+    labelled = msgspec.structs.replace(node_object("n1", pods="3"), metadata=meta)
     cache.upsert_node(labelled)
-    cache.upsert_node(_node("n9"))
+    cache.upsert_node(node_object("n9"))
     seq, events = cache.events.events_since(seq)
     assert events == [ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL), ClusterEvent(NODE, ActionType.ADD)]
-    assert node_change(_node("n1"), _node("n1", cpu="64")) == ActionType.UPDATE_NODE_ALLOCATABLE
-    cache.upsert_pod(_pod(cache, "pending", cpu="1"))  # not assigned: no event for other pods
-    bound = _pod(cache, "pending", cpu="1", node_name="n1")
+    assert node_change(node_object("n1"), node_object("n1", cpu="64")) == ActionType.UPDATE_NODE_ALLOCATABLE
+    cache.upsert_pod(pod_record(cache, "pending", cpu="1"))  # not assigned: no event for other pods
+    bound = pod_record(cache, "pending", cpu="1", node_name="n1")
     cache.upsert_pod(bound)
     cache.upsert_pod(bound)  # the same again: nothing scheduling reads changed
     cache.delete_pod(bound)
@@ -72,7 +46,7 @@ def test_cluster_events_follow_what_scheduling_reads() -> None:
     ]
     last = cache.events.event_seq
     for i in range(2 * EVENT_LOG_SIZE + 1):
-        cache.upsert_node(_node(f"x{i}"))
+        cache.upsert_node(node_object(f"x{i}"))
     assert cache.events.events_since(last) == (cache.events.event_seq, None)
     assert len(cache.events.events_since(cache.events.event_seq - 5)[1] or []) == 5
 
@@ -82,15 +56,15 @@ def test_a_followed_index_reports_its_changes_and_leaves_out_assumed_pods() -> N
     the members when followed, then what changed, in order; an assumed pod is left out until its
     assumption ends (forgotten or expired: a change again; confirmed: it leaves)."""
     clock = Clock()
-    cache = _synced(clock)
+    cache = synced_cache(clock)
     cache.add_index(PodIndex(PENDING, _pending))
-    a = _pod(cache, "a")
+    a = pod_record(cache, "a")
     cache.upsert_pod(a)
     events = cache.events
     events.follow_index(PENDING)
     assert events.index_changes(PENDING, "s") == [(a.uid, a)]  # the members are the first changes
     assert events.index_changes(PENDING, "s") == []
-    b, c = _pod(cache, "b"), _pod(cache, "c")
+    b, c = pod_record(cache, "b"), pod_record(cache, "c")
     cache.upsert_pod(b)
     cache.upsert_pod(c)
     assert cache.assume_pod(b, "n1").ok
@@ -101,10 +75,10 @@ def test_a_followed_index_reports_its_changes_and_leaves_out_assumed_pods() -> N
     clock.now += 31  # c's assumption expires: it waits again
     assert events.index_changes(PENDING, "s") == [(c.uid, c)]
     assert cache.assume_pod(a, "n1").ok
-    cache.upsert_pod(_pod(cache, "a", node_name="n1"))  # confirmed by the watch: it leaves
+    cache.upsert_pod(pod_record(cache, "a", node_name="n1"))  # confirmed by the watch: it leaves
     cache.delete_pod(c)
     assert events.index_changes(PENDING, "s") == [(a.uid, None), (c.uid, None)]
-    d, e = _pod(cache, "d"), _pod(cache, "e")
+    d, e = pod_record(cache, "d"), pod_record(cache, "e")
     cache.upsert_pod(d)
     assert events.index_changes(PENDING, "s") == [(d.uid, d)]
     cache.replace_pods([b, e])  # a relist: every member before and after is a change
@@ -113,7 +87,7 @@ def test_a_followed_index_reports_its_changes_and_leaves_out_assumed_pods() -> N
 
 
 def test_following_an_unknown_index_is_a_key_error() -> None:
-    cache = _synced()
+    cache = synced_cache()
     with pytest.raises(KeyError):
         cache.events.follow_index(PENDING)
     assert cache.events.following == frozenset()
@@ -124,15 +98,15 @@ def test_following_an_unknown_index_is_a_key_error() -> None:
 def test_freed_capacity_is_counted_and_a_pods_own_reservation_left_out() -> None:
     """What makes the requeuer move kube-scheduler's parked pods: a counted pod deleted, a node
     added or changed, a reservation forgotten; a status heartbeat or a storage event is not."""
-    cache = _synced()
+    cache = synced_cache()
     events = cache.events
     freed = events.freed_generation
-    cache.upsert_node(_node("n1", pods="3"))  # a heartbeat
+    cache.upsert_node(node_object("n1", pods="3"))  # a heartbeat
     events.record_event(NODE, ActionType.ADD)  # as a storage store records its kind's events
     assert events.freed_generation == freed
-    cache.upsert_node(_node("n3"))
+    cache.upsert_node(node_object("n3"))
     assert events.freed_generation == freed + 1
-    p = _pod(cache, "p")
+    p = pod_record(cache, "p")
     cache.upsert_pod(p)
     seq = events.event_seq
     assert cache.assume_pod(p, "n1").ok

@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from app.cluster.health import SyncHealth
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.cluster.conftest import Clock
 
 
 def test_ready_waits_for_every_kind_and_turns_stale() -> None:
