@@ -31,8 +31,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from app.api.service import ExtenderService
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.cluster.leader import LeaderElectionSettings, LeaseElector
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
 from app.config import (
     ClusterConfig,
     ConfigError,
@@ -110,7 +110,7 @@ def assemble(
     :class:`ConfigError` when a plugin refuses its args (each plugin that does, with the path of
     its ``pluginConfig``) or two plugins count the same pool. ``positions``: the index in the file
     of each of ``config.profiles``, for the field paths (default: their own)."""
-    cluster = ClusterRuntime(cluster_settings(config.cluster)) if config.cluster is not None else None
+    cluster = ClusterConnection(cluster_settings(config.cluster)) if config.cluster is not None else None
     at = [f"profiles[{i}]" for i in (positions if positions is not None else range(len(config.profiles)))]
     problems: list[str] = []
     wide: dict[str, set[str]] = {}
@@ -133,7 +133,7 @@ def assemble(
     shared: list[ReservePlugin] = []  # live: each framework checks every profile's cluster-wide Reserve
     frameworks: dict[str, Framework] = {}
     # one nominator for every profile, as kube-scheduler's one scheduling queue holds it
-    nominator = PodNominator(cluster.state.pod if cluster is not None else None)
+    nominator = PodNominator(cluster.cache.pod if cluster is not None else None)
     for i, profile in enumerate(config.profiles):
         try:
             framework = build_framework(profile, registry, cluster, nominator, shared)
@@ -437,11 +437,11 @@ def event_recorder(service: ExtenderService, controller: str = REPORTING_CONTROL
     )
 
 
-def _lease_admission(cluster: ClusterRuntime) -> Callable[[], str | None]:
+def _lease_admission(cluster: ClusterConnection) -> Callable[[], str | None]:
     """A leader-elected scheduler's admission: the cluster state has synced (no warm-up)."""
 
     def admission() -> str | None:
-        return None if cluster.state.has_synced() else "the cluster state has not synced yet"
+        return None if cluster.health.has_synced() else "the cluster state has not synced yet"
 
     return admission
 

@@ -35,7 +35,7 @@ def main() -> None:
     populate(api, nodes, pods)
     service = build_service(str(REPO / "examples" / "stateful.yaml"))
     assert service.cluster is not None
-    service.cluster.state.seed(
+    service.cluster.cache.seed(
         [msgspec.convert(n, objects.Node) for n in api.objects["nodes"].values()],
         [msgspec.convert(p, objects.Pod) for p in api.objects["pods"].values()],
     )

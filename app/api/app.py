@@ -102,7 +102,7 @@ class Routes:
                 body["workers"] = {h.name: h.error or ("ended" if not h.running else "ok") for h in health}
                 return JSONResponse(body, status_code=503)
         if service.cluster is not None:
-            ready, reason = service.cluster.state.ready()
+            ready, reason = service.cluster.health.ready()
             body["cluster"] = reason
             if service.leadership is not None:
                 body["role"] = service.leadership.role()

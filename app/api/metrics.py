@@ -15,7 +15,7 @@ from app.framework.status import Code, Status, code_name, reason_code
 from app.observe.decisions import Decision
 
 if TYPE_CHECKING:
-    from app.cluster.runtime import ClusterRuntime
+    from app.cluster.connection import ClusterConnection
 
 # the *_created series only add noise to every scrape
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -70,7 +70,7 @@ class Metrics:
     def __init__(
         self,
         profiles: Iterable[str],
-        cluster: ClusterRuntime | None = None,
+        cluster: ClusterConnection | None = None,
         recorders: Sequence[EventCounts] = (),
         leadership: Leadership | None = None,
     ) -> None:
@@ -269,7 +269,7 @@ class _PendingPods(Collector):
 
 
 class ClusterCollector(Collector):
-    """Cluster-state metrics, read from :meth:`ClusterState.stats` at scrape time.
+    """Cluster-state metrics, read from :meth:`ClusterConnection.stats` at scrape time.
 
     - ``scheduler_extender_cluster_objects{kind}``: nodes, pods and assumed pods in the cache.
     - ``scheduler_extender_cluster_synced{resource}``: 1 once ``nodes``/``pods`` completed a list.
@@ -290,9 +290,8 @@ class ClusterCollector(Collector):
       :class:`~app.cluster.leader.Leadership`, as ``/readyz``'s ``role`` does.
     """
 
-    def __init__(self, runtime: ClusterRuntime, recorders: Sequence[EventCounts], leadership: Leadership) -> None:
-        self.runtime = runtime
-        self.state = runtime.state
+    def __init__(self, cluster: ClusterConnection, recorders: Sequence[EventCounts], leadership: Leadership) -> None:
+        self.cluster = cluster
         #: the pod-event writers (a live list: the composition root adds them as it builds them)
         self.recorders = recorders
         #: the Leases followed or elected on (the composition root adds them as it starts them)
@@ -302,7 +301,7 @@ class ClusterCollector(Collector):
         return []
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        stats = self.state.stats()
+        stats = self.cluster.stats()
         objects = GaugeMetricFamily(
             "scheduler_extender_cluster_objects", "Objects in the cluster-state cache.", labels=["kind"]
         )
@@ -347,7 +346,7 @@ class ClusterCollector(Collector):
             "Pod events not written: queue full, over the rate budget, or refused by the API server.",
             value=sum(r.dropped for r in recorders),
         )
-        requeuer = self.runtime.requeuer
+        requeuer = self.cluster.requeuer
         yield CounterMetricFamily(
             "scheduler_extender_requeued_pods",
             "Pending pods annotated so that kube-scheduler retries them (re-queue assistance).",

@@ -37,9 +37,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from app.cluster.connection import ClusterConnection
 from app.cluster.leader import Leadership
-from app.cluster.runtime import ClusterRuntime
-from app.cluster.state import Snapshot
+from app.cluster.snapshot import Snapshot
 from app.config import Configuration
 from app.extender import codec, models
 from app.framework.profile import Verb as VerbName
@@ -84,11 +84,11 @@ class ExtenderService:
     """The profiles' frameworks behind the four verbs, and the cluster state when configured.
 
     With cluster state, ``NodeNames`` (``nodeCacheCapable: true``) resolve through a
-    :class:`~app.cluster.state.Snapshot` taken once per request: filter rejects a name the cache
+    :class:`~app.cluster.snapshot.Snapshot` taken once per request: filter rejects a name the cache
     does not know as ``UnschedulableAndUnresolvable`` with :data:`UNKNOWN_NODE`, prioritize scores
     it 0, and preempt resolves victim UIDs to the cached pods. Filter counts the pods nominated to
     a node with at least the pod's priority, as kube-scheduler does
-    (:meth:`~app.cluster.state.Snapshot.with_nominated`). Prioritize answers each node's weighted
+    (:meth:`~app.cluster.snapshot.Snapshot.with_nominated`). Prioritize answers each node's weighted
     mean of the plugins' scores on the extender's 0..10 (:func:`extender_scores`). Before the first
     sync, filter
     answers ``Error`` and prioritize/preempt answer 503. Nodes sent in full (``Nodes``) find their
@@ -99,7 +99,7 @@ class ExtenderService:
         self,
         config: Configuration,
         frameworks: Mapping[str, Framework],
-        cluster: ClusterRuntime | None = None,
+        cluster: ClusterConnection | None = None,
         decisions: DecisionStore | None = None,
     ) -> None:
         self.config = config
@@ -142,7 +142,7 @@ class ExtenderService:
         self._after_answers = (threading.get_ident(), loop.call_soon)
 
     def _snapshot(self) -> Snapshot | None:
-        return self.cluster.state.snapshot() if self.cluster is not None else None
+        return self.cluster.cache.snapshot() if self.cluster is not None else None
 
     @property
     def recording(self) -> bool:

@@ -5,8 +5,8 @@ pod's UID in ``metadata.uid``, so the API server refuses to bind a pod that was 
 recreated under the same name (409, "Precondition failed: UID in precondition").
 
 The assumption around it (``AssumePod`` at Reserve, ``ForgetPod`` when the cycle fails) is the
-framework's (:meth:`app.framework.runtime.Framework.run_binding_cycle`) over the cluster state's
-ledger; this module says only whether a Binding's outcome is known: a timeout is
+framework's (:meth:`app.framework.runtime.Framework.run_binding_cycle`) over the cache's assumed
+pods; this module says only whether a Binding's outcome is known: a timeout is
 :data:`~app.framework.runtime.BINDING_UNCERTAIN` (the assumption is kept until the watch shows
 the pod or it expires), anything else is certain.
 """
@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from app.cluster.state import ClusterState
+from app.cluster.cache import Cache
 from app.framework import objects
 from app.framework.runtime import BINDING_UNCERTAIN
 from app.framework.status import SUCCESS, Code, Status
@@ -52,14 +52,14 @@ class AsyncBindings(Protocol):
 
 class Binder:
     """Reads pods and creates Bindings through ``client``, off the event loop on ``executor`` (the
-    official client blocks); ``state`` resolves pods the watch has shown. With ``bindings``, the
+    official client blocks); ``cache`` resolves pods the watch has shown. With ``bindings``, the
     Bindings are created on the event loop instead (no thread hop: :mod:`app.kube.aio`)."""
 
     def __init__(
-        self, client: BindingClient, state: ClusterState, executor: Executor, bindings: AsyncBindings | None = None
+        self, client: BindingClient, cache: Cache, executor: Executor, bindings: AsyncBindings | None = None
     ) -> None:
         self.client = client
-        self.state = state
+        self.cache = cache
         self.executor = executor
         self.bindings = bindings
 
@@ -76,7 +76,7 @@ class Binder:
         """The cache's record of ``pod`` (by UID) or, when the watch has not shown it yet, the pod
         read from the API server within ``timeout`` seconds: ``None`` when that fails, a record
         with another UID when a pod of that name was recreated."""
-        cached = self.state.pod(pod.uid)
+        cached = self.cache.pod(pod.uid)
         if cached is not None:
             return cached
         loop = asyncio.get_running_loop()
@@ -86,7 +86,7 @@ class Binder:
         except (TimeoutError, APIError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             log.warning("reading pod %s/%s failed: %s", pod.namespace, pod.name, exc)
             return None
-        return self.state.record(decoded)
+        return self.cache.record(decoded)
 
     async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
         """Create ``pod``'s Binding to ``node`` within ``timeout`` seconds. Returns ``SUCCESS``

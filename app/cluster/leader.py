@@ -13,7 +13,7 @@ the holder counts as leading while its record was seen to change within ``renewD
 measured on this process's clock (client-go's ``observedTime``), as the leader itself gives up
 after failing to renew for that long. ``leaseDuration`` (15 s) is what the Lease says when it has
 ``spec.leaseDurationSeconds``. A takeover starts the warm-up of
-:meth:`app.cluster.runtime.ClusterRuntime.bind_admission`.
+:meth:`app.cluster.connection.ClusterConnection.bind_admission`.
 
 The standalone scheduler's replicas elect their own leader instead (:class:`LeaseElector`,
 client-go's ``LeaderElector`` with ``ReleaseOnCancel`` as kube-scheduler sets it: a stopped leader
@@ -423,7 +423,7 @@ class Leadership:
     (``scheduler_extender_is_leader``, ``scheduler_extender_takeovers_total``) report it.
 
     Each Lease is added with the ``admission()`` of the work it guards (why that work may not act
-    yet, or ``None``: the bind verb's :meth:`~app.cluster.runtime.ClusterRuntime.bind_admission`
+    yet, or ``None``: the bind verb's :meth:`~app.cluster.connection.ClusterConnection.bind_admission`
     for kube-scheduler's Lease, a standalone scheduler's own admission for its Lease), so the role
     says what the replica does: :data:`STANDBY` while another holds the Lease, :data:`WARMING_UP`
     while it holds the Lease but its work waits (the cluster state's sync, the warm-up after a

@@ -4,7 +4,7 @@ Only each namespace's labels are kept: what kube-scheduler's InterPodAffinity re
 (``GetNamespaceLabelsSnapshot`` in
 pkg/scheduler/framework/plugins/interpodaffinity/plugin.go, through the namespace lister). The
 store is the reflector's :class:`~app.cluster.reflector.Store`; its health is the cluster state's
-(a third kind next to nodes and pods: :meth:`~app.cluster.state.ClusterState.track_kind`), so the
+(a third kind next to nodes and pods: :meth:`~app.cluster.health.SyncHealth.track_kind`), so the
 cluster state is not synced, nor ready, nor does a scheduler start, before the namespaces were
 listed, as kube-scheduler waits for every informer (``WaitForCacheSync``).
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from app.cluster.state import ClusterState
+from app.cluster.health import SyncHealth
 from app.framework import objects
 
 KIND = "namespaces"
@@ -31,18 +31,18 @@ class _Namespace(msgspec.Struct):
 
 class NamespaceStore:
     """Namespace name -> its labels; thread-safe (the reflector writes, requests read). Its
-    health goes to ``state`` (kind :data:`KIND`)."""
+    health goes to ``health`` (kind :data:`KIND`)."""
 
     object_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Namespace)
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, health: SyncHealth) -> None:
         self._lock = threading.Lock()
         self._labels: dict[str, Mapping[str, str]] = {}
-        state.track_kind(KIND)
-        self.mark_synced = state.mark_synced
-        self.mark_ok = state.mark_ok
-        self.mark_failing = state.mark_failing
-        self.count = state.count
+        health.track_kind(KIND)
+        self.mark_synced = health.mark_synced
+        self.mark_ok = health.mark_ok
+        self.mark_failing = health.mark_failing
+        self.count = health.count
 
     def labels(self, namespace: str) -> Mapping[str, str] | None:
         """The labels of ``namespace``; ``None`` when it is not known."""

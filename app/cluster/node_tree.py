@@ -3,7 +3,7 @@
 labels), listed round robin across the zones, so a search that stops early (``numFeasibleNodesToFind``)
 samples every zone, not the zone whose nodes were added first.
 
-Not thread-safe: :class:`~app.cluster.state.ClusterState` calls it under its lock.
+Not thread-safe: :class:`~app.cluster.cache.Cache` calls it under its lock.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from app.cluster.state import ClusterState
+from app.cluster.cache import Cache
 from app.framework import objects
 from app.kube.client import interrupt
 from app.kube.errors import APIError
@@ -95,8 +95,9 @@ class Store(Protocol):
     """Where a reflector's objects go (client-go's ``cache.Store`` as the ``Reflector`` writes to it:
     ``Replace`` after a list, ``Add``/``Update``/``Delete`` per event), and where it reports its health.
 
-    :class:`ClusterState` is the store of nodes and pods (through :func:`state_store`); other kinds
-    (PodGroups) bring their own. ``object_decoder`` decodes one object (a list item or a watched
+    :class:`~app.cluster.cache.Cache` is the store of nodes and pods (through :func:`cache_store`,
+    its health the cache's :class:`~app.cluster.health.SyncHealth`); other kinds (PodGroups) bring
+    their own. ``object_decoder`` decodes one object (a list item or a watched
     object). ``prepare`` turns a decoded item into what ``replace``/``apply`` take. ``missing`` is
     called when the collection does not exist (HTTP 404: a CRD that is not installed); the
     reflector then retries at its longest backoff.
@@ -143,51 +144,53 @@ class StoreHealth:
         pass
 
 
-class _StateStore:
-    """Nodes or pods into :class:`ClusterState` (pods as slim records)."""
+class _CacheStore:
+    """Nodes or pods into a :class:`~app.cluster.cache.Cache` (pods as slim records); the health
+    goes to the cache's :attr:`~app.cluster.cache.Cache.health`."""
 
-    def __init__(self, kind: str, state: ClusterState) -> None:
+    def __init__(self, kind: str, cache: Cache) -> None:
         self.kind = kind
-        self.state = state
-        without_images = kind == "nodes" and not state.keep_images
+        self.cache = cache
+        without_images = kind == "nodes" and not cache.keep_images
         self.object_decoder = _NODES_WITHOUT_IMAGES if without_images else _OBJECTS[kind]
-        self.mark_synced = state.mark_synced
-        self.mark_ok = state.mark_ok
-        self.mark_failing = state.mark_failing
-        self.count = state.count
+        health = cache.health
+        self.mark_synced = health.mark_synced
+        self.mark_ok = health.mark_ok
+        self.mark_failing = health.mark_failing
+        self.count = health.count
 
     def prepare(self, obj: Any) -> Any:
-        return self.state.record(obj) if self.kind == "pods" else obj
+        return self.cache.record(obj) if self.kind == "pods" else obj
 
     def replace(self, items: list[Any]) -> None:
         if self.kind == "nodes":
-            self.state.replace_nodes(items)
+            self.cache.replace_nodes(items)
         else:
-            self.state.replace_pods(items)
+            self.cache.replace_pods(items)
 
     def apply(self, event: str, obj: Any) -> None:
         if self.kind == "nodes":
             if event == "DELETED":
-                self.state.delete_node(obj)
+                self.cache.delete_node(obj)
             else:
-                self.state.upsert_node(obj)
+                self.cache.upsert_node(obj)
             return
-        record = self.state.record(obj)
+        record = self.cache.record(obj)
         if event == "DELETED":
-            self.state.delete_pod(record)
+            self.cache.delete_pod(record)
         else:
-            self.state.upsert_pod(record)
+            self.cache.upsert_pod(record)
 
     def missing(self, error: str) -> None:
-        self.state.mark_failing(self.kind, error)
+        self.mark_failing(self.kind, error)
 
 
-def state_store(kind: str, state: ClusterState) -> Store:
-    """The store of ``kind`` (``nodes`` or ``pods``) into ``state``. Raises ``ValueError`` for
+def cache_store(kind: str, cache: Cache) -> Store:
+    """The store of ``kind`` (``nodes`` or ``pods``) into ``cache``. Raises ``ValueError`` for
     another kind."""
     if kind not in _OBJECTS:
         raise ValueError(f"unknown kind {kind!r}")
-    return _StateStore(kind, state)
+    return _CacheStore(kind, cache)
 
 
 class _GcPause:
@@ -244,7 +247,7 @@ def iter_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 class Reflector(ThreadWorker):
     """Keeps ``store`` in step with the ``kind`` collection the lister serves (nodes and pods into
-    the cluster state through :func:`state_store`, PodGroups into their store).
+    the cache through :func:`cache_store`, PodGroups into their store).
 
     ``watch_timeout`` and the backoff bounds are in seconds; ``request_timeout`` bounds each list
     page. A :class:`~app.lifecycle.ThreadWorker` named ``reflector-<kind>``: ``start()`` runs the
@@ -444,6 +447,6 @@ __all__ = [
     "Reflector",
     "Store",
     "StoreHealth",
+    "cache_store",
     "iter_lines",
-    "state_store",
 ]

@@ -10,8 +10,9 @@ such event: an assumed pod's reservation expiring or being forgotten in this ser
 a pod whose deletion kube-scheduler filed under a hint that does not match. What v1.30 reacts to
 for any pod is an *update of the pending pod itself*: ``PriorityQueue.Update`` moves a pod whose
 object changed beyond status and metadata bookkeeping (``isPodUpdated``) out of the unschedulable
-pool into the active or backoff queue. So when the cluster state reports freed capacity (a pod
-deleted or gone terminal, a node added or changed, a reservation forgotten or expired), the
+pool into the active or backoff queue. So when the cluster events report freed capacity
+(:attr:`~app.cluster.events.ClusterEvents.freed_generation`: a pod deleted or gone terminal, a
+node added or changed, a reservation forgotten or expired), the
 :class:`Requeuer` patches each tracked pod's annotation :data:`ANNOTATION` with the time, at most
 ``qps`` pods per second, and forgets it (a new rejection tracks it again).
 """
@@ -24,7 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from app.cluster.state import ClusterState
+from app.cluster.cache import Cache
 from app.kube.errors import APIError
 from app.kube.timefmt import micro_time
 from app.lifecycle import ThreadWorker
@@ -38,8 +39,9 @@ ANNOTATION = "scheduler-extender.dev/requeued-at"
 
 class Requeuer(ThreadWorker):
     """Tracks the pods rejected on every node and re-queues them on freed capacity (see the module
-    doc). ``patch(namespace, name, annotations)`` merges annotations into a pod and raises
-    :class:`APIError`; blocking, it runs in the requeuer's daemon thread (a
+    doc). ``cache``: the pods known as pending, and in its :attr:`~app.cluster.cache.Cache.events`
+    the capacity freed. ``patch(namespace, name, annotations)`` merges annotations into a pod and
+    raises :class:`APIError`; blocking, it runs in the requeuer's daemon thread (a
     :class:`~app.lifecycle.ThreadWorker` named ``requeuer``, checking every ``interval`` seconds).
     ``max_tracked`` bounds the pods remembered (the oldest are forgotten first). ``requeued`` and
     ``failed_patches`` count the patches made and failed; a failure other than a deleted pod (404)
@@ -47,14 +49,15 @@ class Requeuer(ThreadWorker):
 
     def __init__(
         self,
-        state: ClusterState,
+        cache: Cache,
         patch: Callable[[str, str, dict[str, str]], None],
         qps: float = 5.0,
         max_tracked: int = 10_000,
         interval: float = 0.2,
     ) -> None:
         super().__init__("requeuer")
-        self.state = state
+        self.cache = cache
+        self.events = cache.events
         self._patch = patch
         self.qps = qps
         self.max_tracked = max_tracked
@@ -62,7 +65,7 @@ class Requeuer(ThreadWorker):
         self._lock = threading.Lock()
         self._tracked: OrderedDict[str, tuple[str, str]] = OrderedDict()  # uid -> (namespace, name)
         self._pending: OrderedDict[str, tuple[str, str]] = OrderedDict()
-        self._seen = state.freed_generation
+        self._seen = self.events.freed_generation
         self.requeued = 0
         self.failed_patches = 0
 
@@ -98,7 +101,7 @@ class Requeuer(ThreadWorker):
         """Move the tracked pods to the re-queue list when capacity was freed since the last
         step, and take up to ``allowed`` of them: each is patched, or skipped when the cache does
         not know it as pending; returns how many were taken (what the rate budget is charged)."""
-        generation = self.state.freed_generation
+        generation = self.events.freed_generation
         with self._lock:
             if generation != self._seen:
                 self._seen = generation
@@ -111,7 +114,7 @@ class Requeuer(ThreadWorker):
         for uid, (namespace, name) in batch:
             # only a pod the cache knows as pending, by its UID: a filter body names any pod it
             # likes, and no caller may make this service write to a pod that is not waiting
-            known = self.state.pod(uid)
+            known = self.cache.pod(uid)
             if known is None or known.node_name or (known.namespace, known.name) != (namespace, name):
                 continue
             try:

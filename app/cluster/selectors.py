@@ -18,23 +18,15 @@ ports it:
   a Service gave); a ReplicaSet's or StatefulSet's ``spec.selector`` (a ``LabelSelector``)
   contributes its requirements (``LabelSelectorAsSelector(...).Requirements()`` added to the
   set's selector with ``Selector.Add``: ANDed with it), unless it is ``nil`` (``Nothing``: no
-  requirement) or invalid (skipped). Since v1.22 (kubernetes#102236) upstream finds the
-  controllers through the owner reference, not by testing every controller's selector against
-  the pod, so the controller's selector need not match the pod.
-
-The result is one ``metav1.LabelSelector``: the label set as ``matchLabels``, a controller
-requirement whose key the set already holds with another value as a ``matchExpressions`` ``In``
-(so the two are ANDed, as ``Selector.Add`` does). An empty selector (nothing selects the pod)
-means no default constraint (``buildDefaultConstraints``: ``selector.Empty()``).
+  requirement) or invalid (skipped). The controller is found by its owner reference (since
+  v1.22, kubernetes#102236): its selector need not match the pod.
 
 Each kind has one compact store (:class:`SelectorStore`): per namespace, object name -> only its
-selector, already in the form :func:`default_selector` merges (:data:`Labels`, a flat tuple
-``(key1, value1, key2, value2, ...)``; a ReplicaSet's or StatefulSet's with ``matchExpressions``
-a :class:`ControllerSelector`); an object whose selector contributes nothing (``nil``, empty,
-invalid) is not kept: a Deployment's ReplicaSet (two ``matchLabels``) costs about 330 bytes
-(``tests/unit/test_spread_selectors.py`` bounds it). Lookups are by namespace (Services: the pod's
-namespace only; controllers: one ``dict`` lookup), never over the whole cluster. Until a store's
-first list (or when it fails) it holds nothing, as an informer that has not synced.
+selector, in the form :func:`default_selector` merges (:data:`Labels`, a flat tuple ``(key1,
+value1, ...)``; a ReplicaSet's or StatefulSet's with ``matchExpressions`` a
+:class:`ControllerSelector`); an object whose selector contributes nothing (``nil``, empty,
+invalid) is not kept (a Deployment's ReplicaSet: about 330 bytes). Lookups are by namespace,
+never over the whole cluster. Until its first list (or when it fails) a store holds nothing.
 """
 
 from __future__ import annotations
@@ -290,8 +282,12 @@ def default_selector(
     Service selectors of the pod's namespace (each tested against the pod's labels here);
     ``replication_controller`` the selector of the pod's controller when it is a
     ReplicationController, ``workload`` when it is a ReplicaSet or StatefulSet (``None``: no such
-    controller, not found, or it adds nothing). An empty ``LabelSelector`` when nothing selects
-    the pod."""
+    controller, not found, or it adds nothing).
+
+    The result is one ``metav1.LabelSelector``: the label set as ``matchLabels``, a controller
+    requirement whose key the set already holds with another value as a ``matchExpressions``
+    ``In`` (so the two are ANDed, as ``Selector.Add`` does). An empty selector (nothing selects
+    the pod) means no default constraint (``buildDefaultConstraints``: ``selector.Empty()``)."""
     pod_labels = pod.labels
     labels: dict[str, str] = {}
     for selector in services:

@@ -12,9 +12,10 @@ everything else of an object is dropped when it is decoded. Volumes are also ind
 (the assume cache's ``ListPVs``).
 
 Each kind has its own reflector (:class:`KindStore` is its :class:`~app.cluster.reflector.Store`);
-the stores report their health to the :class:`~app.cluster.state.ClusterState`, whose
-``has_synced`` and ``/readyz`` then cover them (kube-scheduler waits for every informer before
-it schedules), and record each change in its log of cluster events (``PersistentVolumeClaim
+the stores report their health to the cluster state's :class:`~app.cluster.health.SyncHealth`,
+whose ``has_synced`` and ``/readyz`` then cover them (kube-scheduler waits for every informer
+before it schedules), and record each change in the cluster events the scheduling queues follow
+(:class:`~app.cluster.events.ClusterEvents`: ``PersistentVolumeClaim
 Add``, ``storage.k8s.io/CSINode Update``, ...), which moves the pods the volume plugins parked
 (``EventsToRegister``). A collection the API server does not serve (404) counts as an empty,
 synced one (logged), so an old or trimmed API server does not stop scheduling.
@@ -31,7 +32,8 @@ from typing import Any
 
 import msgspec
 
-from app.cluster.state import ClusterState
+from app.cluster.events import ClusterEvents
+from app.cluster.health import SyncHealth
 from app.framework import objects
 from app.framework.events import (
     CSI_DRIVER,
@@ -133,11 +135,11 @@ class KindStore:
         self.kind = kind
         self.owner = owner
         self.object_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_TYPES[kind])
-        state = owner.state
-        self.mark_synced = state.mark_synced
-        self.mark_ok = state.mark_ok
-        self.mark_failing = state.mark_failing
-        self.count = state.count
+        health = owner.health
+        self.mark_synced = health.mark_synced
+        self.mark_ok = health.mark_ok
+        self.mark_failing = health.mark_failing
+        self.count = health.count
 
     def prepare(self, obj: Any) -> Any:
         return compact(self.kind, obj)
@@ -152,19 +154,20 @@ class KindStore:
         """The API server does not serve the kind (404): an empty, synced collection."""
         log.warning("%s: the API server does not serve them (%s): treated as none", self.kind, error)
         self.owner.replace(self.kind, [])
-        self.owner.state.mark_synced(self.kind)
+        self.owner.health.mark_synced(self.kind)
 
 
 class VolumeStores:
     """The watched storage objects (:class:`~app.framework.volumes.VolumeLister`); thread-safe.
 
-    ``state``: the cluster state the stores report their health and events to (the kinds are
-    added to it at once). ``capacities``: also watch CSIStorageCapacities (:meth:`want_capacities`
-    adds them later, before the reflectors start).
+    ``health``: where the stores report their health (the kinds are added to it at once);
+    ``events``: where they record their changes. ``capacities``: also watch
+    CSIStorageCapacities (:meth:`want_capacities` adds them later, before the reflectors start).
     """
 
-    def __init__(self, state: ClusterState, capacities: bool = False) -> None:
-        self.state = state
+    def __init__(self, health: SyncHealth, events: ClusterEvents, capacities: bool = False) -> None:
+        self.health = health
+        self.events = events
         self._lock = threading.Lock()
         self._objects: dict[str, dict[str, Any]] = {kind: {} for kind in _TYPES}
         self._by_class: dict[str, dict[str, PersistentVolume]] = {}
@@ -173,7 +176,7 @@ class VolumeStores:
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.kinds: list[str] = list(KINDS)
         for kind in KINDS:
-            state.track_kind(kind)
+            health.track_kind(kind)
         if capacities:
             self.want_capacities()
 
@@ -181,7 +184,7 @@ class VolumeStores:
         """Watch CSIStorageCapacities too (``ClusterNeeds.csi_storage_capacities``)."""
         if CAPACITIES not in self.kinds:
             self.kinds.append(CAPACITIES)
-            self.state.track_kind(CAPACITIES)
+            self.health.track_kind(CAPACITIES)
 
     @property
     def stores(self) -> dict[str, KindStore]:
@@ -259,7 +262,7 @@ class VolumeStores:
         (tests and tools: no API server)."""
         decoded = [compact(kind, msgspec.convert(d, _TYPES[kind])) for d in documents]
         self.replace(kind, decoded)
-        self.state.mark_synced(kind)
+        self.health.mark_synced(kind)
 
     def replace(self, kind: str, items: Sequence[Any]) -> None:
         """Replace every object of ``kind`` (a completed list)."""
@@ -273,7 +276,7 @@ class VolumeStores:
                 self._capacity_list = tuple(self._objects[CAPACITIES].values())
             waiters = self._changed()
         self._notify(waiters)
-        self.state.record_event(GVK[kind], _RELIST)
+        self.events.record_event(GVK[kind], _RELIST)
 
     def apply(self, kind: str, event: str, item: Any) -> None:
         """A watch event (``ADDED``, ``MODIFIED``, ``DELETED``) of ``kind``."""
@@ -298,7 +301,7 @@ class VolumeStores:
         self._notify(waiters)
         action = _ACTIONS.get(event)
         if action is not None:
-            self.state.record_event(GVK[kind], action)
+            self.events.record_event(GVK[kind], action)
 
     def _changed(self) -> list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]:
         """Count a change and take the waiters (under the lock)."""

@@ -36,7 +36,7 @@ kube-scheduler v1.30's ``ScheduleOne`` does (pkg/scheduler/schedule_one.go):
   schedules (:class:`~app.cluster.leader.LeaseElector`). A new leader schedules as soon as the
   cluster state has synced: it acquired the Lease only once its holder had not renewed it for
   ``leaseDuration``, longer than any Binding of the holder can stay in flight (the bind deadline
-  must be shorter; else it waits out that deadline, :meth:`ClusterRuntime.bind_admission`).
+  must be shorter; else it waits out that deadline, :meth:`ClusterConnection.bind_admission`).
   Without leader election a start waits out one bind deadline (a previous process's Bindings).
 
 A node a PreFilterResult excludes is not evaluated and has no status: the FitError counts it in
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from app.cluster.runtime import ClusterRuntime
+from app.cluster.connection import ClusterConnection
 from app.framework import (
     BINDING_UNCERTAIN,
     PODS_TO_ACTIVATE,
@@ -185,7 +185,7 @@ class Scheduler(TaskWorker):
     writes ``PodScheduled``, ``set_nominated_node(namespace, name, node)``: writes
     ``status.nominatedNodeName`` (both blocking; run on the cluster's API executor);
     ``is_leader()``: whether to schedule now; ``admission()``: why nothing may be reserved yet
-    (default: the cluster state's :meth:`~ClusterRuntime.bind_admission`);
+    (default: the cluster connection's :meth:`~ClusterConnection.bind_admission`);
     ``percentage_of_nodes_to_score``: 0 for kube-scheduler's adaptive default. A
     :class:`~app.lifecycle.TaskWorker`: started on the server's event loop."""
 
@@ -193,7 +193,7 @@ class Scheduler(TaskWorker):
         self,
         name: str,
         framework: Framework,
-        runtime: ClusterRuntime,
+        cluster: ClusterConnection,
         queue: SchedulingQueue,
         worker: Executor | None = None,
         record: Callable[[Decision], None] = lambda d: None,
@@ -212,8 +212,9 @@ class Scheduler(TaskWorker):
         self.scheduler_name = name
         self.framework = framework
         self.nominator = framework.nominator
-        self.runtime = runtime
-        self.state = runtime.state
+        self.cluster = cluster
+        self.cache = cluster.cache
+        self.cluster_events = cluster.events
         self.queue = queue
         self.worker = worker
         self._record = record
@@ -222,13 +223,13 @@ class Scheduler(TaskWorker):
         self._set_nominated_node = set_nominated_node
         self.metrics = metrics
         self._is_leader = is_leader
-        self._admission = admission or runtime.bind_admission
+        self._admission = admission or cluster.bind_admission
         self._rng = rng or random.Random()
         self._index = f"scheduler/{name}"
-        self.state.add_index(PodIndex(self._index, self._key))
-        self.state.follow_index(self._index)
-        #: the last cluster event the queue was told of (:meth:`ClusterState.events_since`)
-        self._seen_event = self.state.event_seq
+        self.cache.add_index(PodIndex(self._index, self._key))
+        self.cluster_events.follow_index(self._index)
+        #: the last cluster event the queue was told of (:meth:`ClusterEvents.events_since`)
+        self._seen_event = self.cluster_events.event_seq
         self._conditions: dict[str, tuple[str, str]] = {}
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         #: where the next Filter search starts (``nextStartNodeIndex``)
@@ -264,11 +265,11 @@ class Scheduler(TaskWorker):
         if not self._is_leader() or self._admission() is not None:
             await asyncio.sleep(0.15)  # not the leader, not synced, or warming up: nothing to do
             return False
-        added = self.queue.apply(self.state.index_changes(self._index, self.scheduler_name))
+        added = self.queue.apply(self.cluster_events.index_changes(self._index, self.scheduler_name))
         for entered in added:
             if self.queue.gated(entered.uid):
                 self._gated(entered)
-        self._seen_event, events = self.state.events_since(self._seen_event)
+        self._seen_event, events = self.cluster_events.events_since(self._seen_event)
         if events is None or events:
             self.queue.move_on(events)
         pod = self.queue.pop()
@@ -283,7 +284,7 @@ class Scheduler(TaskWorker):
     def schedule_pod(self, state: CycleState, pod: PodInfo) -> Attempt:
         """``schedulePod``: the nodes that fit (``findNodesThatFitPod``), then, with more than
         one, ``prioritizeNodes`` and ``selectHost``."""
-        snapshot = self.state.snapshot()
+        snapshot = self.cache.snapshot()
         state.snapshot = snapshot
         nodes = snapshot.list()
         attempt = Attempt(len(nodes))
@@ -427,10 +428,10 @@ class Scheduler(TaskWorker):
         """The scheduling cycle of one pod (``schedulingCycle``), through Reserve and Permit; the
         binding cycle goes on in a task. Every failure ends in :meth:`handle_scheduling_failure`."""
         started = time.perf_counter()
-        since = self.state.event_seq  # events from now on happen while this pod is in flight
+        since = self.cluster_events.event_seq  # events from now on happen while this pod is in flight
         state = CycleState()
         state.write(PODS_TO_ACTIVATE, {})
-        if self.worker is not None and len(self.state.snapshot().known) > INLINE_NODES:
+        if self.worker is not None and len(self.cache.snapshot().known) > INLINE_NODES:
             loop = asyncio.get_running_loop()
             attempt = await loop.run_in_executor(self.worker, self.schedule_pod, state, pod)
         else:
@@ -557,9 +558,9 @@ class Scheduler(TaskWorker):
         sets it to another node than the pod's (``updatePod``)."""
         unschedulable = status.is_rejected()
         plugins = fit.diagnosis.unschedulable_plugins if fit is not None else set()
-        events = self.state.events_since(since, origin=pod.uid)[1] if since is not None else ()
+        events = self.cluster_events.events_since(since, origin=pod.uid)[1] if since is not None else ()
         self.queue.failed(pod.uid, unschedulable, plugins, events)
-        latest = self.state.pod(pod.uid) or pod
+        latest = self.cache.pod(pod.uid) or pod
         self.nominator.add_nominated_pod(latest, nominating)
         self._observe("unschedulable" if unschedulable else "error", started)
         reason = "Unschedulable" if unschedulable else "SchedulerError"
@@ -576,7 +577,7 @@ class Scheduler(TaskWorker):
 
     def _nominate(self, pod: PodInfo, node: str) -> None:
         """Write ``status.nominatedNodeName`` (``""``: clear it) on the API executor."""
-        executor = self.runtime.executor
+        executor = self.cluster.executor
         if executor is None or self._set_nominated_node is None:
             return
         executor.submit(self._write_nomination, pod, node)
@@ -602,7 +603,7 @@ class Scheduler(TaskWorker):
                 "lastProbeTime": None,
                 "lastTransitionTime": rfc3339_time(time.time()),
             }
-            executor = self.runtime.executor
+            executor = self.cluster.executor
             if executor is not None:
                 executor.submit(self._write_condition, pod, condition)
 

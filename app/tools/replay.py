@@ -73,7 +73,7 @@ def load_cluster_state(service: ExtenderService, paths: Sequence[str]) -> None:
             except msgspec.ValidationError as exc:
                 raise SystemExit(f"error: {path}: a {kind} is malformed: {exc}") from exc
     try:
-        cluster.state.seed(nodes, pods)
+        cluster.cache.seed(nodes, pods)
     except ValueError as exc:  # a malformed quantity in a pod's requests
         raise SystemExit(f"error: --cluster-state: {exc}") from exc
     if cluster.podgroups is not None:

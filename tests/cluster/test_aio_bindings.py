@@ -271,31 +271,31 @@ def test_bindings_in_flight_are_bounded_by_bind_connections_not_api_workers(
 ) -> None:
     """kube-scheduler starts every pod's binding cycle at once: with a real kube-apiserver taking
     tens of ms per Binding, 16 connections (``apiWorkers``) made binds wait a second in line."""
-    from app.cluster.runtime import POOL_EXTRA, ClusterRuntime, ClusterSettings
+    from app.cluster.connection import POOL_EXTRA, ClusterConnection, ClusterSettings
     from app.framework.types import PodInfo
 
     path = tmp_path / "kubeconfig"
     path.write_text(https.kubeconfig())
-    runtime = ClusterRuntime(ClusterSettings(kubeconfig=str(path), api_workers=2, bind_connections=20))
-    runtime.connect()  # the workers are not started: only the clients matter here
+    cluster = ClusterConnection(ClusterSettings(kubeconfig=str(path), api_workers=2, bind_connections=20))
+    cluster.connect()  # the workers are not started: only the clients matter here
     try:
-        assert runtime.client is not None and runtime._bindings is not None
+        assert cluster.client is not None and cluster._bindings is not None
         # urllib3's pool holds a connection for each thread that may call at once, not only the API workers'
-        pool_kw = runtime.client.api_client.rest_client.pool_manager.connection_pool_kw
+        pool_kw = cluster.client.api_client.rest_client.pool_manager.connection_pool_kw
         assert pool_kw["maxsize"] == 2 + POOL_EXTRA
         https.binding_delay = 0.3  # all 20 in flight together: 20 connections
         pods = [https.pod("default", f"p{i}") for i in range(20)]
 
         async def main() -> list[str]:
             infos = [PodInfo.placeholder("default", p["metadata"]["name"], p["metadata"]["uid"]) for p in pods if p]
-            statuses = await asyncio.gather(*(runtime.bind(info, "n1", 5.0) for info in infos))
-            assert runtime._bindings is not None
-            opened = runtime._bindings._open
-            runtime._bindings.close()
+            statuses = await asyncio.gather(*(cluster.bind(info, "n1", 5.0) for info in infos))
+            assert cluster._bindings is not None
+            opened = cluster._bindings._open
+            cluster._bindings.close()
             return [s.message for s in statuses] + [str(opened)]
 
         *messages, opened = asyncio.run(main())
         assert messages == [""] * 20 and opened == "20"
         assert len(https.bindings) == 20
     finally:
-        runtime.close()
+        cluster.close()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from app.cluster.connection import ClusterConnection
 from app.cluster.leader import LEADER, STANDBY, WARMING_UP, LeaderElectionSettings, Leadership, LeaseFollower
-from app.cluster.runtime import ClusterRuntime
 from app.framework import ClusterNeeds
 from app.kube.errors import APIError
 from tests.cluster.conftest import official_client, wait_for
@@ -82,21 +82,21 @@ def test_a_hostname_prefix_is_not_the_holder(api: FakeAPIServer) -> None:
     assert not f.is_leader()
 
 
-def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]) -> None:
+def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_cluster: Callable[..., ClusterConnection]) -> None:
     api.put("leases", lease("cp-2_7f3a"))
     settings = LeaderElectionSettings(identity="cp-1", renew_deadline=10.0, retry_period=0.1)
-    runtime = make_runtime(api.url, leader_election=settings)
+    cluster = make_cluster(api.url, leader_election=settings)
     # its Bindings may be in flight 0.5 s, and its Reserve (verifyFit) guards capacity
-    runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=0.5, reserves_capacity=True))
-    wait_for(runtime.state.has_synced)
-    wait_for(lambda: runtime.follower is not None and runtime.follower.holder == "cp-2_7f3a", what="Lease read")
-    refusal = runtime.bind_admission()
+    cluster.register("DefaultBinder", ClusterNeeds(bind_deadline=0.5, reserves_capacity=True))
+    wait_for(cluster.health.has_synced)
+    wait_for(lambda: cluster.follower is not None and cluster.follower.holder == "cp-2_7f3a", what="Lease read")
+    refusal = cluster.bind_admission()
     assert refusal is not None and refusal.startswith(
         "this extender's kube-scheduler (cp-1) does not hold the Lease kube-system/kube-scheduler (held by cp-2_7f3a)"
     )
-    leadership = Leadership(runtime.bind_admission)
-    assert runtime.follower is not None
-    leadership.add(runtime.follower, runtime.bind_admission)
+    leadership = Leadership(cluster.bind_admission)
+    assert cluster.follower is not None
+    leadership.add(cluster.follower, cluster.bind_admission)
     assert leadership.role() == STANDBY
     assert [(r.lease, r.holder, r.role) for r in leadership.leases()] == [
         ("kube-system/kube-scheduler", "cp-2_7f3a", STANDBY)
@@ -106,8 +106,8 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Call
     # a takeover restarts the warm-up: the previous leader's Bindings may still be in flight; the
     # role says so without denying that this replica's kube-scheduler holds the Lease
     assert leadership.role() == WARMING_UP and leadership.leases()[0].takeovers == 1
-    assert (runtime.bind_admission() or "").startswith("warming up: binds are admitted in ")
-    wait_for(lambda: runtime.bind_admission() is None, what="warm-up over")
+    assert (cluster.bind_admission() or "").startswith("warming up: binds are admitted in ")
+    wait_for(lambda: cluster.bind_admission() is None, what="warm-up over")
     assert leadership.role() == LEADER
 
 
@@ -146,12 +146,12 @@ def test_the_elector_is_a_periodic_worker_whose_failed_writes_are_its_error() ->
 
 
 def test_no_warm_up_without_a_reserve_that_guards_capacity(
-    api: FakeAPIServer, make_runtime: Callable[..., ClusterRuntime]
+    api: FakeAPIServer, make_cluster: Callable[..., ClusterConnection]
 ) -> None:
     """A bind deadline alone (DefaultBinder without verifyFit) protects nothing by waiting: binds
     are admitted as soon as the watch has synced, and a bind verb would not wait."""
-    runtime = make_runtime(api.url)
-    runtime.register("DefaultBinder", ClusterNeeds(bind_deadline=5.0))
-    wait_for(runtime.state.has_synced)
-    assert runtime.bind_admission() is None and runtime.bind_admission_wait() == 0.0
-    assert Leadership(runtime.bind_admission).role() == LEADER
+    cluster = make_cluster(api.url)
+    cluster.register("DefaultBinder", ClusterNeeds(bind_deadline=5.0))
+    wait_for(cluster.health.has_synced)
+    assert cluster.bind_admission() is None and cluster.bind_admission_wait() == 0.0
+    assert Leadership(cluster.bind_admission).role() == LEADER

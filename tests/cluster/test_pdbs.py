@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.framework import PodDisruptionBudget, objects
 from app.framework.handle import ClusterNeeds
 from tests.cluster.conftest import connect, disconnect, wait_for
@@ -33,26 +33,26 @@ def pdb(
 
 
 def test_budgets_sync_and_follow_events(api: FakeAPIServer) -> None:
-    runtime = ClusterRuntime(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30))
-    assert runtime.pod_disruption_budgets() == ()  # nobody declared them: not watched
-    runtime.register("DefaultPreemption", ClusterNeeds(pod_disruption_budgets=True))
+    cluster = ClusterConnection(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30))
+    assert cluster.pod_disruption_budgets() == ()  # nobody declared them: not watched
+    cluster.register("DefaultPreemption", ClusterNeeds(pod_disruption_budgets=True))
     api.put("poddisruptionbudgets", pdb("web", "shop", {"app": "web"}, 1))
-    supervisor = connect(runtime, api.url)
+    supervisor = connect(cluster, api.url)
     try:
-        wait_for(lambda: runtime.pod_disruption_budgets(), what="budgets synced")
-        assert runtime.pod_disruption_budgets() == (
+        wait_for(lambda: cluster.pod_disruption_budgets(), what="budgets synced")
+        assert cluster.pod_disruption_budgets() == (
             PodDisruptionBudget("shop", "web", objects.LabelSelector(match_labels={"app": "web"}), 1, frozenset()),
         )
         api.put("poddisruptionbudgets", pdb("web", "shop", {"app": "web"}, 0, disrupted=("web-1",)))
         wait_for(
             lambda: (
-                [(b.disruptions_allowed, b.disrupted_pods) for b in runtime.pod_disruption_budgets()]
+                [(b.disruptions_allowed, b.disrupted_pods) for b in cluster.pod_disruption_budgets()]
                 == [(0, frozenset({"web-1"}))]
             ),
             what="the update",
         )
         api.delete("poddisruptionbudgets", "shop/web")
-        wait_for(lambda: runtime.pod_disruption_budgets() == (), what="the deletion")
+        wait_for(lambda: cluster.pod_disruption_budgets() == (), what="the deletion")
         assert any(r.startswith("GET /apis/policy/v1/poddisruptionbudgets?") for r in api.requests)
     finally:
-        disconnect(runtime, supervisor)
+        disconnect(cluster, supervisor)

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.cluster.selectors import KINDS
 from app.framework import objects
 from app.framework.handle import ClusterNeeds
@@ -48,34 +48,34 @@ def deployment_pod(name: str, namespace: str, labels: dict[str, str], replica_se
 
 
 def test_default_selector_follows_replica_sets_and_services(api: FakeAPIServer) -> None:
-    runtime = ClusterRuntime(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30))
+    cluster = ClusterConnection(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30))
     labels = {"app": "web", "pod-template-hash": "5d8f"}
     pod = deployment_pod("web-5d8f-x", "shop", labels, "web-5d8f")
-    assert runtime.default_selector(pod) is None  # nobody declared them: not watched
-    runtime.register("PodTopologySpread", ClusterNeeds(spread_selectors=True))
+    assert cluster.default_selector(pod) is None  # nobody declared them: not watched
+    cluster.register("PodTopologySpread", ClusterNeeds(spread_selectors=True))
     api.put("replicasets", replica_set("web-5d8f", "shop", labels))
     api.put("replicasets", replica_set("web-5d8f", "other", {"app": "other"}))  # another namespace
-    supervisor = connect(runtime, api.url)
+    supervisor = connect(cluster, api.url)
     try:
-        assert [r.kind for r in runtime.reflectors][2:] == list(KINDS)  # after nodes and pods
+        assert [r.kind for r in cluster.reflectors][2:] == list(KINDS)  # after nodes and pods
         rs_selector = objects.LabelSelector(match_labels=labels)
-        wait_for(lambda: runtime.default_selector(pod) == rs_selector, what="the ReplicaSet listed")
+        wait_for(lambda: cluster.default_selector(pod) == rs_selector, what="the ReplicaSet listed")
         api.put("services", service("web", "shop", {"app": "web"}))
         api.put("services", service("api", "shop", {"app": "api"}))  # does not select the pod
-        wait_for(lambda: _services_synced(runtime), what="the Services")
-        assert runtime.default_selector(pod) == rs_selector  # the Service's app=web is in it already
+        wait_for(lambda: _services_synced(cluster), what="the Services")
+        assert cluster.default_selector(pod) == rs_selector  # the Service's app=web is in it already
         api.put("replicasets", replica_set("web-5d8f", "shop", {"app": "web", "rev": "2"}))
         wait_for(
-            lambda: runtime.default_selector(pod) == objects.LabelSelector(match_labels={"app": "web", "rev": "2"}),
+            lambda: cluster.default_selector(pod) == objects.LabelSelector(match_labels={"app": "web", "rev": "2"}),
             what="the ReplicaSet's update",
         )
         api.delete("replicasets", "shop/web-5d8f")
         wait_for(
-            lambda: runtime.default_selector(pod) == objects.LabelSelector(match_labels={"app": "web"}),
+            lambda: cluster.default_selector(pod) == objects.LabelSelector(match_labels={"app": "web"}),
             what="the deletion: the Service alone",
         )
         api.delete("services", "shop/web")
-        wait_for(lambda: runtime.default_selector(pod) == objects.LabelSelector(), what="nothing selects it")
+        wait_for(lambda: cluster.default_selector(pod) == objects.LabelSelector(), what="nothing selects it")
         for path in (
             "/api/v1/services",
             "/api/v1/replicationcontrollers",
@@ -84,9 +84,9 @@ def test_default_selector_follows_replica_sets_and_services(api: FakeAPIServer) 
         ):
             assert any(r.startswith(f"GET {path}?") for r in api.requests), path
     finally:
-        disconnect(runtime, supervisor)
+        disconnect(cluster, supervisor)
 
 
-def _services_synced(runtime: ClusterRuntime) -> bool:
+def _services_synced(cluster: ClusterConnection) -> bool:
     pod = deployment_pod("probe", "shop", {"app": "api"}, "none")
-    return runtime.default_selector(pod) == objects.LabelSelector(match_labels={"app": "api"})
+    return cluster.default_selector(pod) == objects.LabelSelector(match_labels={"app": "api"})

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cluster.reflector import Reflector, state_store
-from app.cluster.state import ClusterState
+from app.cluster.cache import Cache
+from app.cluster.reflector import Reflector, cache_store
 from app.kube.client import KubeClient, binding_body, load_client
 from app.kube.errors import APIError
 from tests.support.apiserver import TLS, FakeAPIServer, node, pod
@@ -89,8 +89,8 @@ def test_stopping_a_reflector_interrupts_an_idle_watch(tmp_path: Path, tls: bool
     server = FakeAPIServer(bookmark_interval=3600.0).start(tls=TLS.issue() if tls else None)
     server.put("nodes", node("n1"))
     client = client_for(tmp_path, server.kubeconfig())
-    state = ClusterState()
-    reflector = Reflector("nodes", client, state_store("nodes", state), watch_timeout=300)
+    cache = Cache()
+    reflector = Reflector("nodes", client, cache_store("nodes", cache), watch_timeout=300)
     reflector.start()
     try:
         deadline = time.monotonic() + 10

@@ -10,7 +10,7 @@ import asyncio
 import threading
 import time
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.cluster.volumes import VolumeStores
 from app.framework.events import (
     CSI_NODE,
@@ -27,19 +27,19 @@ from tests.cluster.conftest import connect, disconnect, wait_for
 from tests.support.apiserver import FakeAPIServer, claim, csi_node, node, storage_class, volume
 
 
-def _runtime() -> ClusterRuntime:
-    return ClusterRuntime(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30, requeue_qps=0))
+def _runtime() -> ClusterConnection:
+    return ClusterConnection(ClusterSettings(backoff_initial=0.05, backoff_max=0.2, watch_timeout=30, requeue_qps=0))
 
 
 def test_storage_kinds_are_watched_only_when_declared(api: FakeAPIServer) -> None:
-    runtime = _runtime()
-    assert runtime.volumes is None
-    supervisor = connect(runtime, api.url)
+    cluster = _runtime()
+    assert cluster.volumes is None
+    supervisor = connect(cluster, api.url)
     try:
-        wait_for(runtime.state.has_synced, what="nodes and pods synced")
+        wait_for(cluster.health.has_synced, what="nodes and pods synced")
         assert not any("persistentvolume" in r or "storage.k8s.io" in r for r in api.requests)
     finally:
-        disconnect(runtime, supervisor)
+        disconnect(cluster, supervisor)
 
 
 def test_claims_volumes_classes_and_csinodes_sync_compactly_and_record_events(api: FakeAPIServer) -> None:
@@ -54,13 +54,13 @@ def test_claims_volumes_classes_and_csinodes_sync_compactly_and_record_events(ap
         "pv.kubernetes.io/bound-by-controller": "yes",
     }
     api.put("persistentvolumes", pv)
-    runtime = _runtime()
-    runtime.register("VolumeBinding", ClusterNeeds(volumes=True, csi_storage_capacities=True))
-    stores = runtime.volumes
+    cluster = _runtime()
+    cluster.register("VolumeBinding", ClusterNeeds(volumes=True, csi_storage_capacities=True))
+    stores = cluster.volumes
     assert isinstance(stores, VolumeStores)
-    supervisor = connect(runtime, api.url)
+    supervisor = connect(cluster, api.url)
     try:
-        wait_for(runtime.state.has_synced, what="every kind synced (the storage kinds included)")
+        wait_for(cluster.health.has_synced, what="every kind synced (the storage kinds included)")
         kept = stores.claim("default", "data")
         assert kept is not None and kept.meta.annotations == {"volume.kubernetes.io/selected-node": "n1"}
         assert kept.meta.labels is None and kept.meta.creation_timestamp is None
@@ -69,37 +69,37 @@ def test_claims_volumes_classes_and_csinodes_sync_compactly_and_record_events(ap
         assert kept_pv.meta.labels == {"topology.kubernetes.io/zone": "b"}
         assert [v.name for v in stores.volumes_of_class("standard")] == ["pv-a"]
         assert stores.storage_class("standard") is not None
-        seen = runtime.state.event_seq
+        seen = cluster.events.event_seq
         api.put("csinodes", csi_node("n1", count=3))
         api.put("persistentvolumeclaims", claim("late"))
         wait_for(
             lambda: stores.claim("default", "late") is not None and stores.csi_node("n1") is not None, what="events"
         )
-        _, events = runtime.state.events_since(seen)
+        _, events = cluster.events.events_since(seen)
         assert events is not None
         assert ClusterEvent(CSI_NODE, ActionType.ADD) in events
         assert ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD) in events
         # what VolumeBinding registered moves a pod it parked
         registered = VolumeBinding.events_to_register(None)  # type: ignore[arg-type]
         assert any(r.matches(e) for r in registered for e in events)
-        seen = runtime.state.event_seq
+        seen = cluster.events.event_seq
         api.put("persistentvolumes", volume("pv-a", storage_class_name="fast"))
         wait_for(lambda: [v.name for v in stores.volumes_of_class("fast")] == ["pv-a"], what="the class index")
         assert stores.volumes_of_class("standard") == []
         api.delete("storageclasses", "standard")
         wait_for(lambda: stores.storage_class("standard") is None, what="the deletion")
-        _, events = runtime.state.events_since(seen)
+        _, events = cluster.events.events_since(seen)
         assert ClusterEvent(PERSISTENT_VOLUME, ActionType.UPDATE) in (events or [])
         assert ClusterEvent(STORAGE_CLASS, ActionType.DELETE) in (events or [])
         assert any(r.startswith("GET /apis/storage.k8s.io/v1/csistoragecapacities?") for r in api.requests)
     finally:
-        disconnect(runtime, supervisor)
+        disconnect(cluster, supervisor)
 
 
 def test_a_kind_the_api_server_does_not_serve_counts_as_none(api: FakeAPIServer) -> None:
     del api.objects["csistoragecapacities"]  # an API server without the kind: 404
-    runtime = _runtime()
-    runtime.register("VolumeBinding", ClusterNeeds(volumes=True, csi_storage_capacities=True))
+    cluster = _runtime()
+    cluster.register("VolumeBinding", ClusterNeeds(volumes=True, csi_storage_capacities=True))
     original = api.list
 
     def list_or_404(kind: str, query: dict[str, str]) -> tuple[int, object]:
@@ -110,32 +110,32 @@ def test_a_kind_the_api_server_does_not_serve_counts_as_none(api: FakeAPIServer)
         return original(kind, query)
 
     api.list = list_or_404  # type: ignore[method-assign]
-    supervisor = connect(runtime, api.url)
+    supervisor = connect(cluster, api.url)
     try:
-        wait_for(runtime.state.has_synced, what="synced without capacities")
-        assert runtime.volumes is not None and runtime.volumes.storage_capacities() == ()
+        wait_for(cluster.health.has_synced, what="synced without capacities")
+        assert cluster.volumes is not None and cluster.volumes.storage_capacities() == ()
     finally:
-        disconnect(runtime, supervisor)
+        disconnect(cluster, supervisor)
 
 
 def test_an_unreadable_kind_keeps_the_state_unsynced_with_the_reason() -> None:
-    runtime = _runtime()
-    runtime.register("VolumeZone", ClusterNeeds(volumes=True))
+    cluster = _runtime()
+    cluster.register("VolumeZone", ClusterNeeds(volumes=True))
     for kind in ("nodes", "pods", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"):
-        runtime.state.mark_synced(kind)
-    runtime.state.mark_failing("persistentvolumeclaims", "403 Forbidden: cannot list persistentvolumeclaims")
-    assert not runtime.state.has_synced()
-    ready, reason = runtime.state.ready()
+        cluster.health.mark_synced(kind)
+    cluster.health.mark_failing("persistentvolumeclaims", "403 Forbidden: cannot list persistentvolumeclaims")
+    assert not cluster.health.has_synced()
+    ready, reason = cluster.health.ready()
     assert not ready and reason == (
         "persistentvolumeclaims have not synced yet: 403 Forbidden: cannot list persistentvolumeclaims"
     )
-    assert runtime.bind_admission() == "the extender's cluster state has not synced with the API server yet"
+    assert cluster.bind_admission() == "the extender's cluster state has not synced with the API server yet"
 
 
 def test_changed_wakes_a_waiter_on_the_loop_from_a_watch_thread() -> None:
-    runtime = _runtime()
-    runtime.register("VolumeBinding", ClusterNeeds(volumes=True))
-    stores = runtime.volumes
+    cluster = _runtime()
+    cluster.register("VolumeBinding", ClusterNeeds(volumes=True))
+    stores = cluster.volumes
     assert stores is not None
 
     async def wait() -> tuple[int, float]:
@@ -153,23 +153,23 @@ def test_changed_wakes_a_waiter_on_the_loop_from_a_watch_thread() -> None:
 def test_update_volume_patches_with_the_resource_version_as_precondition(api: FakeAPIServer) -> None:
     stored = api.put("persistentvolumeclaims", claim("data"))
     api.put("persistentvolumes", volume("pv-a"))
-    runtime = _runtime()
-    runtime.register("VolumeBinding", ClusterNeeds(volumes=True))
-    supervisor = connect(runtime, api.url)
+    cluster = _runtime()
+    cluster.register("VolumeBinding", ClusterNeeds(volumes=True))
+    supervisor = connect(cluster, api.url)
     try:
         version = stored["metadata"]["resourceVersion"]
         write = VolumeWrite(CLAIMS, "data", "default", version, {"volume.kubernetes.io/selected-node": "n1"})
-        result = asyncio.run(runtime.update_volume(write, 5.0))
+        result = asyncio.run(cluster.update_volume(write, 5.0))
         assert result.error == "" and int(result.resource_version) > int(version)
         assert api.objects["persistentvolumeclaims"]["default/data"]["metadata"]["annotations"] == {
             "volume.kubernetes.io/selected-node": "n1"
         }
-        stale = asyncio.run(runtime.update_volume(write, 5.0))  # the claim changed since that version
+        stale = asyncio.run(cluster.update_volume(write, 5.0))  # the claim changed since that version
         assert stale.resource_version == "" and "the object has been modified" in stale.error
         ref = ObjectReference("PersistentVolumeClaim", "default", "data", "uid-pvc-default-data", "v1", version)
         pv_version = api.objects["persistentvolumes"]["pv-a"]["metadata"]["resourceVersion"]
         bound = VolumeWrite(VOLUMES, "pv-a", "", pv_version, {"pv.kubernetes.io/bound-by-controller": "yes"}, ref)
-        assert asyncio.run(runtime.update_volume(bound, 5.0)).error == ""
+        assert asyncio.run(cluster.update_volume(bound, 5.0)).error == ""
         claim_ref = api.objects["persistentvolumes"]["pv-a"]["spec"]["claimRef"]
         assert (claim_ref["name"], claim_ref["uid"], claim_ref["kind"]) == (
             "data",
@@ -180,13 +180,13 @@ def test_update_volume_patches_with_the_resource_version_as_precondition(api: Fa
             ("persistentvolumeclaims", "default/data"),
             ("persistentvolumes", "pv-a"),
         ]
-        missing = asyncio.run(runtime.update_volume(VolumeWrite(CLAIMS, "nope", "default"), 5.0))
+        missing = asyncio.run(cluster.update_volume(VolumeWrite(CLAIMS, "nope", "default"), 5.0))
         assert missing.error == 'persistentvolumeclaims "nope" not found'
     finally:
-        disconnect(runtime, supervisor)
+        disconnect(cluster, supervisor)
 
 
 def test_update_volume_before_connect_is_an_error() -> None:
-    runtime = _runtime()
-    result = asyncio.run(runtime.update_volume(VolumeWrite(CLAIMS, "x", "default"), 1.0))
+    cluster = _runtime()
+    result = asyncio.run(cluster.update_volume(VolumeWrite(CLAIMS, "x", "default"), 1.0))
     assert result.error.startswith("the cluster connection is not started")

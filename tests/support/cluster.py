@@ -1,9 +1,9 @@
 """A small in-memory :class:`~app.framework.handle.ClusterHandle` for plugin tests: the cluster
-state's cache (:class:`~app.cluster.state.ClusterState`, filled from documents, no API server),
+state's cache (:class:`~app.cluster.cache.Cache`, filled from documents, no API server),
 the needs plugins declare, the pods nominated to nodes (a :class:`~app.framework.PodNominator`
 filled from the seeded pods' ``status.nominatedNodeName``, as the scheduling queue fills it), and
 Bindings recorded instead of sent. Stateful plugins are tested against it, not against a connected
-``ClusterRuntime``."""
+``ClusterConnection``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Any
 
 import msgspec
 
+from app.cluster.cache import Cache, ReserveCheck
 from app.cluster.podgroups import PodGroup, PodGroupStore
 from app.cluster.selectors import SpreadSelectors
-from app.cluster.state import ClusterState, ReserveCheck, Snapshot
+from app.cluster.snapshot import Snapshot
 from app.cluster.volumes import CLAIMS, VOLUMES, VolumeStores
 from app.framework import (
     SUCCESS,
@@ -37,7 +38,9 @@ class MemoryCluster:
     node)`` in the order bound; ``refuse_binding`` makes :meth:`bind` fail with that message."""
 
     def __init__(self, assumed_ttl: float = 30.0) -> None:
-        self.state = ClusterState(assumed_ttl=assumed_ttl)
+        self.cache = Cache(assumed_ttl=assumed_ttl)
+        self.events = self.cache.events
+        self.health = self.cache.health
         self._podgroups: PodGroupStore | None = None
         self._selectors: SpreadSelectors | None = None
         self.bindings: list[tuple[str, str]] = []
@@ -58,13 +61,13 @@ class MemoryCluster:
     def register(self, plugin: str, needs: ClusterNeeds) -> None:
         """Keep what ``plugin`` declared (pools, indexes, annotations, PodGroups, the spread
         selectors' objects), as the cluster state does; a pool counted twice is a ``ValueError``."""
-        self.state.register(plugin, needs)
+        self.cache.register(plugin, needs)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
         if needs.spread_selectors and self._selectors is None:
             self._selectors = SpreadSelectors()
         if (needs.volumes or needs.csi_storage_capacities) and self._volumes is None:
-            self._volumes = VolumeStores(self.state)
+            self._volumes = VolumeStores(self.health, self.events)
         if needs.csi_storage_capacities and self._volumes is not None:
             self._volumes.want_capacities()
 
@@ -89,7 +92,7 @@ class MemoryCluster:
     def seed(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
         """Load node, pod (and PodGroup) documents as a completed sync would."""
         docs = [msgspec.convert(p, objects.Pod) for p in pods]
-        self.state.seed([msgspec.convert(n, objects.Node) for n in nodes], docs)
+        self.cache.seed([msgspec.convert(n, objects.Node) for n in nodes], docs)
         for doc in docs:
             info = PodInfo(doc)
             if info.nominated_node_name and not info.node_name:
@@ -143,28 +146,28 @@ class MemoryCluster:
         return VolumeWriteResult(resource_version=version)
 
     def snapshot(self) -> Snapshot:
-        return self.state.snapshot()
+        return self.cache.snapshot()
 
     def pod(self, uid: str) -> PodInfo | None:
-        return self.state.pod(uid)
+        return self.cache.pod(uid)
 
     def indexed(self, index: str, key: str) -> tuple[PodInfo, ...]:
-        return self.state.indexed(index, key)
+        return self.cache.indexed(index, key)
 
     def placement(self, uid: str) -> str | None:
-        return self.state.placement(uid)
+        return self.cache.placement(uid)
 
     async def read_pod(self, pod: PodRef, timeout: float) -> PodInfo | None:
-        return self.state.pod(pod.uid)
+        return self.cache.pod(pod.uid)
 
     def assume(self, pod: PodInfo, node: str, check: ReserveCheck | None = None) -> Reservation:
-        return self.state.assume(pod, node, check)
+        return self.cache.assume_pod(pod, node, check)
 
     def forget(self, uid: str, node: str) -> None:
-        self.state.forget(uid, node)
+        self.cache.forget_pod(uid, node)
 
     def finish_binding(self, uid: str) -> None:
-        self.state.finish_binding(uid)
+        self.cache.finish_binding(uid)
 
     async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
         if self.refuse_binding:

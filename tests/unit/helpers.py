@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from app.cluster.state import ClusterState
+from app.cluster.cache import Cache
 from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, ScoreResult, objects, plugin_lists
 
 
@@ -28,9 +28,9 @@ def pod(name: str = "p", annotations: dict[str, str] | None = None, uid: str = "
     return PodInfo(msgspec.convert(doc, objects.Pod))
 
 
-def seed(state: ClusterState, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
-    """Load node and pod dicts (Kubernetes JSON) into ``state`` as a completed sync would."""
-    state.seed([msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods])
+def seed(cache: Cache, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Load node and pod dicts (Kubernetes JSON) into ``cache`` as a completed sync would."""
+    cache.seed([msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods])
 
 
 def enabled(plugin: object, weight: int = 1, fail_open: bool = False) -> EnabledPlugin:

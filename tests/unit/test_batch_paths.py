@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.framework import SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status
 from app.framework.registry import Handle
 from app.plugins.node_resource_pool import NodeResourcePool, NodeResourcePoolArgs
@@ -48,7 +48,7 @@ def cluster(
 ) -> tuple[NodeResourcePool, list[NodeInfo]]:
     """The pool plugin (registered before the cache is loaded) and the NodeInfos of ``nodes`` with
     ``pods`` accounted, plus one node the cache does not know."""
-    rt = ClusterRuntime(ClusterSettings())
+    rt = ClusterConnection(ClusterSettings())
     args = {"pool": "ip", "capacityAnnotation": "pool-size", "consumers": {"resource": IP}}
     ip_pool = NodeResourcePool(NodeResourcePoolArgs.model_validate(args), Handle("p", cluster=rt))
     node_list = []
@@ -70,8 +70,8 @@ def cluster(
         }
         for j, (at, containers) in enumerate(pods)
     ]
-    seed(rt.state, node_list, pod_list)
-    snap = rt.state.snapshot()
+    seed(rt.cache, node_list, pod_list)
+    snap = rt.cache.snapshot()
     infos = [snap.get(f"n{i}") for i in range(len(nodes))]
     return ip_pool, [*infos, NodeInfo("unknown-to-the-cache")]  # type: ignore[list-item]
 

@@ -9,7 +9,7 @@ import re
 from prometheus_client import generate_latest
 
 from app.api.metrics import Metrics
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from tests.conftest import REPO
 
 DASHBOARD = REPO / "dashboards" / "scheduler-extender.json"
@@ -19,7 +19,7 @@ _SUFFIXES = ("_bucket", "_sum", "_count")
 def exported() -> set[str]:
     """Every metric name the service's registry declares (HELP/TYPE lines: present even before a
     labelled series has a sample)."""
-    text = generate_latest(Metrics(["default"], ClusterRuntime(ClusterSettings())).registry).decode()
+    text = generate_latest(Metrics(["default"], ClusterConnection(ClusterSettings())).registry).decode()
     names = set()
     for line in text.splitlines():
         if line.startswith(("# HELP ", "# TYPE ")):

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from app.cluster.cache import Cache
 from app.cluster.node_tree import NodeTree, zone_key
-from app.cluster.state import ClusterState
 from tests.unit.helpers import seed
 
 REGION, ZONE = "topology.kubernetes.io/region", "topology.kubernetes.io/zone"
@@ -258,7 +258,7 @@ def test_the_snapshot_lists_nodes_round_robin_across_zones() -> None:
     """Node pools added zone by zone are listed one node of each zone in turn (a search that
     stops early samples every zone); a node whose zone label changes moves to the end of its new
     zone; a deleted node leaves the order."""
-    state = ClusterState()
+    state = Cache()
     seed(state, [node_doc(f"a{i}", "a") for i in range(3)] + [node_doc(f"b{i}", "b") for i in range(2)], [])
     assert [n.name for n in state.snapshot().list()] == ["a0", "b0", "a1", "b1", "a2"]
     for i in range(2):
@@ -295,7 +295,7 @@ def test_names_resolved_in_the_next_snapshot_are_the_names_resolved_anew() -> No
     from app.framework import PodInfo, objects
     from tests.support.apiserver import pod
 
-    state = ClusterState()
+    state = Cache()
     names = [f"n{i}" for i in range(40)]
     seed(state, [node_doc(n, "a") for n in names], [])
     service: Any = types.SimpleNamespace(_resolved=None)

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.config import parse_config
 from app.framework import Code, CycleState, NodeInfo, PodInfo, objects
 from app.framework.registry import Handle
@@ -51,9 +51,9 @@ def make_pod(*containers: dict[str, str] | None, node: str = "", name: str = "p"
 
 
 def snapshot(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[NodeInfo]:
-    """The NodeInfos of ``nodes`` with ``pods`` accounted, through ClusterState (each existing pod
+    """The NodeInfos of ``nodes`` with ``pods`` accounted, through the cache (each existing pod
     gets its own name and UID: upstream's ``st.MakePod()`` pods share theirs)."""
-    state = ClusterRuntime(ClusterSettings()).state
+    state = ClusterConnection(ClusterSettings()).cache
     seed(
         state,
         nodes,

@@ -164,7 +164,7 @@ def expected_calls(config: Configuration, registry: Registry, target: str) -> se
                 if ref.name == "DefaultBinder" and point == "bind" and (scheduled or "bind" in served):
                     methods |= {"create_binding", "get_pod"}  # cluster/binding.py
                 if ref.name == "DefaultPreemption" and point == "post_filter" and scheduled:
-                    methods |= {"set_pod_condition", "delete_pod", "set_nominated_node"}  # ClusterRuntime._preempt
+                    methods |= {"set_pod_condition", "delete_pod", "set_nominated_node"}  # ClusterConnection._preempt
         if scheduled:
             methods |= {"set_pod_condition", "set_nominated_node"}  # PodScheduled; clear_nomination
         if "filter" in served and config.cluster.requeue_rejected_pods:

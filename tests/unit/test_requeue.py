@@ -1,12 +1,12 @@
-"""The requeuer on a real ClusterState: it patches only pods the cache knows as pending, only after
+"""The requeuer on a real cache: it patches only pods the cache knows as pending, only after
 capacity was freed, and at most its budget per step."""
 
 from __future__ import annotations
 
 import msgspec
 
+from app.cluster.cache import Cache
 from app.cluster.requeue import ANNOTATION, Requeuer
-from app.cluster.state import ClusterState
 from app.framework import objects
 from app.framework.types import PodInfo
 from tests.support.apiserver import node, pod
@@ -14,18 +14,18 @@ from tests.unit.helpers import seed
 
 
 def test_patches_known_pending_pods_after_freed_capacity_within_budget() -> None:
-    state = ClusterState()
+    cache = Cache()
     pending = [pod(f"p{i}", "ns") for i in range(3)]
     running = pod("r", "ns", node_name="n1")
-    seed(state, [node("n1")], [*pending, running])
+    seed(cache, [node("n1")], [*pending, running])
     patched: list[tuple[str, str, dict[str, str]]] = []
-    requeuer = Requeuer(state, lambda ns, name, annotations: patched.append((ns, name, annotations)))
+    requeuer = Requeuer(cache, lambda ns, name, annotations: patched.append((ns, name, annotations)))
     for p in pending:
         requeuer.rejected("ns", p["metadata"]["name"], p["metadata"]["uid"])
     requeuer.rejected("kube-system", "not-in-the-cache", "uid-forged")  # a body may name any pod
     requeuer.rejected("ns", "r", "uid-ns-r")  # a running pod: never written to
     assert requeuer.step(10) == 0 and patched == []  # nothing freed yet
-    state.delete_pod(PodInfo(msgspec.convert(running, objects.Pod)))  # a slot frees
+    cache.delete_pod(PodInfo(msgspec.convert(running, objects.Pod)))  # a slot frees
     assert requeuer.step(2) == 2  # the budget of this step
     assert requeuer.step(10) == 3  # the rest: one more pending pod patched, the two others refused
     assert [(ns, name) for ns, name, _ in patched] == [("ns", "p0"), ("ns", "p1"), ("ns", "p2")]
@@ -39,10 +39,10 @@ def test_a_failed_patch_is_the_workers_error_and_the_thread_ends_on_stop() -> No
 
     from app.kube.errors import APIError
 
-    state = ClusterState()
+    cache = Cache()
     pending = [pod("gone", "ns"), pod("p", "ns")]
     running = pod("r", "ns", node_name="n1")
-    seed(state, [node("n1")], [*pending, running])
+    seed(cache, [node("n1")], [*pending, running])
     outcome = {"gone": APIError(404, "NotFound", "gone"), "p": APIError(500, "InternalError", "etcd timeout")}
     stamps: list[str] = []
 
@@ -52,19 +52,19 @@ def test_a_failed_patch_is_the_workers_error_and_the_thread_ends_on_stop() -> No
             raise error
         stamps.append(annotations[ANNOTATION])
 
-    requeuer = Requeuer(state, patch)
+    requeuer = Requeuer(cache, patch)
     requeuer.rejected("ns", "gone", "uid-ns-gone")
     assert requeuer.step(10) == 0
-    state.delete_pod(PodInfo(msgspec.convert(running, objects.Pod)))
+    cache.delete_pod(PodInfo(msgspec.convert(running, objects.Pod)))
     assert requeuer.step(10) == 1 and requeuer.failed_patches == 1
     assert requeuer.error == ""  # a deleted pod (404) needs no retry: not an error
     requeuer.rejected("ns", "p", "uid-ns-p")
-    state.upsert_node(msgspec.convert(node("n2"), objects.Node))  # capacity freed again
+    cache.upsert_node(msgspec.convert(node("n2"), objects.Node))  # capacity freed again
     assert requeuer.step(10) == 1 and requeuer.failed_patches == 2
     assert requeuer.error == "re-queueing ns/p: " + str(outcome["p"]) and requeuer.errors == 1
     del outcome["p"]  # the API server recovers
     requeuer.rejected("ns", "p", "uid-ns-p")
-    state.upsert_node(msgspec.convert(node("n3"), objects.Node))
+    cache.upsert_node(msgspec.convert(node("n3"), objects.Node))
     assert requeuer.step(10) == 1 and requeuer.requeued == 1 and requeuer.error == ""
     # the stamp is a metav1.MicroTime
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stamps[0])

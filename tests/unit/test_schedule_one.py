@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from app.cluster.state import ClusterState
+from app.cluster.cache import Cache
 from app.framework import (
     SKIP,
     SUCCESS,
@@ -119,10 +119,10 @@ def scheduler(
     names: Sequence[str], fw: Framework, percentage: int = 0, nodes: list[dict[str, Any]] | None = None
 ) -> Scheduler:
     """``makeScheduler(nodes)`` with ``fw``: a cluster state holding the nodes (no pods)."""
-    state = ClusterState()
-    state.keep_images = True
-    seed(state, nodes if nodes is not None else [node_doc(n) for n in names], [])
-    runtime: Any = SimpleNamespace(state=state, bind_admission=lambda: None, executor=None)
+    cache = Cache()
+    cache.keep_images = True
+    seed(cache, nodes if nodes is not None else [node_doc(n) for n in names], [])
+    runtime: Any = SimpleNamespace(cache=cache, events=cache.events, bind_admission=lambda: None, executor=None)
     queue = SchedulingQueue(nominator=fw.nominator)
     return Scheduler("s", fw, runtime, queue, percentage_of_nodes_to_score=percentage, rng=random.Random(1))
 
@@ -133,7 +133,7 @@ def lists(**points: Sequence[object]) -> Any:
 
 def find(sched: Scheduler, p: PodInfo) -> Attempt:
     """``findNodesThatFitPod`` on a fresh cycle state."""
-    state = CycleState(sched.state.snapshot())
+    state = CycleState(sched.cache.snapshot())
     nodes = state.snapshot.list()  # type: ignore[union-attr]
     attempt = Attempt(len(nodes))
     sched.find_nodes_that_fit_pod(state, p, nodes, attempt)
@@ -514,7 +514,7 @@ def test_prioritize_nodes(spec: dict[str, Any], nodes: list[dict[str, Any]], plu
     upstream sorts them) and TotalScore; a plugin PreScore skipped has no score."""
     fw = Framework("p", lists(filter=[TrueFilter()], score=plugins()))
     sched = scheduler([n["metadata"]["name"] for n in nodes], fw, nodes=nodes)
-    state = CycleState(sched.state.snapshot())
+    state = CycleState(sched.cache.snapshot())
     attempt = Attempt(len(nodes), feasible=state.snapshot.list())  # type: ignore[union-attr]
     totals = sched.prioritize_nodes(state, pod("p", **spec), attempt)
     assert attempt.error is None
@@ -591,7 +591,7 @@ def test_a_reserve_or_permit_rejection_is_a_fit_error_of_the_node(
     assert [(e.reason, e.note) for e in posted] == [("FailedScheduling", f"0/1 nodes are available: 1 {reason}.")]
     entry = queue.get("uid-p")
     assert entry is not None and entry.where == "unschedulable" and entry.unschedulable_plugins == {plugin}
-    assert rt.state.assumed() == {}  # nothing reserved any more
+    assert rt.cache.assumed() == {}  # nothing reserved any more
     assert queue.move_on([ClusterEvent(NODE, ActionType.ADD)]) == 1  # what the plugin registered moves it
 
 
@@ -604,12 +604,12 @@ def test_the_pods_own_unreserve_is_no_event_for_it() -> None:
 
     rt = MemoryCluster()
     rt.seed([node_doc("n1")], [])
-    seq = rt.state.event_seq
+    seq = rt.events.event_seq
     p = pod("p", uid="uid-p")
-    assert rt.state.assume(p, "n1").ok
-    rt.state.forget("uid-p", "n1")
-    assert rt.state.events_since(seq, origin="uid-p")[1] == []
-    assert rt.state.events_since(seq, origin="uid-q")[1] == [ClusterEvent(POD, ActionType.DELETE)]
+    assert rt.cache.assume_pod(p, "n1").ok
+    rt.cache.forget_pod("uid-p", "n1")
+    assert rt.events.events_since(seq, origin="uid-p")[1] == []
+    assert rt.events.events_since(seq, origin="uid-q")[1] == [ClusterEvent(POD, ActionType.DELETE)]
 
 
 def test_a_failed_pod_reenters_the_queue_behind_the_pods_already_waiting() -> None:

@@ -455,9 +455,9 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
         "spec": {"priority": 100, "containers": [{"name": "c", "resources": {"requests": {"cpu": "3500m"}}}]},
         "status": {"phase": "Pending", "nominatedNodeName": "n1"},
     }
-    seed(runtime.state, [node_doc(n) for n in ("n1", "n2")], [nominated])
+    seed(runtime.cache, [node_doc(n) for n in ("n1", "n2")], [nominated])
     scheduler = _scheduler(service, runtime)
-    web = runtime.state.pod("uid-web")
+    web = runtime.cache.pod("uid-web")
     scheduler.nominator.add_nominated_pod(web)  # as the queue records a pod that says it is nominated
 
     def verdicts(p: PodInfo) -> dict[str, tuple[str, ...]]:
@@ -508,14 +508,14 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
                 "status": {"phase": "Pending", "nominatedNodeName": node},
             }
 
-        seed(runtime.state, [node_doc(n, "4") for n in names], [])
-        order = [n.name for n in runtime.state.snapshot().list()]  # the search's, from index 0
+        seed(runtime.cache, [node_doc(n, "4") for n in names], [])
+        order = [n.name for n in runtime.cache.snapshot().list()]  # the search's, from index 0
         nodes = [node_doc(n, "4" if i < 100 else untried_cpu) for i, n in enumerate(order)]
-        seed(runtime.state, nodes, [nominated(n) for n in order[:100]])
-        assert [n.name for n in runtime.state.snapshot().list()] == order
+        seed(runtime.cache, nodes, [nominated(n) for n in order[:100]])
+        assert [n.name for n in runtime.cache.snapshot().list()] == order
         scheduler = _scheduler(service, runtime, percentage_of_nodes_to_score=50)
         for n in order[:100]:
-            scheduler.nominator.add_nominated_pod(runtime.state.pod(f"uid-vip-{n}"))
+            scheduler.nominator.add_nominated_pod(runtime.cache.pod(f"uid-vip-{n}"))
         big = pod("big", containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
         return order, scheduler.schedule_pod(CycleState(), big)
 
@@ -561,7 +561,7 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     running = [pod_doc("vip-1", 5000, node="n1"), pod_doc("vip-2", 5000, node="n2")]  # nothing to preempt
     urgent = pod_doc("urgent", 1000, nominated="n1")
     never = pod_doc("never", 900, nominated="n2", preemptionPolicy="Never")
-    seed(runtime.state, [node_doc("n1"), node_doc("n2")], [*running, urgent, never])
+    seed(runtime.cache, [node_doc("n1"), node_doc("n2")], [*running, urgent, never])
 
     class Client:
         def __init__(self) -> None:

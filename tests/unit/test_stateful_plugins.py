@@ -44,7 +44,7 @@ def load(rt: MemoryCluster, nodes: list[dict[str, Any]], pods: list[dict[str, An
 
 
 def info(rt: MemoryCluster, name: str) -> NodeInfo:
-    found = rt.state.snapshot().get(name)
+    found = rt.cache.snapshot().get(name)
     assert found is not None
     return found
 
@@ -163,7 +163,7 @@ def test_pool_preemption_keeps_only_nodes_where_victims_free_a_slot() -> None:
         + [consumer(f"g{i}", "also-full") for i in range(10)]
         + [pod_doc("plain", "net", "also-full")],
     )
-    snap = rt.state.snapshot()
+    snap = rt.cache.snapshot()
     candidates = {
         "full": Victims([snap.pod("full", "uid-net-f0")]),  # type: ignore[list-item]
         "also-full": Victims([snap.pod("also-full", "uid-net-plain")]),  # type: ignore[list-item]
@@ -344,7 +344,7 @@ def test_permit_timeout_rejects_every_waiting_member_and_denies_the_group() -> N
     results = asyncio.run(run())
     assert all(s.code is Code.ERROR for s in results)
     assert any("rejected due to timeout after waiting 0.2s at plugin Coscheduling" in s.message for s in results)
-    assert rt.bindings == [] and rt.state.assumed() == {}  # nothing bound, every reservation undone
+    assert rt.bindings == [] and rt.cache.assumed() == {}  # nothing bound, every reservation undone
     denied = plugin.pre_filter(CycleState(), as_pod(pods[3]), [])[1]
     # an Error, so kube-scheduler retries it with backoff and it proceeds as soon as the denial expires
     assert denied.code is Code.ERROR and denied.message.startswith("pod group ml/g is denied for 20s more")
@@ -377,7 +377,7 @@ def test_a_gang_released_at_permit_whose_last_member_fails_reserve_binds_none() 
     results = asyncio.run(run())
     assert results[0].message == "cannot bind to n: NodeResourcePool: Reserve: pool underlay-ip exhausted: 3/3 in use"
     assert all("rejection in Unreserve" in s.message for s in results[1:])
-    assert rt.bindings == [] and rt.state.assumed() == {}
+    assert rt.bindings == [] and rt.cache.assumed() == {}
     assert info(rt, "n").usage.pool_usage.get("underlay-ip", 0) == 0
 
 
@@ -387,7 +387,7 @@ def test_gang_preemption_never_evicts_half_a_gang() -> None:
     load(
         rt, [node_doc("a"), node_doc("b")], [member("x0", "g", "a"), member("x1", "g", "b"), pod_doc("solo", "ml", "a")]
     )
-    snap = rt.state.snapshot()
+    snap = rt.cache.snapshot()
     half = Victims([snap.pod("a", "uid-ml-x0")])  # type: ignore[list-item]
     alone = Victims([snap.pod("a", "uid-ml-solo")])  # type: ignore[list-item]
     kept = plugin.process_preemption(CycleState(), as_pod(pod_doc("p")), {"a": half, "b": alone})[0]
@@ -475,8 +475,8 @@ def test_pods_nominated_to_a_node_are_counted_for_pods_of_lower_or_equal_priorit
     preemptor["status"]["nominatedNodeName"] = "n1"
     load(rt, [node_doc("n1", cpu="4")], [preemptor])
     fit = NodeResourcesFit(NodeResourcesFitArgs(), Handle("p", cluster=rt))
-    snapshot = rt.state.snapshot()
-    assert [p.name for p in snapshot.nominated["n1"]] == ["preemptor"] == [p.name for p in rt.state.nominated()["n1"]]
+    snapshot = rt.cache.snapshot()
+    assert [p.name for p in snapshot.nominated["n1"]] == ["preemptor"] == [p.name for p in rt.cache.nominated()["n1"]]
 
     def verdict(doc: dict[str, Any]) -> str:
         pod = as_pod(doc)

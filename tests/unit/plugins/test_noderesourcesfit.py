@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import msgspec
 import pytest
 
-from app.cluster.runtime import ClusterRuntime, ClusterSettings
+from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.framework import SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status, objects
 from app.framework.fit import insufficient
 from app.framework.handle import Handle
@@ -84,7 +84,7 @@ def pod_info(doc: dict[str, Any], name: str = "p") -> PodInfo:
 
 def node_info(allocatable: dict[str, str], capacity: dict[str, str], *pods: dict[str, Any]) -> NodeInfo:
     """``framework.NewNodeInfo(pods...)`` then ``SetNode``: node ``n`` with ``pods`` bound to it."""
-    state = ClusterRuntime(ClusterSettings()).state
+    state = ClusterConnection(ClusterSettings()).cache
     node = {"metadata": {"name": "n"}, "status": {"capacity": capacity, "allocatable": allocatable}}
     bound = [
         {
@@ -474,7 +474,7 @@ def make_pod(req: dict[str, str], node: str = "", sidecar: dict[str, str] | None
 
 def snapshot(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[NodeInfo]:
     """``cache.NewSnapshot(existingPods, nodes)``: each node with its pods."""
-    state = ClusterRuntime(ClusterSettings()).state
+    state = ClusterConnection(ClusterSettings()).cache
     bound = [
         {"metadata": {"name": f"e{i}", "namespace": "default", "uid": f"e{i}"}, **p, "status": {}}
         for i, p in enumerate(pods)

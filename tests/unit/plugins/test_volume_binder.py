@@ -1176,7 +1176,7 @@ def test_bind_pod_volumes(case: dict[str, Any]) -> None:
         delay = case.get("delay")
         task = None
         if delay == "delete-pod":
-            task = asyncio.create_task(_later(lambda: env.cluster.state.delete_pod(env.cluster.state.pod(info.uid))))  # type: ignore[arg-type]
+            task = asyncio.create_task(_later(lambda: env.cluster.cache.delete_pod(env.cluster.cache.pod(info.uid))))  # type: ignore[arg-type]
         elif delay is not None:
             task = asyncio.create_task(_later(lambda: delay(env)))
         try:

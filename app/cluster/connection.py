@@ -1,11 +1,16 @@
-"""The cluster state of a running service: the cache, its reflectors and the binding calls,
-behind the framework's :class:`~app.framework.handle.ClusterHandle`.
+"""The service's connection to its cluster: the cache and what keeps it current (the API client,
+the reflectors and their stores, the requeuer, the Lease follower) and the calls that write to the
+cluster (Bindings, preemption, volume writes), behind the framework's
+:class:`~app.framework.handle.ClusterHandle`.
 
-Built by the composition root (:mod:`app.bootstrap`) before the profiles' plugins: the needs the
-enabled plugins declare (pools, pod indexes, annotation keys, PodGroups: :meth:`ClusterRuntime.register`)
-are registered first, then the plugins are built with this runtime as their handle, then
-``serve``/``schedule`` connect it (:meth:`ClusterRuntime.connect`), never ``validate`` or
-``replay``.
+It holds the three parts of the cluster state: :attr:`ClusterConnection.cache`
+(:mod:`app.cluster.cache`), :attr:`~ClusterConnection.events`, what the scheduling queues follow
+(:mod:`app.cluster.events`), and :attr:`~ClusterConnection.health`, the watched kinds' sync
+health (:mod:`app.cluster.health`). Built by the composition root (:mod:`app.bootstrap`) before
+the profiles' plugins: the needs the enabled plugins declare (pools, pod indexes, annotation
+keys, PodGroups: :meth:`ClusterConnection.register`) are registered first, then the plugins are
+built with this connection as their handle, then ``serve``/``schedule`` connect it
+(:meth:`ClusterConnection.connect`), never ``validate`` or ``replay``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
+from app.cluster.cache import Cache, ReserveCheck
+from app.cluster.events import ClusterEvents
+from app.cluster.health import KINDS, SyncHealth
 from app.cluster.leader import LeaderElectionSettings, LeaseFollower
 from app.cluster.namespaces import KIND as NAMESPACES
 from app.cluster.namespaces import NamespaceStore
@@ -27,10 +35,10 @@ from app.cluster.pdbs import KIND as PDBS
 from app.cluster.pdbs import PDBStore
 from app.cluster.podgroups import KIND as PODGROUPS
 from app.cluster.podgroups import PodGroupStore
-from app.cluster.reflector import Reflector, Store, state_store
+from app.cluster.reflector import Reflector, Store, cache_store
 from app.cluster.requeue import Requeuer
 from app.cluster.selectors import SpreadSelectors
-from app.cluster.state import KINDS, ClusterState, ReserveCheck, Snapshot
+from app.cluster.snapshot import Snapshot
 from app.cluster.volumes import VolumeStores
 from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
 from app.framework.objects import LabelSelector
@@ -89,17 +97,21 @@ SYNC_POLL = 0.05
 POOL_EXTRA = 32
 
 
-class ClusterRuntime:
-    """:class:`ClusterState` plus, once connected, the API client, reflectors and executor;
-    implements :class:`~app.framework.handle.ClusterHandle` for the plugins and the framework."""
+class ClusterConnection:
+    """The cache, the cluster events and the sync health (see the module doc) plus, once
+    connected, the API client, reflectors and executor; implements
+    :class:`~app.framework.handle.ClusterHandle` for the plugins and the framework."""
 
     def __init__(self, settings: ClusterSettings) -> None:
         self.settings = settings
-        self.state = ClusterState(
-            assumed_ttl=settings.assumed_pod_ttl,
-            keep_annotations=settings.pod_annotations,
-            stale_after=settings.stale_after,
+        #: the watched kinds' sync health (``/readyz``, bind admission, metrics)
+        self.health = SyncHealth(stale_after=settings.stale_after)
+        #: nodes, pods, usage, pools, indexes, assumed pods; snapshots
+        self.cache = Cache(
+            assumed_ttl=settings.assumed_pod_ttl, keep_annotations=settings.pod_annotations, health=self.health
         )
+        #: the cluster events and pod changes the scheduling queues follow (written by the cache)
+        self.events: ClusterEvents = self.cache.events
         self.client: KubeClient | None = None
         self.source = ""
         self.executor: ThreadPoolExecutor | None = None
@@ -130,7 +142,7 @@ class ClusterRuntime:
         """Keep what ``plugin`` declared it needs (call before :meth:`connect`): its pools (a pool
         name may be counted once: ``ValueError`` when another plugin counts it already), pod
         indexes (one per name), pod annotation keys, PodGroups, and its bind deadline."""
-        self.state.register(plugin, needs)
+        self.cache.register(plugin, needs)
         if needs.pod_groups and self._podgroups is None:
             self._podgroups = PodGroupStore()
         if needs.pod_disruption_budgets and self._pdbs is None:
@@ -138,12 +150,12 @@ class ClusterRuntime:
         if needs.spread_selectors and self._selectors is None:
             self._selectors = SpreadSelectors()
         if (needs.volumes or needs.csi_storage_capacities) and self._volumes is None:
-            self._volumes = VolumeStores(self.state)
+            self._volumes = VolumeStores(self.health, self.events)
         if needs.csi_storage_capacities and self._volumes is not None:
             self._volumes.want_capacities()
         if needs.namespaces and self._namespaces is None:
-            self._namespaces = NamespaceStore(self.state)
-            self.state.namespace_labels = self._namespaces.labels
+            self._namespaces = NamespaceStore(self.health)
+            self.cache.namespace_labels = self._namespaces.labels
         self.bind_deadline = max(self.bind_deadline, needs.bind_deadline)
         self.guards_capacity = self.guards_capacity or needs.guards_capacity
 
@@ -191,40 +203,44 @@ class ClusterRuntime:
         return VolumeWriteResult(resource_version=version)
 
     def snapshot(self) -> Snapshot:
-        """The cache as of now (:meth:`ClusterState.snapshot`)."""
-        return self.state.snapshot()
+        """The cache as of now (:meth:`Cache.snapshot`)."""
+        return self.cache.snapshot()
 
     def pod(self, uid: str) -> PodInfo | None:
         """The watched pod with ``uid``, or ``None``."""
-        return self.state.pod(uid)
+        return self.cache.pod(uid)
 
     def indexed(self, index: str, key: str) -> tuple[PodInfo, ...]:
         """The watched pods whose key in ``index`` is ``key``."""
-        return self.state.indexed(index, key)
+        return self.cache.indexed(index, key)
 
     def placement(self, uid: str) -> str | None:
         """The node pod ``uid`` is bound to or assumed on, or ``None``."""
-        return self.state.placement(uid)
+        return self.cache.placement(uid)
+
+    def stats(self) -> dict[str, float]:
+        """For metrics: :meth:`Cache.stats` and :meth:`SyncHealth.stats` in one mapping."""
+        return {**self.cache.stats(), **self.health.stats()}
 
     async def read_pod(self, pod: PodRef, timeout: float) -> PodInfo | None:
         """The cached record of ``pod``, else the pod read from the API server (``None`` when
         unreadable or not connected; another UID when the name was reused)."""
         if self._binder is None:
-            cached = self.state.pod(pod.uid)
+            cached = self.cache.pod(pod.uid)
             return cached
         return await self._binder.read_pod(pod, timeout)
 
     def assume(self, pod: PodInfo, node: str, check: ReserveCheck | None = None) -> Reservation:
-        """:meth:`ClusterState.assume`."""
-        return self.state.assume(pod, node, check)
+        """:meth:`Cache.assume_pod`."""
+        return self.cache.assume_pod(pod, node, check)
 
     def forget(self, uid: str, node: str) -> None:
-        """:meth:`ClusterState.forget`."""
-        self.state.forget(uid, node)
+        """:meth:`Cache.forget_pod`."""
+        self.cache.forget_pod(uid, node)
 
     def finish_binding(self, uid: str) -> None:
-        """:meth:`ClusterState.finish_binding`."""
-        self.state.finish_binding(uid)
+        """:meth:`Cache.finish_binding`."""
+        self.cache.finish_binding(uid)
 
     async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
         """Create the pod's Binding (:meth:`app.cluster.binding.Binder.bind`); an ``ERROR`` before
@@ -253,7 +269,7 @@ class ClusterRuntime:
                 f"this extender's kube-scheduler ({s.identity}) does not hold the Lease "
                 f"{s.lease_namespace}/{s.lease_name} (held by {holder}): only the leader's extender binds"
             )
-        if not self.state.has_synced():
+        if not self.health.has_synced():
             return "the extender's cluster state has not synced with the API server yet"
         wait = self._admit_at - time.monotonic()
         if warm_up and wait > 0:
@@ -271,7 +287,7 @@ class ClusterRuntime:
         over), ``None`` once such a read says another holder leads (or without ``asked_at``)."""
         if self.follower is not None and not self.follower.is_leader():
             return self.follower.refresh_wait(asked_at) if asked_at is not None else None
-        if not self.state.has_synced():
+        if not self.health.has_synced():
             return SYNC_POLL
         return max(self._admit_at - time.monotonic(), 0.0) if warm_up else 0.0
 
@@ -373,8 +389,8 @@ class ClusterRuntime:
         self.client = client
         s = self.settings
         self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
-        self._binder = Binder(client, self.state, self.executor, self._async_bindings(client))
-        stores: list[tuple[str, Store]] = [(kind, state_store(kind, self.state)) for kind in KINDS]
+        self._binder = Binder(client, self.cache, self.executor, self._async_bindings(client))
+        stores: list[tuple[str, Store]] = [(kind, cache_store(kind, self.cache)) for kind in KINDS]
         if self._podgroups is not None:
             stores.append((PODGROUPS, self._podgroups))
         if self._pdbs is not None:
@@ -401,7 +417,7 @@ class ClusterRuntime:
         self._warm_up()
         if s.requeue_qps > 0:
             self.requeuer = Requeuer(
-                self.state, lambda ns, name, annotations: client.annotate_pod(ns, name, annotations, 5.0), s.requeue_qps
+                self.cache, lambda ns, name, annotations: client.annotate_pod(ns, name, annotations, 5.0), s.requeue_qps
             )
             workers.append(self.requeuer)
         if s.leader_election is not None:
@@ -438,6 +454,6 @@ class ClusterRuntime:
 
 __all__ = [
     "WATCH_MARGIN",
-    "ClusterRuntime",
+    "ClusterConnection",
     "ClusterSettings",
 ]
