@@ -34,7 +34,7 @@ from app.framework import objects
 from app.framework.events import NODE, POD, WILDCARD, ActionType
 from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
 from app.framework.status import Status
-from app.framework.types import EMPTY_USAGE, NodeInfo, NodeUsage, PodInfo
+from app.framework.types import EMPTY_USAGE, Interner, NodeInfo, NodeUsage, PodInfo
 
 #: ``check(node_info)`` at reservation time (the Reserve plugins): ``SUCCESS`` to admit the pod.
 ReserveCheck = Callable[[NodeInfo], Status]
@@ -80,6 +80,8 @@ class Cache:
         self.assumed_ttl = assumed_ttl
         self._clock = clock
         self._keep_annotations = frozenset(keep_annotations)
+        #: one shared copy of equal tolerations, affinities and spread constraints among the records
+        self._interner = Interner()
         #: records keep their containers' images and nodes their status.images (ImageLocality)
         self.keep_images = False
         self._pools: list[PoolSpec] = []
@@ -241,7 +243,7 @@ class Cache:
 
     def record(self, pod: objects.Pod) -> PodInfo:
         """The slim record the cache keeps for ``pod`` (computed outside the lock)."""
-        return PodInfo.record(pod, self._keep_annotations, keep_images=self.keep_images)
+        return PodInfo.record(pod, self._keep_annotations, self._interner, keep_images=self.keep_images)
 
     def replace_pods(self, pods: Iterable[PodInfo]) -> None:
         """Replace every pod (a completed list). Assumptions stay: they are confirmed, dropped or

@@ -33,6 +33,39 @@ def test_records_are_slim_and_keep_only_asked_annotations() -> None:
     assert record.non_zero_requests == (2100, 1024**3)
 
 
+def test_records_of_one_cache_share_equal_tolerations_affinity_and_spread() -> None:
+    """A Deployment's pods carry equal tolerations, affinity and spread constraints: the cache
+    keeps one copy of each (its Interner); another cache keeps its own."""
+    tolerations = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    affinity = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+
+    def web(name: str) -> objects.Pod:
+        extra = {"tolerations": tolerations, "affinity": affinity, "topologySpreadConstraints": spread}
+        doc = pod(name)
+        doc["spec"].update(extra)
+        return msgspec.convert(doc, objects.Pod)
+
+    cache, other = Cache(), Cache()
+    a, b, c = cache.record(web("a")), cache.record(web("b")), other.record(web("c"))
+    assert a.tolerations is b.tolerations and a.affinity is b.affinity
+    assert a.topology_spread_constraints is b.topology_spread_constraints
+    assert a.tolerations == c.tolerations and a.tolerations is not c.tolerations
+
+
 def test_non_zero_requests_default_per_container() -> None:
     cache = Cache()
     doc = pod("p", cpu=None, memory=None)
