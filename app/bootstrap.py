@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import random
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -60,7 +59,7 @@ from app.observe.events import REPORTING_CONTROLLER, EventRecorder, PodEvent
 from app.observe.logs import setup_logging
 from app.plugins import default_registry
 from app.scheduler.queue import SchedulingQueue, pre_enqueue_of
-from app.scheduler.scheduler import Scheduler
+from app.scheduler.scheduler import Reports, Scheduler, SchedulerOptions
 
 if TYPE_CHECKING:
     from app.kube.client import KubeClient
@@ -526,22 +525,18 @@ def schedulers(service: ExtenderService, metrics: Any, worker: Any, running: Run
             interest=interest,
         )
         running.queues.append(queue)
-        scheduler = Scheduler(
-            name,
-            service.frameworks[profile.name],
-            cluster,
-            queue,
-            worker=worker,
+        reports = Reports(
             record=partial(service.record, pod_events=False),
-            events=recorder.post if recorder is not None else (lambda event: None),
-            set_condition=client.set_pod_condition,
-            set_nominated_node=client.set_nominated_node,
+            post=recorder.post if recorder is not None else (lambda event: None),
             metrics=metrics,
+        )
+        options = SchedulerOptions(
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+            worker=worker,
             is_leader=elector.is_leader if elector is not None else (lambda: True),
             admission=admission,
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-            rng=random.Random(),
         )
+        scheduler = Scheduler(name, service.frameworks[profile.name], cluster, queue, reports, options)
         running.supervisor.add(scheduler)
         running.leading.append((scheduler, elector))
         if elector is not None:

@@ -24,8 +24,9 @@ class NodeDecision(_Model):
     """One node in one attempt. Filter: ``verdict`` (``Success``, ``Unschedulable``,
     ``UnschedulableAndUnresolvable``), and for a rejection the ``plugin`` that decided, its
     ``reason`` (the text kube-scheduler received) and ``reasonCode`` (short and stable).
-    Prioritize: ``scores`` (plugin -> 0..100 after NormalizeScore) and the final ``score``
-    (0..10, what kube-scheduler received; it multiplies it by the extender's weight)."""
+    Prioritize: ``scores`` (plugin -> 0..100 after NormalizeScore) and the final ``score``: from
+    the extender 0..10, what kube-scheduler received (it multiplies it by the extender's weight);
+    from the standalone scheduler the ``TotalScore``, the sum of weight x 0..100 it compared."""
 
     verdict: str | None = None
     plugin: str | None = None

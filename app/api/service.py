@@ -326,7 +326,7 @@ class ExtenderService:
                 args.pod,
                 started,
                 names=codec.kept_json(names) or names,  # packed already when kept
-                scores=scores,
+                extender_scores=scores,
                 plugin_scores=outcome.plugin_scores,
                 unknown=resolved.unknown,
             )

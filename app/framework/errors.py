@@ -20,7 +20,7 @@ tree (``ARCHITECTURE.md`` lists it too)::
     ├── UnauthorizedError      app.api.delegated: credentials that do not authenticate (401)
     ├── ReviewFailedError      app.api.delegated: a SubjectAccessReview not made or nonsense (500)
     ├── ClientDisconnectedError app.api.edge: the client went away before its body ended
-    ├── SelectorError          app.plugins.podtopologyspread: a LabelSelector upstream refuses (also ValueError)
+    ├── SelectorError          app.plugins.podtopologyspread.common: a LabelSelector upstream refuses (also ValueError)
     ├── TranslationError       app.plugins.volumes.translation: csi-translation-lib refuses a volume (also ValueError)
     ├── BinderError            app.plugins.volumes.binder: a volume binder step failed
     └── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed

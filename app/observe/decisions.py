@@ -39,9 +39,12 @@ class Decision:
       that needs them calls :meth:`node_names` at once; the store resolves it when it keeps the
       record, so no record keeps a request body alive).
     - ``statuses`` (filter): the verdict per node, in the same order.
-    - ``scores`` (prioritize): the final 0..10 per node; ``plugin_scores``: plugin -> its
-      0..100 per *resolved* node; ``unknown``: the request indexes the cluster state did not
-      know (no plugin scored them).
+    - prioritize: each node's final score, one of two kinds: ``extender_scores``, the
+      extender's 0..10 (what kube-scheduler received; it multiplies it by the extender's
+      weight), or ``total_scores``, the standalone scheduler's ``TotalScore`` (the sum of each
+      plugin's weight x 0..100, what ``selectHost`` compared); :attr:`scores` reads the one set.
+      ``plugin_scores``: plugin -> its 0..100 per *resolved* node; ``unknown``: the request
+      indexes the cluster state did not know (no plugin scored them).
     - ``victims`` (preempt): node -> victim UIDs kept; ``dropped``: node -> the plugin that
       dropped it.
     - ``node`` (bind): the target node.
@@ -58,7 +61,8 @@ class Decision:
     uid: str
     names: Sequence[str] | bytes | Callable[[], Sequence[str]] = ()
     statuses: Sequence[Status] = ()
-    scores: Sequence[int] = ()
+    extender_scores: Sequence[int] = ()
+    total_scores: Sequence[int] = ()
     plugin_scores: dict[str, list[int]] = field(default_factory=dict)
     unknown: Sequence[int] = ()
     victims: dict[str, list[str]] = field(default_factory=dict)
@@ -79,6 +83,12 @@ class Decision:
         now; ``fields`` as the dataclass's."""
         seconds = time.perf_counter() - started
         return cls(time.time(), profile, verb, pod.namespace, pod.name, pod.uid, seconds=seconds, **fields)
+
+    @property
+    def scores(self) -> Sequence[int]:
+        """Prioritize: each node's final score, :attr:`extender_scores` (0..10) or
+        :attr:`total_scores` (``TotalScore``), whichever the decision holds (``()`` for none)."""
+        return self.extender_scores or self.total_scores
 
     def node_names(self) -> Sequence[str]:
         """The candidate node names (resolving a deferred or packed list)."""

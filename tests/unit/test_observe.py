@@ -188,3 +188,22 @@ def test_the_recorder_is_a_worker_that_writes_reports_failures_and_ends_on_stop(
     recorder.stop()  # does not wait: join does
     assert asyncio.run(recorder.join(10)) and not recorder.running
     assert recorder.error == ""  # the write that succeeded cleared it
+
+
+def test_a_prioritize_decision_keeps_its_kind_of_score_and_explains_either_as_score() -> None:
+    """The extender's 0..10 (``extender_scores``) and the standalone scheduler's ``TotalScore``
+    (``total_scores``) are two fields; ``/explain`` shows the one set as each node's ``score``."""
+    plugins = {"A": [30, 100]}
+    extender = decision("p", 1.0, "prioritize", names=["n1", "n2"], extender_scores=[3, 10], plugin_scores=plugins)
+    standalone = decision("p", 1.0, "prioritize", names=["n1", "n2"], total_scores=[60, 200], plugin_scores=plugins)
+    assert (extender.total_scores, standalone.extender_scores) == ((), ())
+    assert extender.explain()["nodes"] == {
+        "n1": {"score": 3, "scores": {"A": 30}},
+        "n2": {"score": 10, "scores": {"A": 100}},
+    }
+    assert standalone.explain()["nodes"] == {
+        "n1": {"score": 60, "scores": {"A": 30}},
+        "n2": {"score": 200, "scores": {"A": 100}},
+    }
+    assert extender.outcome() == {"topNodes": ["n2"], "topScore": 10}
+    assert standalone.outcome() == {"topNodes": ["n2"], "topScore": 200}

@@ -35,16 +35,19 @@ from app.framework import (
     Status,
     plugin_lists,
 )
+from app.framework.status import Diagnosis
 from app.plugins.imagelocality import ImageLocality
 from app.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
+from app.scheduler.effects import Reports
 from app.scheduler.queue import SchedulingQueue
+from app.scheduler.result import ScheduleResult, fit_error_of
 from app.scheduler.scheduler import (
     ERR_NO_NODES_AVAILABLE,
-    Attempt,
     Scheduler,
+    SchedulerOptions,
     num_feasible_nodes_to_find,
     select_host,
 )
@@ -124,20 +127,18 @@ def scheduler(
     seed(cache, nodes if nodes is not None else [node_doc(n) for n in names], [])
     runtime: Any = SimpleNamespace(cache=cache, events=cache.events, bind_admission=lambda: None, executor=None)
     queue = SchedulingQueue(nominator=fw.nominator)
-    return Scheduler("s", fw, runtime, queue, percentage_of_nodes_to_score=percentage, rng=random.Random(1))
+    options = SchedulerOptions(percentage_of_nodes_to_score=percentage, rng=random.Random(1))
+    return Scheduler("s", fw, runtime, queue, options=options)
 
 
 def lists(**points: Sequence[object]) -> Any:
     return plugin_lists(**{point: [enabled(p) for p in plugins] for point, plugins in points.items()})
 
 
-def find(sched: Scheduler, p: PodInfo) -> Attempt:
-    """``findNodesThatFitPod`` on a fresh cycle state."""
+def find(sched: Scheduler, p: PodInfo) -> tuple[list[NodeInfo], Diagnosis, Status]:
+    """``findNodesThatFitPod`` on a fresh cycle state: the feasible nodes, the diagnosis, the status."""
     state = CycleState(sched.cache.snapshot())
-    nodes = state.snapshot.list()  # type: ignore[union-attr]
-    attempt = Attempt(len(nodes))
-    sched.find_nodes_that_fit_pod(state, p, nodes, attempt)
-    return attempt
+    return sched.find_nodes_that_fit_pod(state, p, state.snapshot.list())  # type: ignore[union-attr]
 
 
 # -- TestSelectHost -------------------------------------------------------------------------------------
@@ -230,9 +231,8 @@ def test_num_feasible_nodes_to_find(
 def test_find_fit_all_error() -> None:
     """``TestFindFitAllError``: every node fails MatchFilter, each with its status."""
     fw = Framework("p", lists(filter=[TrueFilter(), MatchFilter()]))
-    attempt = find(scheduler(["3", "2", "1"], fw), pod(""))
-    assert attempt.feasible == [] and attempt.error is None
-    diagnosis = attempt.diagnosis
+    feasible, diagnosis, status = find(scheduler(["3", "2", "1"], fw), pod(""))
+    assert feasible == [] and status.is_success()
     assert {n: (s.code, s.reasons, s.plugin) for n, s in diagnosis.node_to_status.items()} == {
         n: (Code.UNSCHEDULABLE, (ERR_REASON_FAKE,), "MatchFilter") for n in ("1", "2", "3")
     }
@@ -242,11 +242,11 @@ def test_find_fit_all_error() -> None:
 def test_find_fit_some_error() -> None:
     """``TestFindFitSomeError``: the node named as the pod passes, the others fail."""
     fw = Framework("p", lists(filter=[TrueFilter(), MatchFilter()]))
-    attempt = find(scheduler(["3", "2", "1"], fw), pod("1"))
-    assert [n.name for n in attempt.feasible] == ["1"]
-    statuses = attempt.diagnosis.node_to_status
+    feasible, diagnosis, _ = find(scheduler(["3", "2", "1"], fw), pod("1"))
+    assert [n.name for n in feasible] == ["1"]
+    statuses = diagnosis.node_to_status
     assert set(statuses) == {"2", "3"} and all(s.reasons == (ERR_REASON_FAKE,) for s in statuses.values())
-    assert attempt.diagnosis.unschedulable_plugins == {"MatchFilter"}
+    assert diagnosis.unschedulable_plugins == {"MatchFilter"}
 
 
 @pytest.mark.parametrize(
@@ -282,8 +282,8 @@ def test_fair_evaluation_for_nodes() -> None:
     nodes_to_find = num_feasible_nodes_to_find(30, num_all_nodes)
     assert nodes_to_find == 150
     for i in range(2 * (num_all_nodes // nodes_to_find + 1)):  # over every node more than twice
-        attempt = find(sched, pod(""))
-        assert len(attempt.feasible) == nodes_to_find
+        feasible, _, _ = find(sched, pod(""))
+        assert len(feasible) == nodes_to_find
         assert sched.next_start_node_index == (i + 1) * nodes_to_find % num_all_nodes
 
 
@@ -307,9 +307,9 @@ def test_prefer_nominated_node_filter_call_counts(nominated: str, codes: dict[st
     sched = scheduler(["node1", "node2", "node3"], fw)
     p = pod("p", uid="p", priority=HIGH)
     p.nominated_node_name = nominated
-    attempt = find(sched, p)
+    feasible, _, status = find(sched, p)
     assert fake.calls == expected
-    assert attempt.error is None and attempt.feasible
+    assert status.is_success() and feasible
 
 
 def test_a_profile_without_score_plugins_stops_at_the_first_feasible_node() -> None:
@@ -318,15 +318,15 @@ def test_a_profile_without_score_plugins_stops_at_the_first_feasible_node() -> N
     fake = FakeFilter()
     fw = Framework("p", lists(filter=[fake]))
     sched = scheduler([f"n{i}" for i in range(300)], fw)
-    attempt = find(sched, pod("p"))
-    assert [n.name for n in attempt.feasible] == ["n0"] and sched.next_start_node_index == 1
-    assert [n.name for n in find(sched, pod("p")).feasible] == ["n1"]
+    feasible, _, _ = find(sched, pod("p"))
+    assert [n.name for n in feasible] == ["n0"] and sched.next_start_node_index == 1
+    assert [n.name for n in find(sched, pod("p"))[0]] == ["n1"]
 
 
 # -- TestSchedulerSchedulePod: PreFilter --------------------------------------------------------------
 
 
-def schedule(names: Sequence[str], fw: Framework, p: PodInfo) -> Attempt:
+def schedule(names: Sequence[str], fw: Framework, p: PodInfo) -> tuple[ScheduleResult, Status]:
     sched = scheduler(names, fw)
     return sched.schedule_pod(CycleState(), p)
 
@@ -334,15 +334,16 @@ def schedule(names: Sequence[str], fw: Framework, p: PodInfo) -> Attempt:
 def test_prefilter_plugin_returning_unschedulable_status() -> None:
     injected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("injected unschedulable status",))
     fw = Framework("p", lists(pre_filter=[FakePreFilter("FakePreFilter", None, injected)], filter=[TrueFilter()]))
-    attempt = schedule(["1", "2"], fw, pod("test-prefilter"))
-    assert attempt.fit is not None and attempt.fit.num_all_nodes == 2
-    diagnosis = attempt.fit.diagnosis
+    _, status = schedule(["1", "2"], fw, pod("test-prefilter"))
+    fit = fit_error_of(status)
+    assert fit is not None and fit.num_all_nodes == 2 and status.code is Code.UNSCHEDULABLE
+    diagnosis = fit.diagnosis
     assert diagnosis.pre_filter_msg == "injected unschedulable status"
     assert {n: (s.reasons, s.plugin) for n, s in diagnosis.node_to_status.items()} == {
         n: (("injected unschedulable status",), "FakePreFilter") for n in ("1", "2")
     }
     assert diagnosis.unschedulable_plugins == {"FakePreFilter"}
-    assert attempt.fit.error() == "0/2 nodes are available: injected unschedulable status."
+    assert fit.error() == status.message == "0/2 nodes are available: injected unschedulable status."
 
 
 def test_prefilter_plugin_returning_error_status() -> None:
@@ -350,17 +351,18 @@ def test_prefilter_plugin_returning_error_status() -> None:
         "p",
         lists(pre_filter=[FakePreFilter("FakePreFilter", None, Status.error("injected error status"))], filter=[]),
     )
-    attempt = schedule(["1", "2"], fw, pod("test-prefilter"))
-    assert attempt.error is not None and attempt.error.code is Code.ERROR
-    assert attempt.error.message == 'running PreFilter plugin "FakePreFilter": injected error status'
+    _, status = schedule(["1", "2"], fw, pod("test-prefilter"))
+    assert status.code is Code.ERROR and fit_error_of(status) is None
+    assert status.message == 'running PreFilter plugin "FakePreFilter": injected error status'
 
 
 def test_prefilter_plugin_returning_node() -> None:
     fake = FakeFilter()
     pre = FakePreFilter("FakePreFilter", PreFilterResult(frozenset({"node2"})))
     fw = Framework("p", lists(pre_filter=[pre], filter=[fake], score=[NumericMapLike()]))
-    attempt = schedule(["node1", "node2", "node3"], fw, pod("test-prefilter"))
-    assert [n.name for n in attempt.feasible] == ["node2"] and attempt.host == "node2"
+    result, status = schedule(["node1", "node2", "node3"], fw, pod("test-prefilter"))
+    assert status.is_success() and [n.name for n in result.feasible] == ["node2"] and result.suggested_host == "node2"
+    assert (result.evaluated_nodes, result.feasible_nodes) == (1, 1)
     assert fake.calls == 1  # wantEvaluatedNodes: 1
 
 
@@ -391,13 +393,14 @@ class NumericMapLike:
 def test_prefilter_results_leaving_no_node(results: list[frozenset[str]], message: str) -> None:
     pres = [FakePreFilter(f"FakePreFilter{i + 2}", PreFilterResult(r)) for i, r in enumerate(results)]
     fw = Framework("p", lists(pre_filter=[FakePreFilter("FakePreFilter1", None), *pres], filter=[TrueFilter()]))
-    attempt = schedule(["node1", "node2", "node3"], fw, pod("test-prefilter"))
-    assert attempt.fit is not None and attempt.fit.num_all_nodes == 3
-    diagnosis = attempt.fit.diagnosis
+    _, status = schedule(["node1", "node2", "node3"], fw, pod("test-prefilter"))
+    fit = fit_error_of(status)
+    assert fit is not None and fit.num_all_nodes == 3
+    diagnosis = fit.diagnosis
     assert diagnosis.pre_filter_msg == message
     assert {s.code for s in diagnosis.node_to_status.values()} == {Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
     assert set(diagnosis.node_to_status) == {"node1", "node2", "node3"}
-    assert attempt.fit.error() == f"0/3 nodes are available: {message}."
+    assert fit.error() == status.message == f"0/3 nodes are available: {message}."
 
 
 def test_nodes_cut_by_a_prefilter_result_have_no_status() -> None:
@@ -406,21 +409,23 @@ def test_nodes_cut_by_a_prefilter_result_have_no_status() -> None:
     has no status (a later release gives it "node is filtered out by the prefilter result")."""
     pre = FakePreFilter("FakePreFilter", PreFilterResult(frozenset({"node2"})))
     fw = Framework("p", lists(pre_filter=[pre], filter=[FakeFilter({"node2": Code.UNSCHEDULABLE})]))
-    attempt = schedule(["node1", "node2"], fw, pod("test-prefilter"))
-    assert attempt.fit is not None and attempt.fit.num_all_nodes == 2
-    diagnosis = attempt.fit.diagnosis
+    _, status = schedule(["node1", "node2"], fw, pod("test-prefilter"))
+    fit = fit_error_of(status)
+    assert fit is not None and fit.num_all_nodes == 2
+    diagnosis = fit.diagnosis
     assert {n: (s.reasons, s.plugin) for n, s in diagnosis.node_to_status.items()} == {
         "node2": (("injecting failure for pod test-prefilter",), "FakeFilter")
     }
     assert diagnosis.unschedulable_plugins == {"FakeFilter"} and diagnosis.pre_filter_msg == ""
-    assert attempt.fit.error() == "0/2 nodes are available: 1 injecting failure for pod test-prefilter."
+    assert fit.error() == status.message == "0/2 nodes are available: 1 injecting failure for pod test-prefilter."
 
 
 def test_no_nodes_available_to_schedule_pods() -> None:
     """``ErrNoNodesAvailable`` with an empty cluster, no FitError."""
     fw = Framework("p", lists(filter=[TrueFilter()]))
-    attempt = schedule([], fw, pod("p"))
-    assert attempt.fit is None and attempt.error is not None and attempt.error.message == ERR_NO_NODES_AVAILABLE
+    _, status = schedule([], fw, pod("p"))
+    assert fit_error_of(status) is None and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.message == ERR_NO_NODES_AVAILABLE
 
 
 # -- Test_prioritizeNodes -------------------------------------------------------------------------------
@@ -515,13 +520,9 @@ def test_prioritize_nodes(spec: dict[str, Any], nodes: list[dict[str, Any]], plu
     fw = Framework("p", lists(filter=[TrueFilter()], score=plugins()))
     sched = scheduler([n["metadata"]["name"] for n in nodes], fw, nodes=nodes)
     state = CycleState(sched.cache.snapshot())
-    attempt = Attempt(len(nodes), feasible=state.snapshot.list())  # type: ignore[union-attr]
-    totals = sched.prioritize_nodes(state, pod("p", **spec), attempt)
-    assert attempt.error is None
-    got = [
-        (n.name, {s.name: s.score for s in n.scores}, n.total_score)
-        for n in (attempt.scored.node_plugin_scores() if attempt.scored is not None else [])
-    ]
+    totals, scored, status = sched.prioritize_nodes(state, pod("p", **spec), state.snapshot.list())  # type: ignore[union-attr]
+    assert status.is_success() and scored is not None
+    got = [(n.name, {s.name: s.score for s in n.scores}, n.total_score) for n in scored.node_plugin_scores()]
     assert got == want
     assert [(t.name, t.total_score) for t in totals] == [(name, total) for name, _, total in want]
 
@@ -586,7 +587,7 @@ def test_a_reserve_or_permit_rejection_is_a_fit_error_of_the_node(
         interest=(*registered[plugin], ClusterEvent(POD, ActionType.DELETE)),
     )
     posted: list[Any] = []
-    sched = Scheduler("s", fw, rt, queue, events=posted.append)  # type: ignore[arg-type]
+    sched = Scheduler("s", fw, rt, queue, Reports(post=posted.append))  # type: ignore[arg-type]
     assert asyncio.run(sched.step())
     assert [(e.reason, e.note) for e in posted] == [("FailedScheduling", f"0/1 nodes are available: 1 {reason}.")]
     entry = queue.get("uid-p")
@@ -637,3 +638,95 @@ def test_a_failed_pod_reenters_the_queue_behind_the_pods_already_waiting() -> No
     assert entry is not None and (entry.added, entry.ready_at) == (clock.now, clock.now + 1.0)
     clock.now += 1
     assert [q.pop(), q.pop()] == [second, first]
+
+
+# -- ScheduleOne: the decisions recorded and the one failure handler --------------------------------------
+
+
+class FakeBinder:
+    """A Bind plugin that binds every pod, or refuses with ``error``."""
+
+    name = "FakeBinder"
+
+    def __init__(self, error: str = "") -> None:
+        self.error = error
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return Status.error(self.error) if self.error else SUCCESS
+
+
+def _one_pod_cycle(binder: FakeBinder, nodes: Sequence[str]) -> tuple[list[Any], list[tuple[str, str, str]]]:
+    """One pod scheduled by a profile with Node2Prioritizer and ``binder`` over ``nodes``: the
+    decisions recorded, and each failure handler call (its status message, the NominatingInfo's
+    mode and node)."""
+    import asyncio
+
+    from tests.support.cluster import MemoryCluster
+
+    rt = MemoryCluster()
+    doc = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"},
+        "spec": {"schedulerName": "s", "containers": [{"name": "c"}]},
+        "status": {"phase": "Pending"},
+    }
+    rt.seed([node_doc(n) for n in nodes], [doc])
+    rt.executor = None  # type: ignore[attr-defined]
+    points = lists(filter=[TrueFilter()], score=[Node2Prioritizer()], bind=[binder])
+    fw = Framework("s", points, cluster=rt, nominator=rt.nominator)
+    decisions: list[Any] = []
+    sched = Scheduler("s", fw, rt, SchedulingQueue(nominator=fw.nominator), Reports(record=decisions.append))  # type: ignore[arg-type]
+    failures: list[tuple[str, str, str]] = []
+    handler = sched.effects.handle_scheduling_failure
+
+    def counted(pod: PodInfo, status: Status, info: Any, started: float, since: int) -> None:
+        failures.append((status.message, info.mode.name, str(info)))
+        handler(pod, status, info, started, since)
+
+    sched.effects.handle_scheduling_failure = counted  # type: ignore[method-assign]
+
+    async def one() -> None:
+        assert await sched.step()
+        await asyncio.gather(*list(sched._binds))
+
+    asyncio.run(one())
+    return decisions, failures
+
+
+def test_a_pod_placed_after_score_records_filter_prioritize_and_bind() -> None:
+    """``schedulePod``'s decisions: the filter verdicts, then the ``TotalScore`` of each scored
+    node (``total_scores``, never the extender's 0..10), then the bind; no failure."""
+    decisions, failures = _one_pod_cycle(FakeBinder(), ["node1", "node2"])
+    assert [d.verb for d in decisions] == ["filter", "prioritize", "bind"] and failures == []
+    filtered, prioritized, bound = decisions
+    assert filtered.outcome() == {"passed": 2, "rejected": 0}
+    assert list(prioritized.total_scores) == [10, 100] and prioritized.extender_scores == ()
+    explained = prioritized.explain()
+    assert {n: d["score"] for n, d in explained["nodes"].items()} == {"node1": 10, "node2": 100}
+    assert explained["outcome"] == {"topNodes": ["node2"], "topScore": 100}
+    assert bound.outcome() == {"boundNode": "node2"}
+
+
+@pytest.mark.parametrize(
+    ("binder", "nodes", "verbs", "failure"),
+    [
+        pytest.param(
+            FakeBinder(),
+            [],
+            ["filter"],
+            (ERR_NO_NODES_AVAILABLE, "OVERRIDE", ""),
+            id="no node: ErrNoNodesAvailable, the nomination cleared",
+        ),
+        pytest.param(
+            FakeBinder("refused"),
+            ["node1"],
+            ["filter", "bind"],
+            ("FakeBinder: refused", "OVERRIDE", ""),
+            id="the binding cycle fails: handleBindingCycleError",
+        ),
+    ],
+)
+def test_each_failure_reaches_the_failure_handler_once(
+    binder: FakeBinder, nodes: list[str], verbs: list[str], failure: tuple[str, str, str]
+) -> None:
+    decisions, failures = _one_pod_cycle(binder, nodes)
+    assert [d.verb for d in decisions] == verbs and failures == [failure]

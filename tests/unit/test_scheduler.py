@@ -421,18 +421,19 @@ def _scheduler_profile() -> tuple[Any, Any]:
     return service, service.cluster
 
 
-def _scheduler(service: Any, runtime: Any, **kw: Any) -> Any:
+def _scheduler(service: Any, runtime: Any, **options: Any) -> Any:
     """The standalone :class:`Scheduler` of profile ``s``, its queue sharing the framework's
-    nominator (as the assembly builds it)."""
-    from app.scheduler.scheduler import Scheduler
+    nominator (as the assembly builds it); ``options`` as :class:`SchedulerOptions`'."""
+    from app.scheduler.scheduler import Scheduler, SchedulerOptions
 
     framework = service.frameworks["s"]
-    return Scheduler("s", framework, runtime, SchedulingQueue(nominator=framework.nominator), **kw)
+    queue = SchedulingQueue(nominator=framework.nominator)
+    return Scheduler("s", framework, runtime, queue, options=SchedulerOptions(**options))
 
 
-def _verdicts(attempt: Any) -> dict[str, tuple[str, ...]]:
+def _verdicts(result: Any) -> dict[str, tuple[str, ...]]:
     """Each evaluated node's reasons (``()``: feasible)."""
-    names, statuses = attempt.evaluated()
+    names, statuses = result.verdicts()
     return {n: s.reasons for n, s in zip(names, statuses, strict=True)}
 
 
@@ -461,7 +462,7 @@ def test_a_node_must_pass_filter_with_and_without_the_pods_nominated_to_it() -> 
     scheduler.nominator.add_nominated_pod(web)  # as the queue records a pod that says it is nominated
 
     def verdicts(p: PodInfo) -> dict[str, tuple[str, ...]]:
-        return _verdicts(scheduler.schedule_pod(CycleState(), p))
+        return _verdicts(scheduler.schedule_pod(CycleState(), p)[0])
 
     term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
     required = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -489,8 +490,9 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
     where the pod is placed; when those are too small, every node was judged and the FitError
     counts each."""
     from app.framework import CycleState
+    from app.scheduler.result import fit_error_of
 
-    def found(untried_cpu: str) -> tuple[list[str], Any]:
+    def found(untried_cpu: str) -> tuple[list[str], Any, Any]:
         service, runtime = _scheduler_profile()
         names = [f"n{i:03d}" for i in range(120)]
 
@@ -517,16 +519,18 @@ def test_nodes_failing_with_their_nominated_pods_do_not_end_the_search() -> None
         for n in order[:100]:
             scheduler.nominator.add_nominated_pod(runtime.cache.pod(f"uid-vip-{n}"))
         big = pod("big", containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
-        return order, scheduler.schedule_pod(CycleState(), big)
+        return order, *scheduler.schedule_pod(CycleState(), big)
 
-    order, placed = found("4")
-    assert placed.error is None and placed.fit is None
+    order, placed, status = found("4")
+    assert status.is_success() and placed.suggested_host in order[100:]
     assert [n.name for n in placed.feasible] == order[100:]  # the nodes the first 100 judged did not reach
+    assert (placed.evaluated_nodes, placed.feasible_nodes) == (120, 20)
     verdicts = _verdicts(placed)
     assert len(verdicts) == 120 and {verdicts[n] for n in order[:100]} == {("Insufficient cpu",)}
-    _, unplaced = found("500m")
-    assert unplaced.feasible == [] and len(_verdicts(unplaced)) == 120
-    assert unplaced.fit.error() == "0/120 nodes are available: 120 Insufficient cpu."
+    _, unplaced, status = found("500m")
+    assert unplaced.feasible == () and len(_verdicts(unplaced)) == 120 and unplaced.suggested_host == ""
+    fit = fit_error_of(status)
+    assert fit is not None and fit.error() == status.message == "0/120 nodes are available: 120 Insufficient cpu."
 
 
 def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nomination() -> None:
@@ -566,14 +570,18 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     class Client:
         def __init__(self) -> None:
             self.nominations: list[tuple[str, str, str]] = []
+            self.conditions: list[tuple[str, str, str]] = []
 
         def set_nominated_node(self, namespace: str, name: str, node: str, timeout: float = 5.0) -> None:
             self.nominations.append((namespace, name, node))
 
+        def set_pod_condition(self, namespace: str, name: str, condition: dict[str, Any]) -> None:
+            self.conditions.append((name, condition["type"], condition["reason"]))
+
     client = Client()
     runtime.client = client  # type: ignore[assignment]
     runtime.executor = ThreadPoolExecutor(max_workers=1)
-    scheduler = _scheduler(service, runtime, set_nominated_node=client.set_nominated_node)
+    scheduler = _scheduler(service, runtime)
     nominator = scheduler.nominator
 
     async def attempt_both() -> None:
@@ -590,5 +598,7 @@ def test_a_nominated_pod_whose_preemption_finds_no_candidate_loses_its_nominatio
     asyncio.run(attempt_both())
     runtime.executor.shutdown(wait=True)
     assert client.nominations == [("ns", "urgent", "")]  # never's nomination is not written
+    written = [("urgent", "PodScheduled", "Unschedulable"), ("never", "PodScheduled", "Unschedulable")]
+    assert client.conditions == written
     assert nominator.nominated_node("uid-urgent") is None and nominator.nominated_node("uid-never") == "n2"
     assert scheduler.queue.get("uid-urgent").where == UNSCHEDULABLE  # type: ignore[union-attr]

@@ -774,10 +774,10 @@ def _random_docs(
 
 def _brute_force(snap: FakeSnapshot, pod: PodInfo, node: NodeInfo) -> tuple[Code, str]:
     """The Filter verdict computed pod by pod, from the definitions (no counts)."""
-    from app.plugins.interpodaffinity import IncomingTerm, _namespace_lookup, existing_term_matches
+    from app.plugins.interpodaffinity import IncomingTerm, existing_term_matches, namespace_lookup
 
     state = CycleState(snap)
-    lookup = _namespace_lookup(state)
+    lookup = namespace_lookup(state)
     aff = pod.affinity
     req = [
         IncomingTerm(t, pod, lookup)
