@@ -67,7 +67,7 @@ from app.framework.handle import ClusterNeeds, Handle
 from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.labels import label_selector_matches
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult
 from app.framework.validation import aggregate, selector_error

@@ -60,7 +60,7 @@ from app.framework.events import NODE, POD, ActionType, ClusterEvent
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.taints import find_matching_untolerated_taint
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult

@@ -63,16 +63,14 @@ from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    Framework,
     NodeInfo,
     NodePluginScores,
     PodIndex,
     PodInfo,
-    ScoreResult,
     Status,
 )
 from app.framework.nominator import CLEAR_NOMINATED_NODE, NominatingInfo, NominatingMode
-from app.framework.runtime import filter_error
+from app.framework.runtime import Framework, ScoreResult, filter_error
 from app.framework.status import Diagnosis, FitError
 from app.kube.timefmt import rfc3339_time
 from app.lifecycle import TaskWorker
