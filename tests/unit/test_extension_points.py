@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.bootstrap import check_configuration
 from app.config import API_VERSION, KIND, ConfigError, parse_config
 from app.framework import SUCCESS, CycleState, NodeInfo, PluginEntry, PodInfo, Status, build_registry
 from app.framework.build import build_framework, effective_points, expand_multi_point
@@ -31,6 +34,8 @@ from app.framework.types import PodRef
 from app.plugins import IN_TREE
 from app.tools.validate import extension_points
 from tests.unit.helpers import pod
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: kube-scheduler's ``Plugins`` fields in their order (pkg/scheduler/apis/config/types.go, v1.36:
 #: PlacementGenerate and PlacementScore, of workload scheduling, left out)
@@ -373,3 +378,39 @@ def test_a_bind_through_the_extender_runs_a_filter_plugins_reserve() -> None:
     fw = build_framework(profile, registry)
     assert asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "uid-p"), "n1")).is_success()
     assert calls == ["n1"]
+
+
+RECORDED = Path(__file__).parent / "recorded" / "plugin-lists.json"
+
+
+def _lists_of(path: Path) -> dict[str, dict[str, Any]]:
+    """Every profile's plugins per point of the service ``path`` configures, as recorded: a
+    plugin ``name/weight/failurePolicy`` where the point keeps them, the shared Reserve plugins,
+    whether binds wait out the warm-up."""
+    checked = check_configuration(str(path), "validate")
+    assert checked.service is not None, checked.problems
+    out: dict[str, dict[str, Any]] = {}
+    for name, fw in checked.service.frameworks.items():
+        row: dict[str, Any] = {}
+        for point in EXTENSION_POINTS:
+            items: Sequence[Any] = getattr(fw, f"{point.attr}_plugins")
+            row[f"{point.attr}_plugins"] = [
+                f"{i.name}/{i.weight}/{i.failure_policy}" if isinstance(i, EnabledPlugin) else i.name for i in items
+            ]
+        row["shared_reserve"] = [p.name for p in fw.shared_reserve]
+        row["bind_warm_up"] = fw.bind_warm_up
+        out[name] = row
+    return out
+
+
+@pytest.mark.parametrize("config_file", sorted(json.loads(RECORDED.read_text())))
+def test_the_shipped_configurations_keep_their_plugin_lists(config_file: str) -> None:
+    """The lists recorded before every point became configurable (the code of a120c15), point by
+    point and in order: the default configuration, the examples, the e2e configurations."""
+    assert _lists_of(REPO / config_file) == json.loads(RECORDED.read_text())[config_file]
+
+
+def test_every_shipped_configuration_is_recorded() -> None:
+    shipped = ["app/default-config.yaml", *(f"examples/{p.name}" for p in (REPO / "examples").glob("*.yaml"))]
+    shipped += [str(p.relative_to(REPO)) for p in (REPO / "tests" / "e2e" / "configs").glob("*.yaml")]
+    assert sorted(shipped) == sorted(json.loads(RECORDED.read_text()))
