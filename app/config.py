@@ -822,7 +822,7 @@ def _validate_profile(
             seen.add(ref.name)
             if ref.weight is not None and point not in (POINTS["score"], None):
                 problems.append(f"{where}.weight: only score plugins take a weight")
-            if point is not None and not point.failure_policy and "failure_policy" in ref.model_fields_set:
+            if point is not None and not point.failure_policy and ref.failure_policy == "Ignore":
                 problems.append(f"{where}.failurePolicy: {_no_failure_policy(point)}")
             if ref.weight is not None and ref.weight <= 0:
                 problems.append(f"{where}.weight: must be > 0")
@@ -880,12 +880,12 @@ def _validate_profile(
                 continue
             if point is not None and implements(entry.factory, point) is False:  # None: the build checks
                 problems.append(f"{at}.plugins.{key}[{j}].name: plugin {ref.name} does not implement {point.attr}")
-            elif point is None and "failure_policy" in ref.model_fields_set:
+            elif point is None and ref.failure_policy == "Ignore":
                 known = [implements(entry.factory, p) for p in EXTENSION_POINTS if p.failure_policy]
                 if not any(known) and None not in known:
                     problems.append(
-                        f"{at}.plugins.{key}[{j}].failurePolicy: none of the points {ref.name} implements has a "
-                        f"failurePolicy ({_policy_points()} do)"
+                        f"{at}.plugins.{key}[{j}].failurePolicy: Ignore has no meaning at any point {ref.name} "
+                        f"implements: failurePolicy applies at {_policy_points()}"
                     )
     return problems
 
@@ -895,14 +895,15 @@ def _policy_points() -> str:
 
 
 def _no_failure_policy(point: ExtensionPoint) -> str:
-    """Why a ``failurePolicy`` written at ``point`` is refused: what an error there does."""
+    """Why ``failurePolicy: Ignore`` at ``point`` is refused: what an error there does (``Fail``,
+    the default, is accepted: ``render`` writes it back for every plugin)."""
     does = {
         "pre_enqueue": "a PreEnqueue plugin's error keeps the pod out of the active queue",
         "queue_sort": "a QueueSort plugin only orders the queue",
         "post_filter": "a PostFilter plugin's error ends the pod's PostFilter",
         "post_bind": "a PostBind plugin's error is logged and the pod stays bound",
     }.get(point.attr, f"a {point.name} plugin's error always fails the pod (Unreserve follows)")
-    return f"{point.key} has no failurePolicy: {does}; it applies at {_policy_points()}"
+    return f"Ignore has no meaning at {point.key}: {does}; failurePolicy applies at {_policy_points()}"
 
 
 def needs_every_pod(profile: Profile, registry: Registry) -> list[str]:

@@ -13,8 +13,8 @@ A point's list (:func:`app.framework.build.build_framework`) is kube-scheduler's
 ``enabled`` plugins and those ``multiPoint`` places there, less its ``disabled`` ones (``*``: all
 but its own); then this service's rule, :func:`implied`, adds the plugins a point takes from the
 profile's other points (a Filter plugin's PreFilter runs with it; a Filter plugin's Reserve runs at
-bind). ``failurePolicy`` is honoured at the points that have one (:attr:`ExtensionPoint.failure_policy`)
-and refused by the configuration's checks elsewhere.
+bind). ``failurePolicy`` is honoured at the points that have one (:attr:`ExtensionPoint.failure_policy`);
+elsewhere the configuration's checks refuse ``Ignore``.
 """
 
 from __future__ import annotations

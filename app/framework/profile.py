@@ -78,7 +78,7 @@ class PluginRef(_Model):
     extender's ``ignorable`` setting. ``Ignore`` (fail open): the plugin is skipped for that node
     (filter) or for that request (preFilter, preScore, score, preemption, bind), and the others
     decide. The other points have no policy (an error at Reserve, Permit or PreBind fails the pod;
-    one at PostBind is logged): a ``failurePolicy`` written there is refused.
+    one at PostBind is logged): ``Ignore`` written there is refused.
     """
 
     name: str = Field(min_length=1)

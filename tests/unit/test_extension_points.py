@@ -16,6 +16,7 @@ import pytest
 
 from app.bootstrap import check_configuration
 from app.config import API_VERSION, KIND, ConfigError, parse_config
+from app.deploy.wiring import service_config
 from app.framework import SUCCESS, CycleState, NodeInfo, PluginEntry, PodInfo, Status, build_registry
 from app.framework.build import build_framework, effective_points, expand_multi_point
 from app.framework.points import (
@@ -262,22 +263,34 @@ def test_a_plugin_enabled_at_a_point_it_does_not_implement_is_refused_with_its_p
 
 
 @pytest.mark.parametrize("key", ["reserve", "permit", "preBind", "postBind", "postFilter", "queueSort", "preEnqueue"])
-def test_a_failure_policy_where_it_has_no_meaning_is_refused_naming_the_path(key: str) -> None:
+def test_ignore_where_failure_policy_has_no_meaning_is_refused_naming_the_path(key: str) -> None:
     plugin = {"reserve": "Pool", "permit": "Pool", "preBind": "Volumes", "postBind": "Volumes"}.get(key, "Pool")
-    doc = config({"filter": ["Pool"], key: [{"name": plugin, "failurePolicy": "Fail"}]})
+    doc = config({"filter": ["Pool"], key: [{"name": plugin, "failurePolicy": "Ignore"}]})
     with pytest.raises(ConfigError) as info:
         parse_config(doc, REGISTRY)
-    where = f"profiles[0].plugins.{key}[0].failurePolicy: {key} has no failurePolicy"
+    where = f"profiles[0].plugins.{key}[0].failurePolicy: Ignore has no meaning at {key}: "
     assert any(p.startswith(where) for p in info.value.problems), info.value.problems
-    assert any("it applies at preFilter, filter, preemption, preScore, score, bind" in p for p in info.value.problems)
+    assert any(
+        p.endswith("failurePolicy applies at preFilter, filter, preemption, preScore, score, bind")
+        for p in info.value.problems
+    )
 
 
-def test_a_failure_policy_at_multi_point_needs_a_point_that_has_one() -> None:
+def test_fail_where_failure_policy_has_no_meaning_is_what_happens_and_render_writes_it_back() -> None:
+    """``Fail`` (the default) is what Reserve, Permit and PreBind do with an error; render's mounted
+    configuration writes it for every plugin, and reads back as it was."""
+    doc = config({"filter": ["Pool"], "reserve": [{"name": "Pool", "failurePolicy": "Fail"}], "postBind": ["Volumes"]})
+    written = service_config(parse_config(doc, REGISTRY), kubeconfig=None)
+    assert written["profiles"][0]["plugins"]["postBind"] == [{"name": "Volumes", "failurePolicy": "Fail"}]
+    assert parse_config(written, REGISTRY) == parse_config(doc, REGISTRY)
+
+
+def test_ignore_at_multi_point_needs_a_point_that_honours_it() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(config({"multiPoint": [{"name": "Volumes", "failurePolicy": "Ignore"}]}), REGISTRY)
     assert (
-        "profiles[0].plugins.multiPoint[0].failurePolicy: none of the points Volumes implements has a failurePolicy "
-        "(preFilter, filter, preemption, preScore, score, bind do)"
+        "profiles[0].plugins.multiPoint[0].failurePolicy: Ignore has no meaning at any point Volumes implements: "
+        "failurePolicy applies at preFilter, filter, preemption, preScore, score, bind"
     ) in info.value.problems
     parse_config(config({"multiPoint": [{"name": "Pool", "failurePolicy": "Ignore"}]}), REGISTRY)  # its Filter has
 
