@@ -33,11 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from app.framework.build import effective_points, enabled_plugins
-from app.framework.defaults import POINTS
 from app.framework.errors import SchedulerExtenderError
 from app.framework.labels import parse_selector
-from app.framework.profile import Duration, Profile, parse_duration
-from app.framework.registry import PluginEntry, Registry
+from app.framework.points import EXTENSION_POINTS, MULTI_POINT_KEY, POINTS, ExtensionPoint, implements
+from app.framework.profile import Duration, PluginRef, Profile, parse_duration
+from app.framework.registry import Registry
 from app.framework.resources import is_extended_resource_name
 
 API_VERSION = "config.scheduler-extender.dev/v1alpha1"
@@ -792,8 +792,11 @@ def _validate_profile(
             problems.append(f"{where}: duplicate extender managed resource name {res.name!r}")
         else:
             seen_resources[res.name] = at
-    points = {point: getattr(profile.plugins, point).enabled for point in POINTS}
-    points["multi_point"] = profile.plugins.multi_point.enabled
+    # each point's own plugins, then multiPoint's (point None)
+    rows: list[tuple[str, ExtensionPoint | None, list[PluginRef]]] = [
+        (point.key, point, profile.plugins.of(point.attr).enabled) for point in EXTENSION_POINTS
+    ]
+    rows.append((MULTI_POINT_KEY, None, profile.plugins.multi_point.enabled))
     if ext.managed_resources:
         hidden = needs_every_pod(profile, registry)
         if hidden:
@@ -806,20 +809,21 @@ def _validate_profile(
                 "(a NodeResourcePool of them)"
             )
     effective = effective_points(profile, registry)
-    for verb, point in (("filter", "filter"), ("prioritize", "score"), ("bind", "bind")):
-        if verb in ext.verbs and not effective[point]:
-            problems.append(f"{at}.plugins.{point}: the profile serves {verb} but enables no {point} plugin")
+    for verb, attr in (("filter", "filter"), ("prioritize", "score"), ("bind", "bind")):
+        if verb in ext.verbs and not effective[attr]:
+            problems.append(f"{at}.plugins.{attr}: the profile serves {verb} but enables no {attr} plugin")
     enabled = set(enabled_plugins(profile))
-    for point, refs in points.items():
+    for key, point, refs in rows:
         seen: set[str] = set()
-        key = to_camel(point)
         for j, ref in enumerate(refs):
             where = f"{at}.plugins.{key}[{j}]"
             if ref.name in seen:
                 problems.append(f"{where}.name: {ref.name} is enabled twice at {key}")
             seen.add(ref.name)
-            if ref.weight is not None and point not in ("score", "multi_point"):
+            if ref.weight is not None and point not in (POINTS["score"], None):
                 problems.append(f"{where}.weight: only score plugins take a weight")
+            if point is not None and not point.failure_policy and ref.failure_policy == "Ignore":
+                problems.append(f"{where}.failurePolicy: {_no_failure_policy(point)}")
             if ref.weight is not None and ref.weight <= 0:
                 problems.append(f"{where}.weight: must be > 0")
             entry = registry.get(ref.name)
@@ -869,24 +873,37 @@ def _validate_profile(
                     f"{p} (no pluginConfig for {name}: add one with these args)"
                     for p in _pydantic_problems(exc, f"{at}.pluginConfig[{name}].args")
                 ]
-    for point, refs in points.items():  # each plugin must implement the points it is enabled at
-        if point == "multi_point":
-            continue  # enabled wherever it implements a point
-        protocol = POINTS[point]
+    for key, point, refs in rows:  # each plugin must implement the points it is enabled at
         for j, ref in enumerate(refs):
             entry = registry.get(ref.name)
-            if entry is not None and not implements(entry, protocol):
-                where = f"{at}.plugins.{to_camel(point)}[{j}].name"
-                problems.append(f"{where}: plugin {ref.name} does not implement {point}")
+            if entry is None:
+                continue
+            if point is not None and implements(entry.factory, point) is False:  # None: the build checks
+                problems.append(f"{at}.plugins.{key}[{j}].name: plugin {ref.name} does not implement {point.attr}")
+            elif point is None and ref.failure_policy == "Ignore":
+                known = [implements(entry.factory, p) for p in EXTENSION_POINTS if p.failure_policy]
+                if not any(known) and None not in known:
+                    problems.append(
+                        f"{at}.plugins.{key}[{j}].failurePolicy: Ignore has no meaning at any point {ref.name} "
+                        f"implements: failurePolicy applies at {_policy_points()}"
+                    )
     return problems
 
 
-def implements(entry: PluginEntry, protocol: Any) -> bool:
-    """Whether ``entry``'s plugin class has the methods of ``protocol`` (a factory that is not a
-    class cannot be told from here: building the framework checks its instance)."""
-    factory = entry.factory
-    methods = [name for name, value in vars(protocol).items() if not name.startswith("_") and callable(value)]
-    return not isinstance(factory, type) or all(hasattr(factory, name) for name in methods)
+def _policy_points() -> str:
+    return ", ".join(p.key for p in EXTENSION_POINTS if p.failure_policy)
+
+
+def _no_failure_policy(point: ExtensionPoint) -> str:
+    """Why ``failurePolicy: Ignore`` at ``point`` is refused: what an error there does (``Fail``,
+    the default, is accepted: ``render`` writes it back for every plugin)."""
+    does = {
+        "pre_enqueue": "a PreEnqueue plugin's error keeps the pod out of the active queue",
+        "queue_sort": "a QueueSort plugin only orders the queue",
+        "post_filter": "a PostFilter plugin's error ends the pod's PostFilter",
+        "post_bind": "a PostBind plugin's error is logged and the pod stays bound",
+    }.get(point.attr, f"a {point.name} plugin's error always fails the pod (Unreserve follows)")
+    return f"Ignore has no meaning at {point.key}: {does}; failurePolicy applies at {_policy_points()}"
 
 
 def needs_every_pod(profile: Profile, registry: Registry) -> list[str]:

@@ -42,8 +42,10 @@ from app.cluster.leader import Leadership
 from app.cluster.snapshot import Snapshot
 from app.config import Configuration
 from app.extender import codec, models
+from app.extender.verbs import run_bind_verb, run_filter, run_preemption
 from app.framework.profile import Verb as VerbName
-from app.framework.runtime import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE, Framework, FrameworkError, ScoreResult
+from app.framework.runtime import Framework, FrameworkError, ScoreResult
+from app.framework.scores import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
 from app.framework.status import Code, Status
 from app.framework.types import CycleState, NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
 from app.lifecycle import WorkerHealth
@@ -262,7 +264,7 @@ class ExtenderService:
         if snapshot is not None and snapshot.nominated:
             resolved.nodes = [snapshot.with_nominated(node, args.pod) for node in resolved.nodes]
         try:
-            outcome = framework.run_filter(args.pod, resolved.nodes, CycleState(snapshot))
+            outcome = run_filter(framework, args.pod, resolved.nodes, CycleState(snapshot))
         except ObjectDecodeError as exc:  # a node a plugin read does not decode: the client's mistake
             return error_answer("filter", 400, str(exc))
         ignored = outcome.ignored_errors
@@ -344,7 +346,7 @@ class ExtenderService:
             resolve_victims(args.candidates, snapshot)
         dropped: dict[str, str] = {}
         try:
-            candidates = framework.run_preemption(args.pod, args.candidates, dropped)
+            candidates = run_preemption(framework, args.pod, args.candidates, dropped)
         except ObjectDecodeError as exc:
             return error_answer("preempt", 400, str(exc))
         except FrameworkError as exc:
@@ -363,7 +365,7 @@ class ExtenderService:
         """Answer a decoded bind request: ``{"Error": ""}`` when a bind plugin bound the pod."""
         pod, node = args
         started = time.perf_counter()
-        status = await framework.run_bind_verb(pod, node)
+        status = await run_bind_verb(framework, pod, node)
         error = "" if status.is_success() else status.message
         if error:
             log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, node, error)

@@ -7,7 +7,7 @@ recreated under the same name (409, "Precondition failed: UID in precondition").
 The assumption around it (``AssumePod`` at Reserve, ``ForgetPod`` when the cycle fails) is the
 framework's (:meth:`app.framework.runtime.Framework.run_binding_cycle`) over the cache's assumed
 pods; this module says only whether a Binding's outcome is known: a timeout is
-:data:`~app.framework.runtime.BINDING_UNCERTAIN` (the assumption is kept until the watch shows
+:data:`~app.framework.handle.BINDING_UNCERTAIN` (the assumption is kept until the watch shows
 the pod or it expires), anything else is certain.
 """
 
@@ -24,7 +24,7 @@ import msgspec
 
 from app.cluster.cache import Cache
 from app.framework import objects
-from app.framework.runtime import BINDING_UNCERTAIN
+from app.framework.handle import BINDING_UNCERTAIN
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import PodInfo, PodRef
 from app.kube.errors import APIError

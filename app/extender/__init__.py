@@ -1,4 +1,5 @@
-"""Wire types of ``k8s.io/kube-scheduler/extender/v1`` as pydantic v2 models (the public contract)."""
+"""The extender: the wire types of ``k8s.io/kube-scheduler/extender/v1`` as pydantic v2 models (the
+public contract), their codec, and the verbs over a profile's Framework (:mod:`app.extender.verbs`)."""
 
 from app.extender.models import (
     MIN_EXTENDER_PRIORITY,
@@ -15,7 +16,7 @@ from app.extender.models import (
     NodeList,
     Victims,
 )
-from app.framework.runtime import MAX_EXTENDER_PRIORITY  # the one definition: the Score range on the wire
+from app.framework.scores import MAX_EXTENDER_PRIORITY  # the one definition: the Score range on the wire
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",

@@ -1,12 +1,16 @@
 """The plugin SDK, in kube-scheduler's vocabulary: the ground floor of the service.
 
-It imports nothing else of ``app`` (nor fastapi or kubernetes); plugins import only this package.
+It imports nothing else of ``app`` (nor fastapi or kubernetes); plugins import only this package,
+never its runtime (:mod:`app.framework.runtime`, which this module does not import either).
 """
 
 from app.framework.args import PluginArgs
 from app.framework.errors import SchedulerExtenderError
 from app.framework.events import ActionType, ClusterEvent
 from app.framework.handle import (
+    BIND_BUDGET,
+    BIND_DEADLINE,
+    BINDING_UNCERTAIN,
     NO_CLUSTER,
     PODS_TO_ACTIVATE,
     ClusterHandle,
@@ -47,22 +51,16 @@ from app.framework.nominator import (
     NominatingMode,
     PodNominator,
 )
-from app.framework.registry import ENTRY_POINT_GROUP, PluginEntry, PolicyRule, Registry, build_registry
-from app.framework.runtime import (
-    BIND_BUDGET,
-    BIND_DEADLINE,
-    BINDING_UNCERTAIN,
-    MAX_EXTENDER_PRIORITY,
-    MAX_NODE_SCORE,
+from app.framework.points import (
+    EXTENSION_POINTS,
+    MULTI_POINT_KEY,
     EnabledPlugin,
-    FilterOutcome,
-    Framework,
-    FrameworkError,
+    ExtensionPoint,
     PluginLists,
-    ScoreResult,
-    default_normalize_score,
     plugin_lists,
 )
+from app.framework.registry import ENTRY_POINT_GROUP, PluginEntry, PolicyRule, Registry, build_registry
+from app.framework.scores import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE, MIN_NODE_SCORE, default_normalize_score
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import (
     NO_NODE,
@@ -85,8 +83,11 @@ __all__ = [
     "BIND_DEADLINE",
     "CLEAR_NOMINATED_NODE",
     "ENTRY_POINT_GROUP",
+    "EXTENSION_POINTS",
     "MAX_EXTENDER_PRIORITY",
     "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "MULTI_POINT_KEY",
     "NOMINATING_NOOP",
     "NO_CLUSTER",
     "NO_NODE",
@@ -102,10 +103,8 @@ __all__ = [
     "CycleState",
     "EnabledPlugin",
     "EnqueueExtensions",
-    "FilterOutcome",
+    "ExtensionPoint",
     "FilterPlugin",
-    "Framework",
-    "FrameworkError",
     "Handle",
     "NodeInfo",
     "NodeLister",
@@ -146,7 +145,6 @@ __all__ = [
     "ReservePlugin",
     "SchedulerExtenderError",
     "ScorePlugin",
-    "ScoreResult",
     "Status",
     "Victims",
     "WaitingPod",

@@ -12,27 +12,13 @@ storage objects (``ClusterNeeds.volumes``) of every profile that keeps them.
 
 A profile with ``schedulerName`` (the standalone scheduler) starts from that default, as every
 kube-scheduler profile does; its own ``multiPoint`` merges into it (:func:`merge_plugin_set`,
-upstream's ``mergePluginSet``); then :func:`expand` gives each point its plugins
-(``expandMultiPointPlugins``). An extender profile starts from nothing: kube-scheduler runs its
-own defaults before calling the extender.
+upstream's ``mergePluginSet``); then :func:`app.framework.build.effective_points` gives each
+point its plugins (``expandMultiPointPlugins``). An extender profile starts from nothing:
+kube-scheduler runs its own defaults before calling the extender.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from app.framework.interfaces import (
-    BindPlugin,
-    FilterPlugin,
-    PermitPlugin,
-    PostFilterPlugin,
-    PreemptionPlugin,
-    PreEnqueuePlugin,
-    QueueSortPlugin,
-    ReservePlugin,
-    ScorePlugin,
-)
 from app.framework.profile import PluginRef, PluginSet, Profile
 
 #: (name, score weight) of kube-scheduler v1.30's default ``multiPoint``, in its order.
@@ -59,20 +45,6 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("ImageLocality", 1),
     ("DefaultBinder", None),
 )
-
-#: The points a profile configures, with the protocol a plugin needs to run there. PreFilter
-#: runs with Filter, PreScore and NormalizeScore with Score.
-POINTS: dict[str, Any] = {
-    "queue_sort": QueueSortPlugin,
-    "pre_enqueue": PreEnqueuePlugin,
-    "filter": FilterPlugin,
-    "post_filter": PostFilterPlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preemption": PreemptionPlugin,
-    "bind": BindPlugin,
-}
 
 
 def default_plugin_set() -> PluginSet:
@@ -108,31 +80,4 @@ def multi_point(profile: Profile) -> PluginSet:
     return profile.plugins.multi_point
 
 
-def expand(profile: Profile, implements: Callable[[str, Any], bool]) -> dict[str, list[PluginRef]]:
-    """Each point's plugins (keys of :data:`POINTS`), as ``expandMultiPointPlugins`` orders them:
-    the plugins configured at the point that ``multiPoint`` also names (they override it), then
-    ``multiPoint``'s other plugins that implement the point (``implements(name, protocol)``) and
-    are not disabled there, then the point's other plugins. A point with ``disabled: [{name:
-    "*"}]`` gets only its own."""
-    expanded = multi_point(profile)
-    out: dict[str, list[PluginRef]] = {}
-    for point, protocol in POINTS.items():
-        spec: PluginSet = getattr(profile.plugins, point)
-        own = list(spec.enabled)
-        if any(ref.name == "*" for ref in spec.disabled):
-            out[point] = own
-            continue
-        own_names = {ref.name for ref in own}
-        overridden = [ref.name for ref in expanded.enabled if ref.name in own_names]
-        from_multi = [
-            ref
-            for ref in expanded.enabled
-            if ref.name not in own_names and not spec.is_disabled(ref.name) and implements(ref.name, protocol)
-        ]
-        first = [ref for ref in own if ref.name in overridden]
-        rest = [ref for ref in own if ref.name not in overridden]
-        out[point] = [*first, *from_multi, *rest]
-    return out
-
-
-__all__ = ["DEFAULT_PLUGINS", "POINTS", "default_plugin_set", "expand", "merge_plugin_set", "multi_point"]
+__all__ = ["DEFAULT_PLUGINS", "default_plugin_set", "merge_plugin_set", "multi_point"]

@@ -23,6 +23,19 @@ from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.framework.volumes import VolumeLister, VolumeWrite, VolumeWriteResult
 from app.framework.waiting import WaitingPods
 
+#: The share of ``httpTimeout`` (:attr:`Handle.http_timeout`) a bind (Permit included) may use:
+#: the extender's ``bind`` verb ends within it, and a plugin that holds a bind (a Permit that
+#: waits) must fit in it; the rest is for the answer to reach kube-scheduler, which fails a binding
+#: cycle whose extender answers late.
+BIND_BUDGET = 0.9
+#: CycleState key of a binding cycle: the ``time.monotonic()`` by which it must end (the
+#: extender's bind verb), absent when it has no deadline (the standalone scheduler).
+BIND_DEADLINE = "framework/bind-deadline"
+#: ``Status.reason_code`` of a Bind that failed without knowing whether the Binding was created
+#: (a timeout, :meth:`ClusterHandle.bind`): the assumption is kept until the watch shows the pod or
+#: the assumption expires.
+BINDING_UNCERTAIN = "BindingUncertain"
+
 
 @dataclass(frozen=True)
 class PoolSpec:
@@ -231,8 +244,8 @@ class ClusterHandle(Protocol):
     async def bind(self, pod: PodInfo, node: str, timeout: float) -> Status:
         """Create the pod's Binding to ``node`` with its UID as precondition, within ``timeout``
         seconds: ``SUCCESS`` (bound now, or already bound there) or an ``ERROR`` status. A
-        Binding whose outcome is unknown (a timeout) keeps the assumption until the watch shows
-        it or it expires; a refused one forgets it."""
+        Binding whose outcome is unknown (a timeout, ``reason_code`` :data:`BINDING_UNCERTAIN`)
+        keeps the assumption until the watch shows it or it expires; a refused one forgets it."""
         ...
 
     def bind_admission(self, warm_up: bool = True) -> str | None:
@@ -444,6 +457,9 @@ class Handle:
 
 
 __all__ = [
+    "BINDING_UNCERTAIN",
+    "BIND_BUDGET",
+    "BIND_DEADLINE",
     "NO_CLUSTER",
     "PODS_TO_ACTIVATE",
     "ClusterHandle",

@@ -2,7 +2,8 @@
 
 A plugin is any object with a ``name`` that implements one or more of these methods; the profile's
 framework puts it, when built, in the ordered list of each point it is enabled at and implements
-(``isinstance`` against these runtime-checkable protocols). Plugins are constructed once per
+(``isinstance`` against these runtime-checkable protocols; the points, each with its protocol, are
+the table :data:`app.framework.points.EXTENSION_POINTS`). Plugins are constructed once per
 profile and shared by concurrent requests: keep per-request data in the
 :class:`~app.framework.types.CycleState`, never on ``self``.
 
@@ -227,7 +228,7 @@ class ReservePlugin(Plugin, Protocol):
     Reserve (a Reserve or Permit rejection, a failed PreBind or Bind), whether or not this plugin's
     own ``reserve`` ran: it must be idempotent. A plugin of the profile that implements Reserve
     takes part whatever points it is enabled at, unless disabled at ``reserve``
-    (:func:`~app.framework.build.build_framework`).
+    (:func:`~app.framework.points.implied`).
     """
 
     def reserve(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
@@ -242,7 +243,8 @@ class PermitPlugin(Plugin, Protocol):
     seconds: the pod then waits, keeping its reservation, until every plugin that asked it to wait
     allows it through :class:`~app.framework.waiting.WaitingPods` (``allow``), one rejects it, or
     the timeout passes ("rejected due to timeout after waiting ..."). Never blocks: waiting is the
-    framework's. Every plugin of a profile that implements it takes part.
+    framework's. Every plugin of a profile that implements it takes part, unless disabled at
+    ``permit`` (:func:`~app.framework.points.implied`).
     """
 
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...

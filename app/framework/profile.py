@@ -76,7 +76,9 @@ class PluginRef(_Model):
     ``failurePolicy``: what an ``ERROR`` from this plugin does. ``Fail`` (fail closed, the default):
     filter answers ``Error`` and prioritize answers HTTP 500, so kube-scheduler applies the
     extender's ``ignorable`` setting. ``Ignore`` (fail open): the plugin is skipped for that node
-    (filter) or for that request (score, preemption, bind), and the others decide.
+    (filter) or for that request (preFilter, preScore, score, preemption, bind), and the others
+    decide. The other points have no policy (an error at Reserve, Permit or PreBind fails the pod;
+    one at PostBind is logged): ``Ignore`` written there is refused.
     """
 
     name: str = Field(min_length=1)
@@ -119,28 +121,45 @@ PluginSetField = Annotated[PluginSet, BeforeValidator(_plugin_set)]
 
 class Plugins(_Model):
     """Plugins per extension point, in the order they run, in the shape of kube-scheduler's
-    ``Plugins``: each point is a :class:`PluginSet` (``{enabled: [...], disabled: [...]}``) or the
-    list of its enabled plugins. ``filter`` covers PreFilter and Filter (a filter plugin that also
-    implements PreFilter gets its PreFilter run first), ``score`` PreScore, Score and
-    NormalizeScore; Reserve, Permit, PreBind and PostBind take part for every plugin of the
-    profile that implements them. ``preemption`` is the extender's ``preempt`` verb.
+    ``Plugins`` (pkg/scheduler/apis/config/types.go): each point is a :class:`PluginSet`
+    (``{enabled: [...], disabled: [...]}``) or the list of its enabled plugins, one field per row
+    of :data:`app.framework.points.EXTENSION_POINTS`.
 
-    ``multiPoint`` enables a plugin at every point it implements (``pkg/scheduler/framework/
-    runtime/framework.go`` ``expandMultiPointPlugins``). A profile with ``schedulerName`` starts
-    from kube-scheduler's default ``multiPoint`` (:data:`app.framework.defaults.DEFAULT_PLUGINS`),
-    which its own ``multiPoint`` merges into as kube-scheduler's ``mergePlugins`` does.
+    ``multiPoint`` enables a plugin at every point it implements (``expandMultiPointPlugins``,
+    pkg/scheduler/framework/runtime/framework.go). A profile with ``schedulerName`` starts from
+    kube-scheduler's default ``multiPoint`` (:data:`app.framework.defaults.DEFAULT_PLUGINS`), which
+    its own ``multiPoint`` merges into as kube-scheduler's ``mergePlugins`` does.
+
+    ``preFilter`` also runs the PreFilter of the ``filter`` plugins that implement it.
+    ``preScore`` also runs the PreScore of the ``score`` plugins that implement it.
+    ``reserve``, ``permit``, ``preBind`` and ``postBind`` also take every plugin of the profile
+    that implements them (a ``filter`` plugin's Reserve runs at bind).
+    ``preemption`` is the extender's ``preempt`` verb.
+    A point's ``disabled`` removes any plugin it would take (``*``: all but its own ``enabled``):
+    this service's rule (:func:`app.framework.points.implied`) beside ``multiPoint``'s.
     """
 
+    # the fields in the order a configuration is written back (render mounts it): the points
+    # configurable before PreFilter, PreScore, PreBind and PostBind were keep their places
     multi_point: PluginSetField = Field(default_factory=PluginSet)
     queue_sort: PluginSetField = Field(default_factory=PluginSet)
     pre_enqueue: PluginSetField = Field(default_factory=PluginSet)
+    pre_filter: PluginSetField = Field(default_factory=PluginSet)
     filter: PluginSetField = Field(default_factory=PluginSet)
     post_filter: PluginSetField = Field(default_factory=PluginSet)
+    pre_score: PluginSetField = Field(default_factory=PluginSet)
     score: PluginSetField = Field(default_factory=PluginSet)
     reserve: PluginSetField = Field(default_factory=PluginSet)
     permit: PluginSetField = Field(default_factory=PluginSet)
+    pre_bind: PluginSetField = Field(default_factory=PluginSet)
     preemption: PluginSetField = Field(default_factory=PluginSet)
     bind: PluginSetField = Field(default_factory=PluginSet)
+    post_bind: PluginSetField = Field(default_factory=PluginSet)
+
+    def of(self, attr: str) -> PluginSet:
+        """The PluginSet of the point ``attr`` (an ``ExtensionPoint.attr``, or ``multi_point``)."""
+        spec: PluginSet = getattr(self, attr)
+        return spec
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> Any:

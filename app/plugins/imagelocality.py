@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import go_div

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 from app.framework.args import PluginArgs, ResourceSpec
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
 from app.plugins.noderesources.resource_allocation import go_div

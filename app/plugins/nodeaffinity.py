@@ -47,7 +47,7 @@ from app.framework.args import PluginArgs
 from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
+from app.framework.scores import MAX_NODE_SCORE, default_normalize_score
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, NodeScore, PodInfo, PreFilterResult
 from app.framework.validation import aggregate, is_qualified_name, is_valid_label_value

@@ -29,7 +29,7 @@ from app.framework import objects
 from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE, default_normalize_score
+from app.framework.scores import MAX_NODE_SCORE, default_normalize_score
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.taints import (
     PREFER_NO_SCHEDULE,

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.framework import SUCCESS, Code, NodeInfo, ScoreResult, Status
+from app.framework import SUCCESS, Code, NodeInfo, Status
 from app.framework.nominator import NOMINATING_NOOP, NominatingInfo
+from app.framework.runtime import ScoreResult
 from app.framework.status import Diagnosis, FitError
 
 

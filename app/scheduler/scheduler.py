@@ -49,16 +49,14 @@ from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    Framework,
     NodeInfo,
     NodePluginScores,
     PodIndex,
     PodInfo,
-    ScoreResult,
     Status,
 )
 from app.framework.nominator import CLEAR_NOMINATED_NODE
-from app.framework.runtime import filter_error
+from app.framework.runtime import Framework, ScoreResult, filter_error
 from app.framework.status import Diagnosis, FitError
 from app.lifecycle import TaskWorker
 from app.scheduler.effects import Reports, SchedulerEffects, SchedulerMetrics, truncate_message

@@ -43,13 +43,12 @@ from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel
-from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from app.config import API_VERSION, KIND, Configuration, implements
+from app.config import API_VERSION, KIND, Configuration
 from app.deploy.rbac import WATCHED_KINDS, needs_grants
-from app.framework.defaults import POINTS
+from app.framework.points import EXTENSION_POINTS, implements
 from app.framework.profile import Duration
 from app.framework.registry import PluginEntry, Registry
 from app.plugins import default_registry
@@ -443,25 +442,6 @@ def configuration_reference(registry: Registry) -> str:
     return "\n".join(out) + "\n"
 
 
-#: A plugin's methods and the extension points they are, in kube-scheduler's order.
-_METHODS = (
-    ("pre_enqueue", "PreEnqueue"),
-    ("less", "QueueSort"),
-    ("pre_filter", "PreFilter"),
-    ("filter", "Filter"),
-    ("post_filter", "PostFilter"),
-    ("pre_score", "PreScore"),
-    ("score", "Score"),
-    ("normalize_score", "NormalizeScore"),
-    ("process_preemption", "preemption (the `preempt` verb)"),
-    ("reserve", "Reserve"),
-    ("permit", "Permit"),
-    ("pre_bind", "PreBind"),
-    ("bind", "Bind"),
-    ("post_bind", "PostBind"),
-)
-
-
 def plugin_args_table(entry: PluginEntry) -> str:
     """The Markdown table of ``entry``'s args (flattened), or a sentence when it takes none."""
     if entry.args is None:
@@ -476,8 +456,14 @@ def plugin_facts(entry: PluginEntry) -> str:
     args table (the generated part of its page)."""
     factory = entry.factory
     methods = {name for name in dir(factory) if not name.startswith("_")} if isinstance(factory, type) else set()
-    points = [label for method, label in _METHODS if method in methods]
-    keys = [f"`{to_camel(point)}`" for point, protocol in POINTS.items() if methods and implements(entry, protocol)]
+    points: list[str] = []  # the extension points it implements, in kube-scheduler's order
+    keys: list[str] = []  # where it can be enabled
+    for point in EXTENSION_POINTS:
+        if methods and implements(factory, point):
+            points.append("preemption (the `preempt` verb)" if point.extender_only else point.name)
+            keys.append(f"`{point.key}`")
+        if point.attr == "score" and "normalize_score" in methods:
+            points.append("NormalizeScore")
     # as render grants them: the plugin's own rules but on kinds the cluster state reads for it
     # (those reads are granted once, from its declared needs)
     rules: list[Any] = [

@@ -6,7 +6,8 @@ plugin's factory refuses, and the start-up checks ``serve`` makes before it list
 the verbs kube-scheduler calls and how; a standalone scheduler: its ``schedulerName``, no extender
 fields) and the plugins it runs per extension point, kube-scheduler's defaults merged, in
 kube-scheduler's order (pkg/scheduler/apis/config/types.go ``Plugins``: PreEnqueue, QueueSort,
-PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind, PostBind).
+PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind, PostBind; the
+table :data:`app.framework.points.EXTENSION_POINTS`).
 
 ``validate`` judges the file as ``render`` deploys it: a profile that serves ``bind`` without
 ``server.tls`` is one ``render`` secures by itself (mutual TLS on a control-plane node, the pod's
@@ -24,9 +25,9 @@ from typing import TextIO
 from app.bootstrap import Checked, bind_refusal, check_configuration, report_refusal
 from app.config import Configuration, bind_exposure
 from app.deploy.wiring import PKI_DIR, secure_defaults
-from app.framework.interfaces import PreFilterPlugin, PreScorePlugin
+from app.framework.points import EXTENSION_POINTS
 from app.framework.profile import Profile
-from app.framework.runtime import EnabledPlugin, Framework
+from app.framework.runtime import Framework
 
 
 def validate(args: argparse.Namespace) -> int:
@@ -104,40 +105,24 @@ def mode(profile: Profile, config: Configuration) -> str:
 
 
 def extension_points(framework: Framework, extender: bool) -> Sequence[tuple[str, list[str]]]:
-    """What ``framework`` runs per extension point, in kube-scheduler's order: ``(point, plugin
-    names)``, a score plugin with its weight, a plugin whose errors are ignored marked so, a
-    Reserve another profile shares with this one marked ``cluster-wide``; the extender's
-    ``preempt`` verb (``extender``) after PostFilter. Reads the built framework: the one place to
-    change when the framework's shape does."""
-
-    def names(plugins: Sequence[EnabledPlugin], weights: bool = False) -> list[str]:
-        out = []
-        for ep in plugins:
-            text = f"{ep.name} ({ep.weight})" if weights else ep.name
-            out.append(f"{text} [failurePolicy Ignore]" if ep.ignores_errors else text)
-        return out
-
-    own = {id(p) for p in framework.reserve_plugins}
-    reserve = [p.name for p in framework.reserve_plugins]
-    reserve += [f"{p.name} (cluster-wide)" for p in framework.shared_reserve if id(p) not in own]
-    points: list[tuple[str, list[str]]] = [
-        ("preEnqueue", names(framework.pre_enqueue_plugins)),
-        ("queueSort", names(framework.queue_sort_plugins)),
-        ("preFilter", [ep.name for ep in framework.filter_plugins if isinstance(ep.plugin, PreFilterPlugin)]),
-        ("filter", names(framework.filter_plugins)),
-        ("postFilter", names(framework.post_filter_plugins)),
-    ]
-    if extender:
-        points.append(("preempt", names(framework.preemption_plugins)))
-    points += [
-        ("preScore", [ep.name for ep in framework.score_plugins if isinstance(ep.plugin, PreScorePlugin)]),
-        ("score", names(framework.score_plugins, weights=True)),
-        ("reserve", reserve),
-        ("permit", [p.name for p in framework.permit_plugins]),
-        ("preBind", [p.name for p in framework.pre_bind_plugins]),
-        ("bind", names(framework.bind_plugins)),
-        ("postBind", [p.name for p in framework.post_bind_plugins]),
-    ]
+    """What ``framework`` runs per extension point, one row of
+    :data:`~app.framework.points.EXTENSION_POINTS` each in its order (kube-scheduler's, the
+    extender's ``preemption`` after PostFilter and only with ``extender``): ``(configuration key,
+    plugin names)``, a score plugin with its weight, a plugin whose errors are ignored marked so
+    where the point has a ``failurePolicy``, a Reserve another profile shares with this one marked
+    ``cluster-wide``. Reads the built framework."""
+    points: list[tuple[str, list[str]]] = []
+    for point in EXTENSION_POINTS:
+        if point.extender_only and not extender:
+            continue
+        names = []
+        for ep in framework.lists.of(point):
+            text = f"{ep.name} ({ep.weight})" if point.attr == "score" else ep.name
+            names.append(f"{text} [failurePolicy Ignore]" if point.failure_policy and ep.ignores_errors else text)
+        if point.attr == "reserve":
+            own = {id(ep.plugin) for ep in framework.lists.reserve}
+            names += [f"{p.name} (cluster-wide)" for p in framework.shared_reserve if id(p) not in own]
+        points.append((point.key, names))
     return points
 
 

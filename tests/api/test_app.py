@@ -13,16 +13,8 @@ from app.api.app import create_app
 from app.api.service import ExtenderService
 from app.bootstrap import build_service
 from app.config import API_VERSION, KIND, Configuration, load_config
-from app.framework import (
-    CycleState,
-    EnabledPlugin,
-    Framework,
-    NodeInfo,
-    PodInfo,
-    PreFilterResult,
-    Status,
-    plugin_lists,
-)
+from app.framework import CycleState, EnabledPlugin, NodeInfo, PodInfo, PreFilterResult, Status, plugin_lists
+from app.framework.runtime import Framework
 from app.plugins import default_registry
 from tests.support.bodies import fixture_bytes
 

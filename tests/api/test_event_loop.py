@@ -20,17 +20,8 @@ from app.api.edge import INLINE_SECONDS
 from app.api.server import uvicorn_config
 from app.api.service import INLINE_WEIGHT, ExtenderService
 from app.config import parse_config
-from app.framework import (
-    SUCCESS,
-    CycleState,
-    EnabledPlugin,
-    Framework,
-    NodeInfo,
-    PodInfo,
-    PreFilterResult,
-    Status,
-    plugin_lists,
-)
+from app.framework import SUCCESS, CycleState, EnabledPlugin, NodeInfo, PodInfo, PreFilterResult, Status, plugin_lists
+from app.framework.runtime import Framework
 from app.plugins import default_registry
 from tests.conftest import free_port, serve_in_thread
 from tests.support.bodies import fixture_bytes

@@ -10,7 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from app.cluster.connection import ClusterConnection
-from app.framework import EnabledPlugin, Framework, PluginLists, PodRef, plugin_lists
+from app.extender.verbs import run_bind_verb
+from app.framework import EnabledPlugin, PluginLists, PodRef, plugin_lists
+from app.framework.runtime import Framework
 from app.plugins.default_binder import DefaultBinder, DefaultBinderArgs
 from tests.cluster.conftest import wait_for
 from tests.support.apiserver import FakeAPIServer, node, pod
@@ -28,7 +30,7 @@ def _binder(cluster: ClusterConnection, http_timeout: float = 5.0, **args: objec
 
 def _bind(framework: Framework, name: str, node_name: str, uid: str | None = None) -> str:
     ref = PodRef("default", name, uid or f"uid-default-{name}")
-    status = asyncio.run(framework.run_bind_verb(ref, node_name))
+    status = asyncio.run(run_bind_verb(framework, ref, node_name))
     return "" if status.is_success() else status.message
 
 
@@ -102,8 +104,8 @@ def test_two_binds_race_for_the_last_slot(api: FakeAPIServer, synced: ClusterCon
 
     async def both() -> list[str]:
         statuses = await asyncio.gather(
-            binder.run_bind_verb(PodRef("default", "a", "uid-default-a"), "n1"),
-            binder.run_bind_verb(PodRef("default", "b", "uid-default-b"), "n1"),
+            run_bind_verb(binder, PodRef("default", "a", "uid-default-a"), "n1"),
+            run_bind_verb(binder, PodRef("default", "b", "uid-default-b"), "n1"),
         )
         return ["" if s.is_success() else s.message for s in statuses]
 

@@ -8,7 +8,8 @@ from typing import Any
 import msgspec
 
 from app.cluster.cache import Cache
-from app.framework import CycleState, EnabledPlugin, Framework, NodeInfo, PodInfo, ScoreResult, objects, plugin_lists
+from app.framework import CycleState, EnabledPlugin, NodeInfo, PodInfo, objects, plugin_lists
+from app.framework.runtime import Framework, ScoreResult
 
 
 def node(
@@ -53,7 +54,7 @@ def framework(
     **settings: Any,
 ) -> Framework:
     """A :class:`Framework` of ready-made plugins (or :class:`EnabledPlugin`), each point's list
-    derived as :func:`~app.framework.runtime.plugin_lists` does; ``settings``: the Framework's
+    derived as :func:`~app.framework.points.plugin_lists` does; ``settings``: the Framework's
     keyword arguments (``cluster``, ``nominator``, ``http_timeout``...)."""
 
     def points(items: Sequence[object] | None) -> list[EnabledPlugin] | None:

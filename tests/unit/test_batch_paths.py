@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.cluster.connection import ClusterConnection, ClusterSettings
+from app.extender.verbs import run_filter
 from app.framework import SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status
 from app.framework.registry import Handle
 from app.plugins.node_resource_pool import NodeResourcePool, NodeResourcePoolArgs
@@ -166,7 +167,7 @@ def test_runtime_runs_each_plugin_on_the_nodes_earlier_plugins_passed() -> None:
     nodes = [NodeInfo(f"n{i}") for i in range(4)]
     first = BatchJudge("First", {"n1": Status.unschedulable("full"), "n2": Status.unresolvable()})
     second = Judge("Second", {"n0": Status.unschedulable("no"), "n1": Status.unschedulable("never asked")})
-    outcome = framework(filter=[first, second]).run_filter(pod(), nodes)
+    outcome = run_filter(framework(filter=[first, second]), pod(), nodes)
     assert second.seen == ["n0", "n3"]
     assert [(s.code, s.reasons, s.plugin) for s in outcome.statuses] == [
         (Code.UNSCHEDULABLE, ("no",), "Second"),
@@ -180,12 +181,12 @@ def test_runtime_runs_each_plugin_on_the_nodes_earlier_plugins_passed() -> None:
 def test_a_failing_batch_is_an_error_of_its_nodes(batch: str) -> None:
     nodes = [NodeInfo(f"n{i}") for i in range(3)]
     judge = BatchJudge("J", {"n1": Status.error("raise")}, batch=batch)
-    outcome = framework(filter=[judge]).run_filter(pod(), nodes)
+    outcome = run_filter(framework(filter=[judge]), pod(), nodes)
     if batch == "raise":
         assert outcome.error == "J: node n0: plugin failed unexpectedly (the extender's log has the details)"
     else:
         assert outcome.error == "J: node n0: filter_nodes returned 0 statuses for 3 nodes"
-    ignored = framework(filter=[enabled(judge, fail_open=True)]).run_filter(pod(), nodes)
+    ignored = run_filter(framework(filter=[enabled(judge, fail_open=True)]), pod(), nodes)
     assert not ignored.error and ignored.ignored_errors["J"] == 3
 
 

@@ -10,12 +10,11 @@ from collections.abc import Sequence
 import pytest
 
 from app.api.service import extender_scores
+from app.extender.verbs import run_bind_verb, run_filter, run_preemption
 from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    Framework,
-    FrameworkError,
     NodeInfo,
     NodeScore,
     NominatingInfo,
@@ -26,7 +25,7 @@ from app.framework import (
     Status,
     Victims,
 )
-from app.framework.runtime import PLUGIN_FAILED, ScoreResult
+from app.framework.runtime import PLUGIN_FAILED, Framework, FrameworkError, ScoreResult
 from tests.unit.helpers import enabled, framework, node, pod
 
 
@@ -75,7 +74,7 @@ ep = enabled
 def test_first_rejection_decides_and_reasons_are_kept() -> None:
     first = RejectNamed("First", {"a": Status.unschedulable("too hot")})
     second = RejectNamed("Second", {"a": Status.unresolvable("never"), "b": Status.unresolvable("wrong zone")})
-    out = framework(filter=[first, second]).run_filter(pod(), NODES)
+    out = run_filter(framework(filter=[first, second]), pod(), NODES)
     assert [(s.code, s.plugin, s.message) for s in out.statuses] == [
         (Code.UNSCHEDULABLE, "First", "too hot"),
         (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "Second", "wrong zone"),
@@ -85,7 +84,7 @@ def test_first_rejection_decides_and_reasons_are_kept() -> None:
 
 
 def test_rejection_without_reason_gets_one() -> None:
-    out = framework(filter=[RejectNamed("Quiet", {"a": Status(Code.UNSCHEDULABLE)})]).run_filter(pod(), NODES)
+    out = run_filter(framework(filter=[RejectNamed("Quiet", {"a": Status(Code.UNSCHEDULABLE)})]), pod(), NODES)
     assert out.statuses[0].message == "rejected by Quiet"
 
 
@@ -93,7 +92,7 @@ def test_rejection_without_reason_gets_one() -> None:
 def test_filter_failure_policy(fail_open: bool) -> None:
     crashing = RejectNamed("Crashy", {}, crash=["b"])
     other = RejectNamed("Other", {"b": Status.unschedulable("full")})
-    out = framework(filter=[ep(crashing, fail_open=fail_open), other]).run_filter(pod(), NODES)
+    out = run_filter(framework(filter=[ep(crashing, fail_open=fail_open), other]), pod(), NODES)
     if fail_open:  # Ignore: the node goes on to the next plugin
         assert out.error == ""
         assert out.ignored_errors == {"Crashy": 1}
@@ -116,14 +115,14 @@ class Pre(RejectNamed):
 
 
 def test_prefilter_rejection_applies_to_every_node_and_skip_skips_filter() -> None:
-    out = framework(filter=[Pre(Status.unresolvable("pod is broken"))]).run_filter(pod(), NODES)
+    out = run_filter(framework(filter=[Pre(Status.unresolvable("pod is broken"))]), pod(), NODES)
     assert {(s.code, s.message) for s in out.statuses} == {(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "pod is broken")}
     state = CycleState()
-    out = framework(filter=[Pre(Status(Code.SKIP))]).run_filter(pod(), NODES, state)
+    out = run_filter(framework(filter=[Pre(Status(Code.SKIP))]), pod(), NODES, state)
     assert all(s.is_success() for s in out.statuses) and state.skip_filter_plugins == {"Pre"}
-    out = framework(filter=[Pre(SUCCESS)]).run_filter(pod(), NODES)
+    out = run_filter(framework(filter=[Pre(SUCCESS)]), pod(), NODES)
     assert out.statuses[0].message == "filter ran"
-    out = framework(filter=[Pre(Status.error("no quota"))]).run_filter(pod(), NODES)
+    out = run_filter(framework(filter=[Pre(Status.error("no quota"))]), pod(), NODES)
     assert (out.error, out.error_plugin) == ("Pre: PreFilter: no quota", "Pre")
 
 
@@ -140,7 +139,7 @@ def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> No
     )
     result, status = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
     assert result == PreFilterResult(frozenset({"b"})) and status is SUCCESS
-    out = fw.run_filter(pod(), NODES)
+    out = run_filter(fw, pod(), NODES)
     assert [(s.code, s.message) for s in out.statuses] == [
         (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node is filtered out by the prefilter result"),
         (Code.SUCCESS, ""),
@@ -358,18 +357,18 @@ class Trim:
 def test_preemption_rules() -> None:
     candidates = {"a": victims("u1", "u2"), "b": victims("u3", pdb=1)}
     fw = framework()
-    assert fw.run_preemption(pod(), candidates) == candidates  # no plugin: echo
+    assert run_preemption(fw, pod(), candidates) == candidates  # no plugin: echo
     # dropping a node and trimming victims is allowed; emptying a list drops the node
     fw = framework(preemption=[Trim({"a": victims("u2"), "b": victims(pdb=1)})])
-    got = fw.run_preemption(pod(), candidates)
+    got = run_preemption(fw, pod(), candidates)
     assert {n: [p.uid for p in v.pods] for n, v in got.items()} == {"a": ["u2"]}
     # new nodes or victims are refused
     with pytest.raises(FrameworkError, match="not a candidate"):
-        framework(preemption=[Trim({"z": victims("u1")})]).run_preemption(pod(), candidates)
+        run_preemption(framework(preemption=[Trim({"z": victims("u1")})]), pod(), candidates)
     with pytest.raises(FrameworkError, match="not proposed"):
-        framework(preemption=[Trim({"a": victims("u9")})]).run_preemption(pod(), candidates)
+        run_preemption(framework(preemption=[Trim({"a": victims("u9")})]), pod(), candidates)
     fw = framework(preemption=[ep(Trim({"z": victims("u1")}), fail_open=True)])
-    assert fw.run_preemption(pod(), candidates) == candidates
+    assert run_preemption(fw, pod(), candidates) == candidates
 
 
 class Binder:
@@ -388,12 +387,12 @@ class Binder:
 def test_bind_first_non_skip_decides() -> None:
     ref = PodRef("ns", "p", "uid-1")
     skip, ok = Binder("Skipper", Status(Code.SKIP)), Binder("Binder", SUCCESS)
-    status = asyncio.run(framework(bind=[skip, ok]).run_bind_verb(ref, "n1"))
+    status = asyncio.run(run_bind_verb(framework(bind=[skip, ok]), ref, "n1"))
     assert status.is_success() and status.plugin == "Binder" and ok.calls == [("uid-1", "n1")]
     fw = framework(bind=[Binder("X", Status.error("api down"))])
-    status = asyncio.run(fw.run_bind_verb(ref, "n1"))
+    status = asyncio.run(run_bind_verb(fw, ref, "n1"))
     assert status.code is Code.ERROR and status.message == "X: api down"
-    status = asyncio.run(Framework("p").run_bind_verb(ref, "n1"))
+    status = asyncio.run(run_bind_verb(Framework("p"), ref, "n1"))
     assert status.message == "no binder is configured in profile 'p'"
 
 
@@ -431,14 +430,14 @@ def test_the_cycle_runs_in_kube_schedulers_order() -> None:
     """Reserve (every plugin) -> Permit -> Bind: as schedule_one.go, Reserve before Permit."""
     log: list[str] = []
     fw = _cycle(log, Cycle("A", log), Cycle("C", log))
-    assert asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1")).is_success()
+    assert asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1")).is_success()
     assert log == ["Reserve A", "Reserve C", "Permit A", "Permit C", "Bind B"]
 
 
 def test_a_reserve_refusal_unreserves_every_plugin_in_reverse_and_never_binds() -> None:
     log: list[str] = []
     fw = _cycle(log, Cycle("A", log), Cycle("C", log, reserve=Status.unschedulable("full")), Cycle("D", log))
-    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    status = asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1"))
     assert status.message == "cannot bind to n1: C: Reserve: full"
     assert log == ["Reserve A", "Reserve C", "Unreserve D", "Unreserve C", "Unreserve A"]
 
@@ -446,7 +445,7 @@ def test_a_reserve_refusal_unreserves_every_plugin_in_reverse_and_never_binds() 
 def test_a_failed_bind_unreserves_in_reverse() -> None:
     log: list[str] = []
     fw = _cycle(log, Cycle("A", log), Cycle("C", log), bind=Status.error("api down"))
-    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    status = asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1"))
     assert status.message == "B: api down"
     assert log[-3:] == ["Bind B", "Unreserve C", "Unreserve A"]
 
@@ -455,7 +454,7 @@ def test_a_bind_plugin_cannot_skip_reserve() -> None:
     """A bind plugin that knows nothing of Reserve is only asked once Reserve admitted the pod."""
     log: list[str] = []
     fw = _cycle(log, Cycle("Pool", log, reserve=Status.unschedulable("pool exhausted")))
-    asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1"))
     assert "Bind B" not in log
 
 
@@ -465,7 +464,7 @@ def test_permit_wait_holds_the_pod_until_every_waiting_plugin_allows() -> None:
     fw = _cycle(log, Cycle("A", log, permit=wait), Cycle("C", log, permit=wait))
 
     async def run() -> Status:
-        task = asyncio.create_task(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+        task = asyncio.create_task(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1"))
         await asyncio.sleep(0.05)
         waiting = fw.waiting_pods.get("u")
         assert waiting is not None and sorted(waiting.pending_plugins()) == ["A", "C"]
@@ -483,12 +482,12 @@ def test_permit_wait_holds_the_pod_until_every_waiting_plugin_allows() -> None:
 def test_permit_rejection_or_timeout_unreserves_and_never_binds() -> None:
     log: list[str] = []
     fw = _cycle(log, Cycle("A", log, permit=(Status(Code.WAIT), 0.05)))
-    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    status = asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1"))
     assert status.message == "cannot bind to n1: A: Permit: rejected due to timeout after waiting 0.05s at plugin A"
     assert log == ["Reserve A", "Permit A", "Unreserve A"]
     log.clear()
     fw = _cycle(log, Cycle("A", log, permit=(Status.unschedulable("no"), 0)))
-    status = asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1"))
+    status = asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1"))
     assert status.message == "cannot bind to n1: A: Permit: no" and log[-1] == "Unreserve A"
 
 
@@ -503,7 +502,7 @@ def test_reserve_and_permit_lists_are_their_own() -> None:
     log: list[str] = []
     a, c = Cycle("A", log), Cycle("C", log)
     fw = framework(filter=[a, c], reserve=[c], permit=[c, a], bind=[Binder("B", SUCCESS, log)])
-    assert asyncio.run(fw.run_bind_verb(PodRef("ns", "p", "u"), "n1")).is_success()
+    assert asyncio.run(run_bind_verb(fw, PodRef("ns", "p", "u"), "n1")).is_success()
     assert log == ["Reserve C", "Permit C", "Permit A", "Bind B"]
 
 

@@ -26,7 +26,6 @@ from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    Framework,
     Handle,
     NodeInfo,
     NodePluginScores,
@@ -35,6 +34,7 @@ from app.framework import (
     Status,
     plugin_lists,
 )
+from app.framework.runtime import Framework
 from app.framework.status import Diagnosis
 from app.plugins.imagelocality import ImageLocality
 from app.plugins.noderesources.balanced_allocation import (

@@ -19,6 +19,7 @@ from app.cluster.leader import (
     LeaseElector,
     LeaseReport,
 )
+from app.extender.verbs import run_filter
 from app.framework import NodeInfo, NodePluginScores, PodInfo, Status
 from app.framework.events import ANY_EVENT, NODE, POD, ActionType, ClusterEvent
 from app.framework.status import fit_error_message
@@ -340,7 +341,7 @@ def test_node_constraints_are_kube_schedulers_default_filters() -> None:
     room = {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
 
     def verdict(p: PodInfo, n: NodeInfo) -> tuple[str, ...] | None:
-        status = fw.run_filter(p, [n]).statuses[0]
+        status = run_filter(fw, p, [n]).statuses[0]
         return None if status.is_success() else status.reasons
 
     control_plane = node(

@@ -11,17 +11,9 @@ import msgspec
 import pytest
 
 from app.cluster.podgroups import PodGroup
-from app.framework import (
-    Code,
-    CycleState,
-    Framework,
-    Handle,
-    NodeInfo,
-    PodInfo,
-    PodRef,
-    Victims,
-    objects,
-)
+from app.extender.verbs import run_bind_verb
+from app.framework import Code, CycleState, Handle, NodeInfo, PodInfo, PodRef, Victims, objects
+from app.framework.runtime import Framework
 from app.plugins import coscheduling
 from app.plugins import node_resource_pool as node_resource_pool_plugin
 from app.plugins.coscheduling import Coscheduling
@@ -317,11 +309,11 @@ def test_members_wait_reserved_at_permit_until_min_member_then_all_bind() -> Non
     fw = _gang_profile(rt, plugin)
 
     async def run() -> list[Any]:
-        first = asyncio.ensure_future(fw.run_bind_verb(_ref(pods[0]), "n"))
+        first = asyncio.ensure_future(run_bind_verb(fw, _ref(pods[0]), "n"))
         await asyncio.sleep(0.05)
         assert not first.done() and fw.waiting_pods.get("uid-ml-m0") is not None  # 1 reserved + 1 bound < 3
         assert rt.placement("uid-ml-m0") == "n"  # a waiting member keeps its reservation
-        second = await fw.run_bind_verb(_ref(pods[1]), "n")  # 2 reserved + 1 bound: every waiting member goes
+        second = await run_bind_verb(fw, _ref(pods[1]), "n")  # 2 reserved + 1 bound: every waiting member goes
         return [await first, second]
 
     assert [s.code for s in asyncio.run(run())] == [Code.SUCCESS, Code.SUCCESS]
@@ -339,7 +331,7 @@ def test_permit_timeout_rejects_every_waiting_member_and_denies_the_group() -> N
     fw = _gang_profile(rt, plugin)
 
     async def run() -> list[Any]:
-        return list(await asyncio.gather(*(fw.run_bind_verb(_ref(p), "n") for p in pods[:3])))
+        return list(await asyncio.gather(*(run_bind_verb(fw, _ref(p), "n") for p in pods[:3])))
 
     results = asyncio.run(run())
     assert all(s.code is Code.ERROR for s in results)
@@ -368,10 +360,10 @@ def test_a_gang_released_at_permit_whose_last_member_fails_reserve_binds_none() 
     fw = _gang_profile(rt, cos, ips)
 
     async def run() -> list[Any]:
-        waiting = [asyncio.ensure_future(fw.run_bind_verb(_ref(p), "n")) for p in pods[:3]]
+        waiting = [asyncio.ensure_future(run_bind_verb(fw, _ref(p), "n")) for p in pods[:3]]
         await asyncio.sleep(0.05)
         assert info(rt, "n").usage.pool_usage["underlay-ip"] == 3  # three reserved, waiting at Permit
-        last = await fw.run_bind_verb(_ref(pods[3]), "n")
+        last = await run_bind_verb(fw, _ref(pods[3]), "n")
         return [last, *(await asyncio.gather(*waiting))]
 
     results = asyncio.run(run())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.framework.args import PluginArgs
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
+from app.framework.scores import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.chaos import draw

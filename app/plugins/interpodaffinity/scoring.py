@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.framework import objects
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
 from app.plugins.interpodaffinity.common import (

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 
 from app.framework.args import PluginArgs, ResourceSpec, bounded_weights
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource_name
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
 from app.framework.types import NO_NODE, NodeInfo, PodInfo
 

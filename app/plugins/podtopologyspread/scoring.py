@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, NodeScore, PodInfo
 from app.plugins.podtopologyspread.common import (

@@ -52,7 +52,7 @@ from app.framework.events import (
 )
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
-from app.framework.runtime import MAX_NODE_SCORE
+from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import CLAIM_LOST, VolumeLister

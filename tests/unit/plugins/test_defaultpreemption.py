@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.extender.verbs import run_filter
 from app.framework import (
     SUCCESS,
     Code,
     CycleState,
-    Framework,
     Handle,
     NodeInfo,
     PodDisruptionBudget,
@@ -29,6 +29,7 @@ from app.framework import (
     plugin_lists,
 )
 from app.framework.nominator import NominatingInfo, NominatingMode
+from app.framework.runtime import Framework
 from app.framework.waiting import WaitingPod
 from app.plugins.defaultpreemption import (
     Candidate,
@@ -85,7 +86,7 @@ def preempt(rt: MemoryCluster, fw: Framework, doc: dict[str, Any]) -> tuple[str,
     snapshot = rt.snapshot()
     state = CycleState(snapshot)
     nodes = snapshot.list()
-    outcome = fw.run_filter(pod, nodes, state)
+    outcome = run_filter(fw, pod, nodes, state)
     statuses = {n.name: s for n, s in zip(nodes, outcome.statuses, strict=True)}
     return fw.run_post_filter(state, pod, statuses)
 

@@ -19,6 +19,7 @@ import msgspec
 import pytest
 from pydantic import ValidationError
 
+from app.extender.verbs import run_filter
 from app.framework import (
     SUCCESS,
     Code,
@@ -667,7 +668,7 @@ def test_required_affinity_multiple_nodes(
         return
     assert [_status_tuple(p.filter(state, incoming, n)) for n in candidates] == want
     # the framework's wiring: a skipped or passing node has no status, a rejected one its reason
-    outcome = framework(filter=[p]).run_filter(incoming, candidates, CycleState(snap))
+    outcome = run_filter(framework(filter=[p]), incoming, candidates, CycleState(snap))
     assert [(s.code, s.message) for s in outcome.statuses] == want
 
 

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from pydantic import ValidationError
 
+from app.extender.verbs import run_filter
 from app.framework import CycleState, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.labels import node_selector_matches
 from app.framework.status import Code
@@ -778,15 +779,15 @@ def test_run_through_framework() -> None:
     result, status = fw.run_pre_filter_plugins(state, pinned, nodes)
     assert status.is_success() and result.node_names == {"node1", "node3"}
     # the extender's filter answers for the node the PreFilterResult leaves out (v1.30.12's text)
-    outcome = fw.run_filter(pinned, nodes, CycleState())
+    outcome = run_filter(fw, pinned, nodes, CycleState())
     assert [s.code for s in outcome.statuses] == [Code.SUCCESS, UU, Code.SUCCESS]
     assert outcome.statuses[1].reasons == ("node is filtered out by the prefilter result",)
     conflict = make_pod({"affinity": required(term(fields=[name_in("node1"), name_in("node2")]))})
-    outcome = fw.run_filter(conflict, nodes, CycleState())
+    outcome = run_filter(fw, conflict, nodes, CycleState())
     assert all(s.reasons == (ERR_REASON_CONFLICT,) and s.code is UU for s in outcome.statuses)
     assert outcome.pre_filter is not None and outcome.pre_filter.plugin == NAME
     selector = make_pod({"nodeSelector": {"key": "value"}})
-    outcome = fw.run_filter(selector, nodes, CycleState())
+    outcome = run_filter(fw, selector, nodes, CycleState())
     assert [s.reasons for s in outcome.statuses] == [(ERR_REASON_POD,), (), ()]
     # Score: the added preferred term (foo=bar, weight 2) plus the pod's AFFINITY2
     scored = prioritize(fw, make_pod({"affinity": AFFINITY2}), nodes)

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.extender.verbs import run_filter
 from app.framework import CycleState, NodeInfo, PodInfo, objects
 from app.framework.status import Code
 from app.plugins import nodename
@@ -60,10 +61,10 @@ def test_run_through_framework() -> None:
     plugin = nodename.PLUGIN.factory(None, None)  # type: ignore[arg-type]
     fw = framework(filter=[plugin])
     nodes = [make_node("foo"), make_node("bar")]
-    outcome = fw.run_filter(make_pod({"nodeName": "foo"}), nodes, CycleState(None))
+    outcome = run_filter(fw, make_pod({"nodeName": "foo"}), nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
     assert outcome.statuses[1].reasons == (ERR_REASON,)
     assert outcome.statuses[1].plugin == NAME
     # a node known only by name is still judged
-    outcome = fw.run_filter(make_pod({"nodeName": "foo"}), [NodeInfo("foo"), NodeInfo("x")], CycleState(None))
+    outcome = run_filter(fw, make_pod({"nodeName": "foo"}), [NodeInfo("foo"), NodeInfo("x")], CycleState(None))
     assert [s.code for s in outcome.statuses] == [Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE]

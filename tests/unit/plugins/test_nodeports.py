@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.extender.verbs import run_filter
 from app.framework import SKIP, SUCCESS, Code, CycleState, NodeInfo, PodInfo, Status, objects
 from app.framework.types import NodeUsage
 from app.plugins.nodeports import ERR_REASON, PLUGIN, NodePorts, check_conflict
@@ -268,13 +269,13 @@ def test_through_framework() -> None:
     free = NodeInfo("free", msgspec.convert({"metadata": {"name": "free"}}, objects.Node))
     plugin = PLUGIN.factory(None, None)  # type: ignore[arg-type]
     fw = framework(filter=[plugin])
-    out = fw.run_filter(new_pod("", "TCP/127.0.0.1/8080"), [busy, free])
+    out = run_filter(fw, new_pod("", "TCP/127.0.0.1/8080"), [busy, free])
     assert out.error == ""
     assert [(s.code, s.plugin, s.message) for s in out.statuses] == [
         (Code.UNSCHEDULABLE, "NodePorts", "node(s) didn't have free ports for the requested pod ports"),
         (Code.SUCCESS, "", ""),
     ]
     # a pod without host ports: PreFilter skips, every node passes
-    out = fw.run_filter(EMPTY_POD, [busy, free])
+    out = run_filter(fw, EMPTY_POD, [busy, free])
     assert all(s.is_success() for s in out.statuses)
     assert PLUGIN.name == "NodePorts" and PLUGIN.needs_cluster and PLUGIN.args is None

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.extender.verbs import run_filter
 from app.framework import CycleState, NodeInfo, PodInfo, objects
 from app.framework.status import Code
 from app.plugins import nodeunschedulable
@@ -102,9 +103,9 @@ def test_run_through_framework() -> None:
     plugin = nodeunschedulable.PLUGIN.factory(None, None)  # type: ignore[arg-type]
     fw = framework(filter=[plugin])
     nodes = [make_node("a", {"unschedulable": True}), make_node("b")]
-    outcome = fw.run_filter(make_pod(), nodes, CycleState(None))
+    outcome = run_filter(fw, make_pod(), nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.SUCCESS]
     assert outcome.statuses[0].reasons == (ERR_REASON_UNSCHEDULABLE,)
     assert outcome.statuses[0].plugin == NAME
-    outcome = fw.run_filter(make_pod({"tolerations": [UNSCHEDULABLE_TOLERATION]}), nodes, CycleState(None))
+    outcome = run_filter(fw, make_pod({"tolerations": [UNSCHEDULABLE_TOLERATION]}), nodes, CycleState(None))
     assert all(s.is_success() for s in outcome.statuses)

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.extender.verbs import run_filter
 from app.framework import objects
 from app.framework.runtime import Framework, ScoreResult
 from app.framework.status import Code
@@ -499,7 +500,7 @@ def test_filter_tables(case: dict[str, Any]) -> None:
     code and upstream's reason byte for byte."""
     plugin = PodTopologySpread(LIST, None)
     nodes = node_infos(case["nodes"], case["pods"])
-    outcome = framework(plugin).run_filter(case["pod"], nodes, CycleState(Snapshot(nodes)))
+    outcome = run_filter(framework(plugin), case["pod"], nodes, CycleState(Snapshot(nodes)))
     assert not outcome.error
     got = {n.name: s.code for n, s in zip(nodes, outcome.statuses, strict=True)}
     assert got == case["want"]
@@ -1037,7 +1038,7 @@ def test_match_label_keys_narrow_the_selector() -> None:
     pods = [ep("p-a1", "node-a", {"foo": "", "rev": "1"}), ep("p-a2", "node-a", {"foo": "", "rev": "1"})]
     pods += [ep("p-b1", "node-b", {"foo": "", "rev": "2"})]
     nodes = node_infos([nd("node-a", {"node": "node-a"}), nd("node-b", {"node": "node-b"})], pods)
-    outcome = framework(PodTopologySpread(LIST, None)).run_filter(pod, nodes, CycleState(Snapshot(nodes)))
+    outcome = run_filter(framework(PodTopologySpread(LIST, None)), pod, nodes, CycleState(Snapshot(nodes)))
     assert [s.code for s in outcome.statuses] == [S, U]
 
 
@@ -1051,10 +1052,10 @@ def test_default_constraints_list() -> None:
     )
     nodes = node_infos([nd("node-a", {"node": "node-a"}), nd("node-b", {"node": "node-b"})], [ep("p-a1", "node-a")])
     selected = PodTopologySpread(args, None, default_selector=lambda p: objects.LabelSelector(match_labels=FOO_POD))
-    outcome = framework(selected).run_filter(in_pod(FOO_POD), nodes, CycleState(Snapshot(nodes)))
+    outcome = run_filter(framework(selected), in_pod(FOO_POD), nodes, CycleState(Snapshot(nodes)))
     assert [s.code for s in outcome.statuses] == [U, S]
     unselected = PodTopologySpread(args, None)
-    outcome = framework(unselected).run_filter(in_pod(FOO_POD), nodes, CycleState(Snapshot(nodes)))
+    outcome = run_filter(framework(unselected), in_pod(FOO_POD), nodes, CycleState(Snapshot(nodes)))
     assert [s.code for s in outcome.statuses] == [S, S]
 
 
@@ -1062,9 +1063,9 @@ def test_snapshot_counts_nodes_beyond_the_candidates() -> None:
     """PreFilter counts every node of the snapshot, not only the candidates."""
     nodes = node_infos(FOUR, SPREAD_2103)
     pod = in_pod(FOO_POD, tsc(1, "node", DNS, FOO))
-    with_snapshot = framework(PodTopologySpread(LIST, None)).run_filter(pod, nodes[:2], CycleState(Snapshot(nodes)))
+    with_snapshot = run_filter(framework(PodTopologySpread(LIST, None)), pod, nodes[:2], CycleState(Snapshot(nodes)))
     assert [s.code for s in with_snapshot.statuses] == [U, U]  # node-x has 0 matching pods
-    without = framework(PodTopologySpread(LIST, None)).run_filter(pod, nodes[:2], CycleState())
+    without = run_filter(framework(PodTopologySpread(LIST, None)), pod, nodes[:2], CycleState())
     assert [s.code for s in without.statuses] == [U, S]  # minimum among node-a/node-b is 1
 
 
@@ -1072,8 +1073,11 @@ def test_invalid_selector_is_an_error() -> None:
     """A selector LabelSelectorAsSelector refuses makes PreFilter an Error."""
     bad = {"matchExpressions": [{"key": "foo", "operator": "In", "values": []}]}
     nodes = node_infos(FOUR, [])
-    outcome = framework(PodTopologySpread(LIST, None)).run_filter(
-        in_pod(FOO_POD, tsc(1, "zone", DNS, bad)), nodes, CycleState(Snapshot(nodes))
+    outcome = run_filter(
+        framework(PodTopologySpread(LIST, None)),
+        in_pod(FOO_POD, tsc(1, "zone", DNS, bad)),
+        nodes,
+        CycleState(Snapshot(nodes)),
     )
     assert outcome.error
 
@@ -1117,8 +1121,11 @@ def test_selector_errors_are_upstreams(selector: dict[str, Any], message: str) -
         compile_selector(msgspec.convert(selector, objects.LabelSelector))
     assert str(info.value) == message
     nodes = node_infos(FOUR, [])
-    outcome = framework(PodTopologySpread(LIST, None)).run_filter(
-        in_pod(FOO_POD, tsc(1, "zone", DNS, selector)), nodes, CycleState(Snapshot(nodes))
+    outcome = run_filter(
+        framework(PodTopologySpread(LIST, None)),
+        in_pod(FOO_POD, tsc(1, "zone", DNS, selector)),
+        nodes,
+        CycleState(Snapshot(nodes)),
     )
     assert outcome.error is not None
     assert outcome.error.endswith(f"obtaining pod's hard topology spread constraints: {message}")

@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from app.api.service import extender_scores
+from app.extender.verbs import run_filter
 from app.framework import CycleState, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.status import Code
 from app.framework.taints import tolerates_taint
@@ -293,7 +294,7 @@ def test_run_through_framework() -> None:
     fw = framework(filter=[plugin], score=[plugin])
     nodes = [node_with_taints("a", [t("k", "v", "NoSchedule")]), node_with_taints("b", [t("k", "v", PNS)])]
     pod = pod_with_tolerations([])
-    outcome = fw.run_filter(pod, nodes, CycleState(None))
+    outcome = run_filter(fw, pod, nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [UU, Code.SUCCESS]
     assert outcome.statuses[0].reasons == ("node(s) had untolerated taint {k: v}",)
     assert outcome.statuses[0].plugin == NAME
