@@ -72,6 +72,7 @@ from app.api.edge import (
 from app.api.http2 import ALPN_H2, GuardedH2Protocol, engine_keeps_connections, zttp_version
 from app.api.service import Answer
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
+from app.framework.errors import SchedulerExtenderError
 from app.framework.profile import parse_duration
 
 log = logging.getLogger(__name__)
@@ -413,7 +414,7 @@ class CertificateReloader:
             self.check()
 
 
-class ListenError(Exception):
+class ListenError(SchedulerExtenderError):
     """The server could not listen on ``host:port`` (in use, not a local address, a privileged
     port): one line that names the address and the option that changes it."""
 

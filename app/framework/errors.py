@@ -14,7 +14,10 @@ tree (``ARCHITECTURE.md`` lists it too)::
     ├── KubeConfigError        app.kube.errors: no usable credentials (also RuntimeError)
     ├── RenderError            app.deploy.render: a configuration that would deploy broken
     ├── CertsError             app.deploy.certs: certificates that cannot be written
-    └── KubeConfigDecodeError  app.deploy.kubesched: a KubeSchedulerConfiguration that does not decode
+    ├── KubeConfigDecodeError  app.deploy.kubesched: a KubeSchedulerConfiguration that does not decode
+    ├── ListenError            app.api.server: a socket the server cannot listen on
+    ├── UnauthorizedError      app.api.delegated: credentials that do not authenticate (401)
+    └── ReviewFailedError      app.api.delegated: a SubjectAccessReview that failed (500)
 
 Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch
 the builtin.
