@@ -327,18 +327,13 @@ def _metrics_preflight(config: Configuration, port: int, out: Preflight) -> None
             "server.metrics.insecure: true to serve the metrics to anyone without authentication"
         )
     # the files only: the self-signed certificate is made at start, not to check a configuration
-    from app.api.server import metrics_tls_files, ssl_context
+    from app.api.server import metrics_ssl_context
 
-    files, ca = metrics_tls_files(metrics), metrics.client_ca_file
-    paths = {"clientCAFile": ca}
+    paths = {"clientCAFile": metrics.client_ca_file}
     if metrics.tls is not None:
         paths = {"tls.certFile": metrics.tls.cert_file, "tls.keyFile": metrics.tls.key_file, **paths}
-    if files is not None:
-        _tls_files_load("server.metrics", lambda: ssl_context(files), out, paths)
-    elif ca:
-        import ssl
-
-        _tls_files_load("server.metrics", lambda: ssl.create_default_context(cafile=ca), out, paths)
+    if metrics.tls is not None or metrics.client_ca_file:
+        _tls_files_load("server.metrics", lambda: metrics_ssl_context(metrics, self_signed=False), out, paths)
 
 
 def _tls_files_load(section: str, load: Callable[[], object], out: Preflight, files: Mapping[str, str | None]) -> None:
@@ -590,13 +585,8 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     host = host or server.host
     port = port if port is not None else server.port
     setup_logging(server.log_level, server.log_format)
+    # TLS is the server's (app.api.server): the one context of each listener
     options: dict[str, Any] = {"log_level": server.log_level, "access_log": server.access_log, "log_config": None}
-    if server.tls is not None:
-        import ssl
-
-        options |= {"ssl_certfile": server.tls.cert_file, "ssl_keyfile": server.tls.key_file}
-        if server.tls.client_ca_file:
-            options |= {"ssl_ca_certs": server.tls.client_ca_file, "ssl_cert_reqs": ssl.CERT_REQUIRED}
     for note in checked.preflight.notes:
         log.warning("%s", note)
     running = Running()

@@ -352,16 +352,46 @@ def peer_identity(transport: asyncio.BaseTransport) -> tuple[str | None, tuple[s
     return name, tuple(groups)
 
 
-def ssl_context(tls: TLSConfig) -> ssl.SSLContext:
-    """The server's TLS context: TLS 1.2 or later (client-go's minimum), the certificate and key,
-    and with ``clientCAFile`` client certificates verified when presented (``CERT_OPTIONAL``: the
-    kubelet's HTTPS probes present none; ``bind`` checks the verified identity itself)."""
+def _server_context(load_chain: Callable[[ssl.SSLContext], None], client_ca: str | None) -> ssl.SSLContext:
+    """The one TLS context both listeners serve: TLS 1.2 or later (client-go's minimum), the
+    certificate and key ``load_chain`` loads, and with ``client_ca`` client certificates verified
+    when presented (``CERT_OPTIONAL``: the kubelet's HTTPS probes and Prometheus with a token
+    present none; ``bind`` checks the verified identity itself, the metrics listener reviews a
+    token instead). Raises ``OSError`` or ``ssl.SSLError`` when a file does not load."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(tls.cert_file, tls.key_file)
-    if tls.client_ca_file:
-        context.load_verify_locations(tls.client_ca_file)
+    load_chain(context)
+    if client_ca:
+        context.load_verify_locations(client_ca)
         context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+def ssl_context(tls: TLSConfig) -> ssl.SSLContext:
+    """The TLS context of ``tls`` (:func:`_server_context`): its ``certFile`` and ``keyFile``, and
+    its ``clientCAFile``. Raises ``OSError`` or ``ssl.SSLError`` when a file does not load."""
+    return _server_context(lambda context: context.load_cert_chain(tls.cert_file, tls.key_file), tls.client_ca_file)
+
+
+def verb_ssl_context(server: ServerConfig) -> ssl.SSLContext | None:
+    """The verb listener's TLS context (``None`` without ``server.tls``): :func:`ssl_context`,
+    offering HTTP/2 by ALPN (``h2``, then ``http/1.1``) unless ``server.http2`` is false or the
+    HTTP/2 engine would end long connections (then HTTP/1.1 alone, with a warning), and no TLS 1.3
+    session tickets: kube-scheduler's transport keeps no session cache, so the two tickets OpenSSL
+    sends after each handshake were never used (a quarter of its cost)."""
+    if server.tls is None:
+        return None
+    context = ssl_context(server.tls)
+    http2 = server.http2 and engine_keeps_connections()
+    if server.http2 and not http2:
+        log.warning(
+            "server.http2: HTTP/2 not offered, HTTP/1.1 alone: zttp %s ends a connection after 4,096 "
+            "streams (GOAWAY ENHANCE_YOUR_CALM), failing kube-scheduler's requests in flight; install "
+            "the patched build (python third_party/zttp/build.py --install, as make and the image do)",
+            zttp_version(),
+        )
+    context.set_alpn_protocols([ALPN_H2, "http/1.1"] if http2 else ["http/1.1"])
+    context.num_tickets = 0
     return context
 
 
@@ -632,11 +662,16 @@ def raise_open_files_limit(wanted: int) -> None:
         log.warning("open files limited to %d: server.maxConnections cannot be reached", target)
 
 
+def _ssl_option(context: ssl.SSLContext | None) -> dict[str, Any]:
+    """The ``uvicorn.Config`` argument that serves ``context`` (none: plain HTTP): uvicorn's
+    ``Config.load`` takes it as the listener's, instead of a context of its own."""
+    return {} if context is None else {"ssl_context_factory": lambda config, default: context}
+
+
 def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> uvicorn.Config:
     """The ``uvicorn.Config`` serving ``app`` with the guarded protocol, the configured timeouts and
-    (with ``server.tls``) :func:`ssl_context`, offering HTTP/2 by ALPN unless ``server.http2`` is
-    false. ``options``: further ``uvicorn.Config`` arguments
-    (log level, access log)."""
+    (with ``server.tls``) :func:`verb_ssl_context`. ``options``: further ``uvicorn.Config``
+    arguments (log level, access log)."""
     server = app.service.config.server
     timeouts = server.timeouts
     config = uvicorn.Config(
@@ -649,24 +684,10 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
         timeout_keep_alive=max(1, round(timeouts.seconds("idle"))),
         timeout_graceful_shutdown=max(1, round(timeouts.seconds("shutdown"))),
         server_header=False,
+        **_ssl_option(verb_ssl_context(server)),
         **options,
     )
     config.load()
-    if server.tls is not None:
-        config.ssl = ssl_context(server.tls)
-        # HTTP/2 for clients that offer it (server.http2), else HTTP/1.1 alone
-        http2 = server.http2 and engine_keeps_connections()
-        if server.http2 and not http2:
-            log.warning(
-                "server.http2: HTTP/2 not offered, HTTP/1.1 alone: zttp %s ends a connection after 4,096 "
-                "streams (GOAWAY ENHANCE_YOUR_CALM), failing kube-scheduler's requests in flight; install "
-                "the patched build (python third_party/zttp/build.py --install, as make and the image do)",
-                zttp_version(),
-            )
-        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"] if http2 else ["http/1.1"])
-        # no TLS 1.3 session tickets: kube-scheduler's transport keeps no session cache, so the two
-        # tickets OpenSSL sends after each handshake were never used (a quarter of its cost)
-        config.ssl.num_tickets = 0
     return config
 
 
@@ -717,25 +738,24 @@ def _load_chain_from_memory(context: ssl.SSLContext, blob: bytes) -> None:
         context.load_cert_chain(path)
 
 
-def metrics_ssl_context(metrics: MetricsServerConfig) -> ssl.SSLContext:
-    """The metrics listener's TLS context: TLS 1.2 or later, ``tls.certFile``/``keyFile`` or a
-    :func:`self_signed_certificate` for ``localhost``, ``127.0.0.1``, this host's name and
-    ``host`` (when it is one address), and with ``clientCAFile`` client certificates verified when
-    presented (``CERT_OPTIONAL``: Prometheus with a token presents none). Raises ``OSError`` or
-    ``ssl.SSLError`` when the files do not load."""
+def metrics_ssl_context(metrics: MetricsServerConfig, self_signed: bool = True) -> ssl.SSLContext:
+    """The metrics listener's TLS context (:func:`_server_context`): ``tls.certFile``/``keyFile``
+    or a :func:`self_signed_certificate` for ``localhost``, ``127.0.0.1``, this host's name and
+    ``host`` (when it is one address), and ``clientCAFile``. ``self_signed``: false for a check
+    that the files load (none is made then). Raises ``OSError`` or ``ssl.SSLError`` when the
+    files do not load."""
     files = metrics_tls_files(metrics)
     if files is not None:
         return ssl_context(files)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
     names = ["localhost", "127.0.0.1", socket.gethostname()]
     if metrics.host not in ("", "0.0.0.0", "::"):  # an address of every interface names none
         names.append(metrics.host)
-    _load_chain_from_memory(context, self_signed_certificate(names))
-    if metrics.client_ca_file:
-        context.load_verify_locations(metrics.client_ca_file)
-        context.verify_mode = ssl.CERT_OPTIONAL
-    return context
+
+    def load_chain(context: ssl.SSLContext) -> None:
+        if self_signed:
+            _load_chain_from_memory(context, self_signed_certificate(names))
+
+    return _server_context(load_chain, metrics.client_ca_file)
 
 
 def metrics_tls_files(metrics: MetricsServerConfig) -> TLSConfig | None:
@@ -763,6 +783,7 @@ def metrics_server(listener: MetricsListener, server: ServerConfig, options: dic
     metrics = listener.config
     timeouts = server.timeouts
     limits = server.model_copy(update={"max_connections": metrics.max_connections})
+    context = None if metrics.insecure else metrics_ssl_context(metrics)
     config = uvicorn.Config(
         listener,
         host=metrics.host,
@@ -773,15 +794,14 @@ def metrics_server(listener: MetricsListener, server: ServerConfig, options: dic
         timeout_keep_alive=max(1, round(timeouts.seconds("idle"))),
         timeout_graceful_shutdown=max(1, round(timeouts.seconds("shutdown"))),
         server_header=False,
-        **{k: v for k, v in options.items() if not k.startswith("ssl_")},
+        **_ssl_option(context),
+        **options,
     )
     config.load()
+    files = metrics_tls_files(metrics)
     reloader = None
-    if not metrics.insecure:
-        config.ssl = metrics_ssl_context(metrics)
-        files = metrics_tls_files(metrics)
-        if files is not None:
-            reloader = CertificateReloader(config.ssl, files, parse_duration(files.reload_interval))
+    if context is not None and files is not None:
+        reloader = CertificateReloader(context, files, parse_duration(files.reload_interval))
     return MetricsServer(config, reloader)
 
 
