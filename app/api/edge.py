@@ -117,9 +117,18 @@ class VerbRouter:
     """The service's ASGI app: verbs here, everything else to ``fastapi`` (see the module doc).
 
     ``worker``: the verb worker thread's executor (one thread); the server shuts it down.
+    ``capture``: where answered filter/prioritize/preempt requests are captured
+    (``diagnostics.capture``; ``None``: not captured).
     """
 
-    def __init__(self, service: ExtenderService, fastapi: ASGIApp, metrics: Metrics, server: ServerConfig) -> None:
+    def __init__(
+        self,
+        service: ExtenderService,
+        fastapi: ASGIApp,
+        metrics: Metrics,
+        server: ServerConfig,
+        capture: Capture | None = None,
+    ) -> None:
         self.service = service
         self.fastapi = fastapi
         self.metrics = metrics
@@ -142,8 +151,7 @@ class VerbRouter:
         #: bodies up to this size (bytes, never counted against ``maxInFlightBytes``) may be
         #: answered without the ASGI cycle (:meth:`direct`)
         self.direct_bytes = min(self.max_request_bytes, SMALL_BODY)
-        #: where answered filter/prioritize/preempt requests are captured (``diagnostics.capture``)
-        self.capture: Capture | None = None
+        self.capture = capture
         #: (profile, verb) -> seconds per node its answers over ``INLINE_WEIGHT`` nodes took
         #: (:meth:`_timed`), which decides where the next one runs (:meth:`_cheap`)
         self.cost: dict[tuple[str, str], float] = {}

@@ -343,13 +343,14 @@ class Framework(Handle):
         waiting_pods: WaitingPods | None = None,
         nominator: PodNominator | None = None,
         shared_reserve: Sequence[ReservePlugin] = (),
+        bind_warm_up: bool = True,
     ) -> None:
         super().__init__(profile, http_timeout, cluster, waiting_pods, nominator)
         lists = plugins(self) if callable(plugins) else plugins
         self.shared_reserve = shared_reserve
-        #: whether this profile's binds wait out the cluster's warm-up (a Reserve of its guards
-        #: capacity: :attr:`~app.framework.handle.ClusterNeeds.guards_capacity`); set by the assembly
-        self.bind_warm_up = True
+        #: whether this profile's binds wait out the cluster's warm-up (a Reserve of its, or a
+        #: cluster-wide one, guards capacity: :attr:`~app.framework.handle.ClusterNeeds.guards_capacity`)
+        self.bind_warm_up = bind_warm_up
         for point, protocol in PROTOCOLS.items():
             for ep in getattr(lists, point):
                 if not isinstance(ep.plugin, protocol):
