@@ -22,7 +22,7 @@ One request, top to bottom (:meth:`VerbRouter.__call__`):
    loop callback just after (:meth:`~app.api.service.ExtenderService.record_after_answers`).
 
 Over HTTP/1.1 most verb requests (filter, prioritize, preempt, an allowed bind) skip the ASGI cycle (uvicorn's task,
-``receive`` and ``send`` messages, the body's copies): :class:`~app.api.server.GuardedHttpToolsProtocol`
+``receive`` and ``send`` messages, the body's copies): :class:`~app.api.protocol.GuardedHttpToolsProtocol`
 offers each request to :meth:`VerbRouter.direct` once its headers are complete, and for a
 blocking verb of a profile that serves it, with a Content-Length of at most
 :attr:`VerbRouter.direct_bytes` (1 MiB, never counted against ``maxInFlightBytes``), admitted
@@ -297,7 +297,7 @@ class VerbRouter:
     # -- requests the HTTP/1.1 protocol answers without the ASGI cycle ---------------------------
 
     def direct(self, scope: Scope, most: int | None = None) -> DirectRequest | None:
-        """A request whose headers are complete, as :class:`~app.api.server.GuardedHttpToolsProtocol`
+        """A request whose headers are complete, as :class:`~app.api.protocol.GuardedHttpToolsProtocol`
         offers it: a :class:`DirectRequest` (counted in flight from now) when it is a verb's
         (filter, prioritize, preempt, and bind from a caller allowed to bind) of a profile that
         serves it, with a Content-Length of at most :attr:`direct_bytes` (and ``most`` when given),

@@ -10,7 +10,7 @@ certificate). Over HTTP/2 its filter, prioritize and binds share one connection,
 :class:`GuardedH2Protocol` is uvicorn's HTTP/2 protocol (``ZttpH2Protocol``: the framing, HPACK
 and flow control of ``zttp``, about six times cheaper per request than the pure-Python ``h2``
 measured on kube-scheduler's traffic), taking over a TLS connection whose ALPN chose ``h2`` from
-:class:`~app.api.server.GuardedHttpToolsProtocol`, and serving each stream to the same ASGI app as
+:class:`~app.api.protocol.GuardedHttpToolsProtocol`, and serving each stream to the same ASGI app as
 HTTP/1.1 (:class:`~app.api.edge.VerbRouter`: the raw verb path, everything else to FastAPI). It
 adds the HTTP/1.1 protocol's guards:
 
@@ -110,7 +110,7 @@ NO_ERROR = 0x0
 
 class GuardedH2Protocol(ZttpH2Protocol):
     """uvicorn's HTTP/2 protocol with the guards of the module doc; ``peer`` is the TLS client
-    certificate's ``(CN, O values)`` (:func:`~app.api.server.peer_identity`)."""
+    certificate's ``(CN, O values)`` (:func:`~app.api.protocol.peer_identity`)."""
 
     def __init__(
         self,
