@@ -153,11 +153,12 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     if cluster is not None and client is not None:
         record = partial(service.record, pod_events=False)  # a scheduler posts kube-scheduler's own
         for s in standalone:
-            leading.append((_scheduler(s, assembly, cluster, client, record, metrics, app.worker), s.elector))
+            scheduler = _scheduler(s, assembly, cluster, client, record, metrics, app.worker)
+            schedulers[s.name] = scheduler  # what its elector waits for
+            leading.append((scheduler, s.elector))
     running = Running(leading)
     started: list[Worker | None] = [*workers, events]  # the order the supervisor starts them in
     for s, (scheduler, elector) in zip(standalone, leading, strict=True):
-        schedulers[s.name] = scheduler
         started += [s.recorder, elector, scheduler]
         log.info("scheduling the pods of schedulerName %s with profile %s", s.name, s.profile)
     for worker in started:
