@@ -94,9 +94,8 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_runtime: Call
     assert refusal is not None and refusal.startswith(
         "this extender's kube-scheduler (cp-1) does not hold the Lease kube-system/kube-scheduler (held by cp-2_7f3a)"
     )
-    leadership = Leadership(runtime.bind_admission)
     assert runtime.follower is not None
-    leadership.add(runtime.follower, runtime.bind_admission)
+    leadership = Leadership(runtime.bind_admission, leases=[(runtime.follower, runtime.bind_admission)])
     assert leadership.role() == STANDBY
     assert [(r.lease, r.holder, r.role) for r in leadership.leases()] == [
         ("kube-system/kube-scheduler", "cp-2_7f3a", STANDBY)
