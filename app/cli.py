@@ -1,5 +1,8 @@
-"""Command line: ``python -m app serve | replay | validate | schemas | render |
-check-scheduler-config`` (console script ``scheduler-extender``).
+"""Command line: ``python -m app serve | schedule | replay | validate | schemas | render | certs |
+explain | check-scheduler-config | reference`` (console script ``scheduler-extender``): argument
+parsing and dispatch only; each command's body is in the layer it belongs to
+(:mod:`app.bootstrap.serve` for ``serve``/``schedule``, :mod:`app.tools` for the others), imported
+when the command runs.
 
 - ``serve [--config F] [--host H] [--port P]``: run the service (embedded default without --config).
 - ``replay [--config F] [--profile P] [--verb V] BODY.json``: run a recorded request body through a
@@ -23,56 +26,38 @@ Exit codes: 0 success, 1 invalid configuration or input, 2 usage error.
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import __version__
-from app.bootstrap import assemble, serve
-from app.config import ConfigError, load_config
+from app.config import ConfigError
 from app.deploy.render import DEFAULT_KUBERNETES_VERSION
-from app.plugins import default_registry
 
 if TYPE_CHECKING:
     #: What ``ArgumentParser.add_subparsers`` returns.
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
+# -- dispatch: each command's body lives in the layer it belongs to, imported when it runs ----------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from app.bootstrap.serve import serve_command
+
+    return serve_command(args)
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from app.bootstrap.serve import schedule_command
+
+    return schedule_command(args)
+
+
 def _replay(args: argparse.Namespace) -> int:
     from app.tools.replay import replay
 
     return replay(args)
-
-
-def _explain(args: argparse.Namespace) -> int:
-    from app.tools.explain import explain
-
-    return explain(args)
-
-
-def _schedule(args: argparse.Namespace) -> int:
-    """``schedule``: ``serve`` plus the standalone schedulers of the profiles with ``schedulerName``."""
-    return _stopped(serve(args.config, args.host, args.port, schedule=True))
-
-
-def _serve(args: argparse.Namespace) -> int:
-    return _stopped(serve(args.config, args.host, args.port))
-
-
-def _stopped(status: int) -> int:
-    """After ``serve``/``schedule`` ran and a signal stopped it (status 0), end the process at once
-    with that status, the logs and standard streams flushed: the shutdown is over, and a verb still
-    busy in the worker thread (which a normal exit would join) must not hold the process past
-    ``server.timeouts.shutdown``. Any other status (a refused start) is returned."""
-    if status != 0:
-        return status
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -82,117 +67,44 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schemas(args: argparse.Namespace) -> int:
-    from app.tools.schemas import write_schemas
+    from app.tools.schemas import schemas
 
-    for path in write_schemas(Path(args.out)):
-        print(path)
-    return 0
+    return schemas(args)
 
 
 def _render(args: argparse.Namespace) -> int:
-    from app.deploy.render import (
-        RenderError,
-        RenderOptions,
-        default_targets,
-        every_target,
-        header_source,
-        kubernetes_release,
-        render,
-        render_warnings,
-        target_note,
-        write,
-    )
+    from app.tools.deploy import render
 
-    registry = default_registry()
-    config = load_config(args.config, registry)
-    assemble(config, registry, args.config or "<embedded default>")  # every check serve makes
-    version = None
-    if args.kubernetes_version is not None:
-        try:
-            version, warning = kubernetes_release(args.kubernetes_version)
-        except RenderError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        if warning:
-            print(f"warning: {warning}", file=sys.stderr)
-    given = {
-        "kubernetes_version": version,
-        "extender_image": args.image,
-        "scheduler_name": args.scheduler_name,
-        "second_scheduler_name": args.second_scheduler_name,
-        "namespace": args.namespace,
-    }
-    options = RenderOptions(**{k: v for k, v in given.items() if v is not None})
-    note = ""
-    if not args.target:  # what the configuration implies, and a note saying so
-        targets, reason = default_targets(config)
-        note = target_note(targets, reason)
-    elif "all" in args.target:
-        targets = every_target(config)
-    else:
-        targets = tuple(dict.fromkeys(args.target))
-    try:
-        files = render(config, registry, options, header_source(args.config), targets)
-        written = write(files, Path(args.out))
-    except RenderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    for path in written:
-        print(path)
-    if note:
-        print(note, file=sys.stderr)
-    for warning in render_warnings(config, targets):
-        print(f"warning: {warning}", file=sys.stderr)
-    if args.image is None:
-        print(
-            f"warning: the manifests use the image {options.extender_image}, which no registry serves: build it "
-            "(make image IMAGE=REGISTRY/NAME:TAG), push it, and render again with --image REGISTRY/NAME:TAG "
-            "(or load it into each node's container runtime)",
-            file=sys.stderr,
-        )
-    return 0
+    return render(args)
 
 
 def _certs(args: argparse.Namespace) -> int:
-    from app.deploy.certs import CertsError, issue
+    from app.tools.deploy import certs
 
-    try:
-        issued = issue(Path(args.out), args.name, args.days, args.force)
-    except (CertsError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    for path in issued.paths:
-        print(path)
-    print(f"server certificate for {', '.join(issued.names)}; client certificate CN system:kube-scheduler")
-    return 0
+    return certs(args)
 
 
-def _reference(args: argparse.Namespace) -> int:
-    """``reference``: the generated documentation pages (:mod:`app.tools.reference`), from this
-    module's own parser, which ``app.tools`` may not import."""
-    from app.tools.reference import stale, write_references
+def _explain(args: argparse.Namespace) -> int:
+    from app.tools.explain import explain
 
-    try:
-        if args.check:
-            problems = stale(build_parser(), Path(args.docs))
-            for problem in problems:
-                print(f"error: {problem}", file=sys.stderr)
-            return 1 if problems else 0
-        for path in write_references(build_parser(), Path(args.docs)):
-            print(path)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return explain(args)
 
 
 def _check_scheduler_config(args: argparse.Namespace) -> int:
-    from app.deploy.check import check
+    from app.tools.deploy import check_scheduler_config
 
-    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
-    report = check(args.file, url=args.url, offline=args.offline, timeout=args.timeout, kubeconfig=kubeconfig)
-    print(report.render())
-    return 1 if report.errors else 0
+    return check_scheduler_config(args)
+
+
+def _reference(args: argparse.Namespace) -> int:
+    """``reference``: the generated documentation pages, from this module's own parser, which
+    ``app.tools`` may not import."""
+    from app.tools.reference import reference
+
+    return reference(args, build_parser())
+
+
+# -- parsing --------------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:

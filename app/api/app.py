@@ -22,7 +22,7 @@ from app.api.edge import PEER_CN, VerbRouter
 from app.api.explain import Explanation
 from app.api.metrics import Metrics
 from app.api.service import VERBS, ExtenderService, openapi_paths
-from app.observe.logs import decision_logger
+from app.observe.capture import Capture
 
 #: The endpoints besides the verbs: path, :class:`Routes` method answering ``GET`` on it, and
 #: FastAPI's route options (OpenAPI tags, response class and model).
@@ -158,8 +158,11 @@ class Routes:
         return Response(generate_latest(self._metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def create_app(service: ExtenderService) -> VerbRouter:
-    """Build the ASGI app serving ``service``'s profiles; its metrics observe the verbs."""
+def create_app(service: ExtenderService, metrics: Metrics, capture: Capture | None = None) -> VerbRouter:
+    """The ASGI app serving ``service``'s profiles: the verb router in front of the FastAPI app of
+    :data:`ROUTES`. ``metrics``: the collectors ``/metrics`` exposes and the router counts into
+    (the decisions' counts come from ``service``'s listeners: the composition root gives it
+    :meth:`Metrics.decided`); ``capture``: ``diagnostics.capture``'s writer, or ``None``."""
     # the /docs and /redoc pages with their scripts and styles served from the package
     # (fastapi-offline): they work on an air-gapped control plane
     app = FastAPIOffline(
@@ -167,19 +170,11 @@ def create_app(service: ExtenderService) -> VerbRouter:
         version=__version__,
         description="kube-scheduler's HTTP extender (k8s.io/kube-scheduler/extender/v1) with pluggable policies.",
     )
-    metrics = Metrics(service.frameworks, service.cluster, service.recorders, service.leadership)
-    service.listeners.append(metrics.decided)
-    service.listeners.append(decision_logger())
-    if service.decisions is not None:
-        store = service.decisions
-        metrics.records.set_function(lambda: len(store))
-    app.state.service = service
-    app.state.metrics = metrics
     routes = Routes(service, metrics)
     for path, endpoint, options in ROUTES:
         app.add_api_route(path, getattr(routes, endpoint), methods=["GET"], **options)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
-    return VerbRouter(service, app, metrics, service.config.server)
+    return VerbRouter(service, app, metrics, service.config.server, capture)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

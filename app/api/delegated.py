@@ -63,6 +63,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from app.api.edge import PEER_CN, PEER_GROUPS, ASGIApp, Receive, Scope, Send, refused_over_capacity, send_plain
 from app.config import MetricsServerConfig
+from app.framework.errors import SchedulerExtenderError
 from app.kube.errors import APIError
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class ReviewClient(Protocol):
     def create_subject_access_review(self, spec: dict[str, Any], timeout: float) -> dict[str, Any]: ...
 
 
-class UnauthorizedError(Exception):
+class UnauthorizedError(SchedulerExtenderError):
     """The credentials presented do not authenticate (an invalid token, a failed review): 401.
     The message is for the log, never for the client; ``failed``: the review itself failed (the
     API server's trouble, logged as a warning)."""
@@ -130,7 +131,7 @@ class UnauthorizedError(Exception):
         self.failed = failed
 
 
-class ReviewFailedError(Exception):
+class ReviewFailedError(SchedulerExtenderError):
     """A SubjectAccessReview could not be made or answered nonsense: 500 (as k8s.io/apiserver's
     authorization filter answers an authorizer's error)."""
 

@@ -98,7 +98,7 @@ class VerbRouter:
 
     ``worker``: the verb worker thread's executor (one thread); the server shuts it down.
 
-    The direct path: the HTTP/1.1 and HTTP/2 protocols (``api/server.py``
+    The direct path: the HTTP/1.1 and HTTP/2 protocols (``api/protocol.py``
     ``GuardedHttpToolsProtocol``, ``api/http2.py`` ``GuardedH2Protocol``) offer each request to
     :meth:`direct` once its headers are complete. A filter, prioritize, preempt or (from a caller
     allowed to bind) bind request of a profile that serves it, with a Content-Length of at most
@@ -108,9 +108,19 @@ class VerbRouter:
     timeout's 408 from :meth:`direct_timed_out`) and written head and body in one write before
     :meth:`direct_done` counts it (step 6). Refusals, probes, larger bodies,
     ``Expect: 100-continue`` and a request pipelined behind another take the ASGI cycle.
+
+    ``capture``: where answered filter/prioritize/preempt requests are captured
+    (``diagnostics.capture``; ``None``: not captured).
     """
 
-    def __init__(self, service: ExtenderService, fastapi: ASGIApp, metrics: Metrics, server: ServerConfig) -> None:
+    def __init__(
+        self,
+        service: ExtenderService,
+        fastapi: ASGIApp,
+        metrics: Metrics,
+        server: ServerConfig,
+        capture: Capture | None = None,
+    ) -> None:
         self.service = service
         self.fastapi = fastapi
         self.metrics = metrics
@@ -133,8 +143,7 @@ class VerbRouter:
         #: bodies up to this size (bytes, never counted against ``maxInFlightBytes``) may be
         #: answered without the ASGI cycle (:meth:`direct`)
         self.direct_bytes = min(self.max_request_bytes, SMALL_BODY)
-        #: where answered filter/prioritize/preempt requests are captured (``diagnostics.capture``)
-        self.capture: Capture | None = None
+        self.capture = capture
         #: (profile, verb) -> seconds per node its answers over ``INLINE_WEIGHT`` nodes took
         #: (:meth:`_timed`), which decides where the next one runs (:meth:`_cheap`)
         self.cost: dict[tuple[str, str], float] = {}
@@ -280,7 +289,7 @@ class VerbRouter:
     # -- requests the HTTP/1.1 protocol answers without the ASGI cycle ---------------------------
 
     def direct(self, scope: Scope, most: int | None = None) -> DirectRequest | None:
-        """A request whose headers are complete, as :class:`~app.api.server.GuardedHttpToolsProtocol`
+        """A request whose headers are complete, as :class:`~app.api.protocol.GuardedHttpToolsProtocol`
         offers it: a :class:`DirectRequest` (counted in flight from now) when it is a verb's
         (filter, prioritize, preempt, and bind from a caller allowed to bind) of a profile that
         serves it, with a Content-Length of at most :attr:`direct_bytes` (and ``most`` when given),

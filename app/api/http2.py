@@ -10,7 +10,7 @@ certificate). Over HTTP/2 its filter, prioritize and binds share one connection,
 :class:`GuardedH2Protocol` is uvicorn's HTTP/2 protocol (``ZttpH2Protocol``: the framing, HPACK
 and flow control of ``zttp``, about six times cheaper per request than the pure-Python ``h2``),
 taking over a TLS connection whose ALPN chose ``h2`` from
-:class:`~app.api.server.GuardedHttpToolsProtocol` and serving each stream to the same ASGI app
+:class:`~app.api.protocol.GuardedHttpToolsProtocol` and serving each stream to the same ASGI app
 (:class:`~app.api.edge.VerbRouter`), with the HTTP/1.1 protocol's guards (its docstring).
 
 A connection lives as long as its client keeps it: the zttp on the package index (0.0.35) ends
@@ -81,7 +81,7 @@ NO_ERROR = 0x0
 
 class GuardedH2Protocol(ZttpH2Protocol):
     """uvicorn's HTTP/2 protocol with the HTTP/1.1 protocol's guards; ``peer`` is the TLS client
-    certificate's ``(CN, O values)`` (:func:`~app.api.server.peer_identity`).
+    certificate's ``(CN, O values)`` (:func:`~app.api.protocol.peer_identity`).
 
     - ``idle``: a connection with no stream open is closed (GOAWAY) ``idle`` after it opened or its
       last stream ended; frames that open no stream (PING, SETTINGS, WINDOW_UPDATE, a partial header

@@ -12,7 +12,7 @@ from prometheus_client.registry import Collector
 from app.cluster.leader import STANDBY, Leadership
 from app.extender.codec import all_passed
 from app.framework.status import Code, Status, code_name, reason_code
-from app.observe.decisions import Decision
+from app.observe.decisions import Decision, DecisionStore
 
 if TYPE_CHECKING:
     from app.cluster.connection import ClusterConnection
@@ -64,7 +64,9 @@ class Metrics:
     - ``scheduler_extender_rejections_total{profile,plugin,code}``: nodes rejected, by plugin and
       reason code (:func:`~app.framework.status.reason_code`: short and stable, never the text;
       past 256 distinct pairs, ``Other``).
-    - ``scheduler_extender_decision_records``: decisions kept for ``/explain``.
+    - ``scheduler_extender_decision_records``: decisions kept for ``/explain`` (in ``decisions``).
+    - ``scheduler_pending_pods{queue}`` (``active``, ``backoff``, ``unschedulable``): from
+      ``queue_counts()`` at scrape time (the standalone schedulers' queues, summed), when given.
     """
 
     def __init__(
@@ -73,6 +75,8 @@ class Metrics:
         cluster: ClusterConnection | None = None,
         recorders: Sequence[EventCounts] = (),
         leadership: Leadership | None = None,
+        decisions: DecisionStore | None = None,
+        queue_counts: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self.profiles = frozenset(profiles)
         self.registry = CollectorRegistry(auto_describe=True)
@@ -152,6 +156,10 @@ class Metrics:
             "Decisions kept for /explain.",
             registry=self.registry,
         )
+        if decisions is not None:
+            self.records.set_function(lambda: len(decisions))
+        if queue_counts is not None:  # the standalone schedulers' queues
+            self.registry.register(_PendingPods(queue_counts))
         # the children of the label sets every request counts, found once each (``labels()``
         # validates and locks: a few microseconds a call); bounded as the label values are
         self._answered: dict[tuple[str, str, int, bool], tuple[Counter, Histogram]] = {}
@@ -222,11 +230,6 @@ class Metrics:
         self.schedule_attempts.labels(profile, result).inc()
         self.attempt_duration.labels(profile, result).observe(seconds)
 
-    def watch_queues(self, counts: Callable[[], dict[str, int]]) -> None:
-        """``scheduler_pending_pods{queue}`` (``active``, ``backoff``, ``unschedulable``) from
-        ``counts()`` at scrape time (the standalone schedulers' queues, summed)."""
-        self.registry.register(_PendingPods(counts))
-
     def decided(self, decision: Decision) -> None:
         """Count a decision by outcome and, for a filter, its verdicts per plugin and reason code
         (a listener of :class:`~app.api.service.ExtenderService` and of the standalone scheduler)."""
@@ -292,9 +295,9 @@ class ClusterCollector(Collector):
 
     def __init__(self, cluster: ClusterConnection, recorders: Sequence[EventCounts], leadership: Leadership) -> None:
         self.cluster = cluster
-        #: the pod-event writers (a live list: the composition root adds them as it builds them)
+        #: the pod-event writers
         self.recorders = recorders
-        #: the Leases followed or elected on (the composition root adds them as it starts them)
+        #: the Leases followed or elected on
         self.leadership = leadership
 
     def describe(self) -> list[object]:

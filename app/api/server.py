@@ -1,28 +1,5 @@
-"""The HTTP server: uvicorn with the connection-level guards uvicorn lacks, and a bounded shutdown.
-
-uvicorn (0.54, httptools) closes a keep-alive connection that stays idle after an answer, but
-arms nothing for a connection that has not sent a request yet, nor for one that sends its request
-slowly: one idle or trickling client holds a socket forever. :class:`GuardedHttpToolsProtocol`
-adds, per connection (``server.timeouts`` and ``server.maxConnections``):
-
-- ``idle``: a connection must begin a request within it of opening or of its last answer
-  (uvicorn's keep-alive timer, armed at accept as well as after each answer; blank lines, which
-  begin no request, do not extend it);
-- ``header``: a request's headers must be complete within it of its first byte; else
-  ``408`` and the connection is closed;
-- ``body`` (+1 s): a backstop that closes a connection whose body never completes when no
-  handler reads it (the verb router answers its own 408 at ``body``);
-- past ``maxConnections`` open connections, a request is marked over capacity and answered 503
-  with ``Retry-After`` (:data:`~app.api.edge.OVER_CAPACITY`), ``/healthz`` and ``/readyz``
-  excepted so the kubelet's probes still see a live process.
-
-It also answers the verb router's direct requests itself (:meth:`~app.api.edge.VerbRouter.direct`:
-most verb requests, binds included), without uvicorn's ASGI task: the body collected
-into the request cycle's buffer (``body`` deadline: the router's 408 and the connection closed),
-the answer written as uvicorn's cycle writes it (status line, the server's default headers, the
-answer's, head and body in one write; ``connection: close`` and the close when the request or a
-shutdown asks for it), the access line, then keep-alive or the next pipelined request as uvicorn
-does. A verb evaluated in the worker thread is awaited by a task the server's shutdown waits for.
+"""The HTTP server: uvicorn with the connection guards (:mod:`app.api.protocol`), the TLS of both
+listeners, and a bounded shutdown.
 
 :func:`run` serves until SIGTERM/SIGINT and lets requests in flight finish within
 ``server.timeouts.shutdown``; meanwhile the standalone schedulers stop at once and their Leases are
@@ -31,13 +8,15 @@ stopped within what is left of that budget (a reflector's idle watch is interrup
 for: :meth:`~app.cluster.reflector.Reflector.stop`), and :func:`run` returns the signal that
 stopped it instead of letting uvicorn raise it again: the command then exits 0, as kube-scheduler
 does when asked to terminate ("Requested to terminate, exiting"), even while a verb is busy in
-the worker thread (:mod:`app.cli` ends the process at once once stopped).
+the worker thread (:func:`app.bootstrap.serve.stopped` ends the process at once).
 
 With ``server.metrics``, :func:`run` also serves the metrics listener
 (:class:`~app.api.delegated.MetricsListener`) as a second ``uvicorn.Server``
 (:class:`MetricsServer`) on the same loop: started once the verb socket is bound, stopped with
 it; the same guarded protocol (``server.timeouts``, ``server.metrics.maxConnections``), HTTPS with
-:func:`metrics_ssl_context` (``server.metrics.tls``, else :func:`self_signed_certificate`).
+:func:`metrics_ssl_context` (``server.metrics.tls``, else :func:`self_signed_certificate`). This
+module alone builds the listeners' TLS contexts (:func:`_server_context`), and what ``preflight``
+loads to check the files.
 """
 
 from __future__ import annotations
@@ -57,21 +36,15 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from app.api.delegated import MetricsListener
 from app.api.edge import (
-    OVER_CAPACITY,
-    PEER_CN,
-    PEER_GROUPS,
-    DirectRequest,
     VerbRouter,
-    answer_when_ready,
-    log_access,
 )
-from app.api.http2 import ALPN_H2, GuardedH2Protocol, engine_keeps_connections, zttp_version
-from app.api.service import Answer
+from app.api.http2 import ALPN_H2, engine_keeps_connections, zttp_version
+from app.api.protocol import protocol_class
 from app.config import MetricsServerConfig, ServerConfig, TLSConfig
+from app.framework.errors import SchedulerExtenderError
 from app.framework.profile import parse_duration
 
 log = logging.getLogger(__name__)
@@ -80,287 +53,47 @@ log = logging.getLogger(__name__)
 #: spent all of ``server.timeouts.shutdown``.
 MIN_STOP = 1.0
 
-_TIMEOUT_BODY = b'{"Error":"the request headers did not arrive within server.timeouts.header"}'
-_TIMEOUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: "
-    + str(len(_TIMEOUT_BODY)).encode()
-    + b"\r\nconnection: close\r\n\r\n"
-    + _TIMEOUT_BODY
-)
 
-
-class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with idle, header and body deadlines and a connection cap
-    (see the module doc). Configured through :func:`protocol_class`."""
-
-    header_timeout: float = 5.0
-    body_backstop: float = 11.0
-    max_connections: int = 1024
-    on_timeout: Callable[[str], None] = staticmethod(lambda phase: None)
-    #: the verb router whose verb requests this protocol answers itself
-    #: (:meth:`VerbRouter.direct`); ``None``: every request through the ASGI cycle
-    router: VerbRouter | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        ssl_object = transport.get_extra_info("ssl_object")
-        if ssl_object is not None and ssl_object.selected_alpn_protocol() == ALPN_H2:
-            http2 = GuardedH2Protocol(  # the client chose HTTP/2
-                self.config,
-                self.server_state,
-                self.app_state,
-                peer_identity(transport),
-                self.body_backstop,
-                self.max_connections,
-                self.on_timeout,
-                self.loop,
-                self.router,
-            )
-            transport.set_protocol(http2)
-            http2.connection_made(transport)
-            return
-        super().connection_made(transport)
-        self._deadline: asyncio.TimerHandle | None = None
-        self._starting = False  # within on_headers_complete: a request may be answered directly
-        self._direct: DirectRequest | None = None
-        self._direct_cycle: Any = None  # the request cycle of ``_direct``
-        self._peer_cn, self._peer_groups = peer_identity(transport)
-        self._idle_since = self.loop.time()
-        # idle before the first request, as uvicorn does between requests
-        self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        direct = self._direct
-        if direct is not None and self.router is not None and self._direct_cycle.more_body:
-            self.router.direct_done(direct, None)  # gone before its body was whole: nobody to answer
-            self._direct = self._direct_cycle = None
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        idle_since = self._idle_since
-        super().data_received(data)  # cancels the idle timer
-        if self._idle_since != idle_since:
-            return  # an answer went out (a direct one): its idle timer is armed
-        between_requests = self.cycle is None or self.cycle.response_complete
-        if self._deadline is None and between_requests and not self.transport.is_closing():
-            # bytes that began no request (blank lines, which httptools skips) do not extend the
-            # idle time: the connection still closes ``idle`` after it opened or last answered
-            left = self._idle_since + self.timeout_keep_alive - self.loop.time()
-            self._unset_keepalive_if_required()
-            self.timeout_keep_alive_task = self.loop.call_later(max(left, 0), self.timeout_keep_alive_handler)
-
-    def on_response_complete(self) -> None:
-        self._idle_since = self.loop.time()
-        super().on_response_complete()
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self.scope[PEER_CN] = self._peer_cn  # type: ignore[literal-required]
-        self.scope[PEER_GROUPS] = self._peer_groups  # type: ignore[literal-required]
-        self._arm(self.header_timeout, self._header_timed_out)
-
-    def on_headers_complete(self) -> None:
-        self._disarm()
-        if len(self.connections) > self.max_connections:
-            self.scope[OVER_CAPACITY] = True  # type: ignore[literal-required]
-        previous = self.cycle
-        self._starting = True
-        try:
-            super().on_headers_complete()
-        finally:
-            self._starting = False
-        if self.cycle is not previous:
-            if self.cycle is self._direct_cycle:
-                assert self.router is not None
-                self._arm(self.router.body_timeout, self._direct_timed_out)
-                return
-            # a request cycle began: its head goes out with its body
-            self.cycle.transport = _HeadWithBody(self.transport, self.cycle)  # type: ignore[assignment]
-        self._arm(self.body_backstop, self._body_timed_out)
-
-    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-        """uvicorn begins a request cycle: a verb request the router takes directly
-        (:meth:`VerbRouter.direct`) is answered by :meth:`_answer_direct` once its body is whole,
-        without an ASGI task; any other request, one that waited behind a pipelined answer, and
-        one that arrives while the client is not reading the answers written (the ASGI cycle
-        waits for them to drain) goes to the ASGI app."""
-        router = self.router
-        if (
-            router is not None
-            and self._starting
-            and app is self.app
-            and not cycle.waiting_for_100_continue
-            and not self.flow.write_paused
-        ):
-            direct = router.direct(cycle.scope)
-            if direct is not None:
-                self._direct, self._direct_cycle = direct, cycle
-                return
-        super()._start_asgi_task(cycle, app)
-
-    def on_body(self, body: bytes) -> None:
-        if self._direct is not None and self.cycle is self._direct_cycle:
-            self.cycle.body += body  # at most VerbRouter.direct_bytes: no pause, nobody to wake
-            return
-        super().on_body(body)
-
-    def on_message_complete(self) -> None:
-        self._disarm()
-        if self._direct is not None and self.cycle is self._direct_cycle:
-            self.cycle.more_body = False
-            self._answer_direct()
-            return
-        super().on_message_complete()
-
-    def _answer_direct(self) -> None:
-        """Answer the direct request whose body is whole: at once, or once the worker thread has."""
-        direct, cycle = self._direct, self._direct_cycle
-        assert direct is not None and self.router is not None
-        answer = self.router.direct_answer(direct, cycle.body)
-        answer_when_ready(self.loop, self.tasks, answer, lambda ready: self._send_direct(direct, cycle, ready))
-
-    def _direct_timed_out(self) -> None:
-        """``server.timeouts.body`` after a direct request's headers: its body is not whole; the
-        router's 408, and the connection is closed."""
-        self._deadline = None
-        direct = self._direct
-        if direct is not None and self.router is not None:
-            self._send_direct(direct, self._direct_cycle, self.router.direct_timed_out(direct), close=True)
-
-    def _send_direct(self, direct: DirectRequest, cycle: Any, answer: Answer, close: bool = False) -> None:
-        """Write a direct request's answer as uvicorn's cycle would (its status line, the server's
-        default headers, then the answer's), head and body in one write; close the connection
-        after it when asked, or when the request or a shutdown said so; then count it
-        (:meth:`VerbRouter.direct_done`) and let the connection go on (keep-alive, pipelining)."""
-        if self._direct is direct:
-            self._direct = self._direct_cycle = None
-        body = answer.body
-        chunks = [body] if isinstance(body, bytes) else body
-        size = 0
-        for chunk in chunks:
-            size += len(chunk)
-        keep_alive = cycle.keep_alive and not close
-        cycle.response_started = cycle.response_complete = True
-        cycle.body = b""
-        if not cycle.disconnected and not self.transport.is_closing():
-            head = [STATUS_LINE[answer.status]]
-            for name, value in self.server_state.default_headers:
-                head += [name, b": ", value, b"\r\n"]
-            head.append(b"content-type: application/json\r\ncontent-length: %d\r\n" % size)
-            if answer.retry_after is not None:
-                head.append(b"retry-after: %d\r\n" % answer.retry_after)
-            if not keep_alive:
-                head.append(b"connection: close\r\n")
-            head.append(b"\r\n")
-            self.transport.write(b"".join([*head, *chunks]))
-            if self.access_log:
-                log_access(self.access_logger, cycle.scope, answer.status)
-            if not keep_alive:
-                self.transport.close()
-        assert self.router is not None
-        self.router.direct_done(direct, answer)
-        self.on_response_complete()
-
-    def _arm(self, seconds: float, callback: Callable[[], None]) -> None:
-        self._disarm()
-        self._deadline = self.loop.call_later(seconds, callback)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _header_timed_out(self) -> None:
-        self._deadline = None
-        self.on_timeout("header")
-        if not self.transport.is_closing():
-            self.transport.write(_TIMEOUT_RESPONSE)
-            self.transport.close()
-
-    def _body_timed_out(self) -> None:
-        self._deadline = None
-        if not self.transport.is_closing():
-            self.on_timeout("body")
-            self.transport.close()
-
-
-class _HeadWithBody:
-    """The transport as one request cycle of uvicorn writes to it, holding the answer's status line
-    and headers until its first body bytes (or the answer's end: a HEAD), so both go out in one
-    write: one TLS record, one segment, the client woken once. Everything else is the transport's.
-    It lets go of the cycle once the answer is complete (no reference cycle left for the
-    collector)."""
-
-    __slots__ = ("_cycle", "_head", "_state", "_transport")
-
-    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
-        self._transport = transport
-        self._cycle: Any = cycle
-        self._head = b""
-        self._state = 0  # 0: before the head, 1: holding it, 2: it went out
-        on_response = cycle.on_response
-
-        def completed() -> None:
-            self.flush()
-            self._cycle = None
-            on_response()
-
-        cycle.on_response = completed
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        if self._state == 1:
-            self._state = 2
-            self._transport.write(b"".join((self._head, data)))
-            self._head = b""
-        elif self._state == 0 and self._cycle is not None and self._cycle.response_started:
-            self._state = 1  # uvicorn writes the head as the answer starts (after any 100 Continue)
-            self._head = bytes(data)
-        else:
-            self._transport.write(data)
-
-    def flush(self) -> None:
-        """Write a head still held."""
-        if self._state == 1:
-            self._state = 2
-            self._transport.write(self._head)
-            self._head = b""
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-def peer_identity(transport: asyncio.BaseTransport) -> tuple[str | None, tuple[str, ...]]:
-    """``(CN, O values)`` of the client certificate the TLS handshake verified: the user and the
-    groups kube-apiserver's x509 authenticator reads (``CommonNameUserConversion``,
-    k8s.io/apiserver pkg/authentication/request/x509/x509.go); ``(None, ())`` over plain HTTP or
-    without a certificate (``getpeercert()`` is empty for a certificate that was not verified)."""
-    ssl_object = transport.get_extra_info("ssl_object")
-    cert = ssl_object.getpeercert() if ssl_object is not None else None
-    name: str | None = None
-    groups: list[str] = []
-    for rdn in (cert or {}).get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName" and name is None:
-                name = str(value)
-            elif key == "organizationName":
-                groups.append(str(value))
-    return name, tuple(groups)
+def _server_context(load_chain: Callable[[ssl.SSLContext], None], client_ca: str | None) -> ssl.SSLContext:
+    """The one TLS context both listeners serve: TLS 1.2 or later (client-go's minimum), the
+    certificate and key ``load_chain`` loads, and with ``client_ca`` client certificates verified
+    when presented (``CERT_OPTIONAL``: the kubelet's HTTPS probes and Prometheus with a token
+    present none; ``bind`` checks the verified identity itself, the metrics listener reviews a
+    token instead). Raises ``OSError`` or ``ssl.SSLError`` when a file does not load."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    load_chain(context)
+    if client_ca:
+        context.load_verify_locations(client_ca)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
 
 
 def ssl_context(tls: TLSConfig) -> ssl.SSLContext:
-    """The server's TLS context: TLS 1.2 or later (client-go's minimum), the certificate and key,
-    and with ``clientCAFile`` client certificates verified when presented (``CERT_OPTIONAL``: the
-    kubelet's HTTPS probes present none; ``bind`` checks the verified identity itself)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(tls.cert_file, tls.key_file)
-    if tls.client_ca_file:
-        context.load_verify_locations(tls.client_ca_file)
-        context.verify_mode = ssl.CERT_OPTIONAL
+    """The TLS context of ``tls`` (:func:`_server_context`): its ``certFile`` and ``keyFile``, and
+    its ``clientCAFile``. Raises ``OSError`` or ``ssl.SSLError`` when a file does not load."""
+    return _server_context(lambda context: context.load_cert_chain(tls.cert_file, tls.key_file), tls.client_ca_file)
+
+
+def verb_ssl_context(server: ServerConfig) -> ssl.SSLContext | None:
+    """The verb listener's TLS context (``None`` without ``server.tls``): :func:`ssl_context`,
+    offering HTTP/2 by ALPN (``h2``, then ``http/1.1``) unless ``server.http2`` is false or the
+    HTTP/2 engine would end long connections (then HTTP/1.1 alone, with a warning), and no TLS 1.3
+    session tickets: kube-scheduler's transport keeps no session cache, so the two tickets OpenSSL
+    sends after each handshake were never used (a quarter of its cost)."""
+    if server.tls is None:
+        return None
+    context = ssl_context(server.tls)
+    http2 = server.http2 and engine_keeps_connections()
+    if server.http2 and not http2:
+        log.warning(
+            "server.http2: HTTP/2 not offered, HTTP/1.1 alone: zttp %s ends a connection after 4,096 "
+            "streams (GOAWAY ENHANCE_YOUR_CALM), failing kube-scheduler's requests in flight; install "
+            "the patched build (python third_party/zttp/build.py --install, as make and the image do)",
+            zttp_version(),
+        )
+    context.set_alpn_protocols([ALPN_H2, "http/1.1"] if http2 else ["http/1.1"])
+    context.num_tickets = 0
     return context
 
 
@@ -413,7 +146,7 @@ class CertificateReloader:
             self.check()
 
 
-class ListenError(Exception):
+class ListenError(SchedulerExtenderError):
     """The server could not listen on ``host:port`` (in use, not a local address, a privileged
     port): one line that names the address and the option that changes it."""
 
@@ -600,25 +333,6 @@ class MetricsServer(uvicorn.Server):
             await self.shutdown()
 
 
-def protocol_class(
-    server: ServerConfig, on_timeout: Callable[[str], None], router: VerbRouter | None = None
-) -> type[GuardedHttpToolsProtocol]:
-    """:class:`GuardedHttpToolsProtocol` configured from ``server``; ``on_timeout(phase)`` is
-    called for each connection closed for a ``header`` or ``body`` that did not arrive;
-    ``router``: the verb router whose requests it may answer directly (the verb listener's)."""
-    return type(
-        "GuardedHttpToolsProtocol",
-        (GuardedHttpToolsProtocol,),
-        {
-            "header_timeout": server.timeouts.seconds("header"),
-            "body_backstop": server.timeouts.seconds("body") + 1.0,
-            "max_connections": server.max_connections,
-            "on_timeout": staticmethod(on_timeout),
-            "router": router,
-        },
-    )
-
-
 def raise_open_files_limit(wanted: int) -> None:
     """Raise the soft ``RLIMIT_NOFILE`` towards ``wanted`` (up to the hard limit), so that
     ``maxConnections`` is reachable; warns when the hard limit is lower."""
@@ -631,11 +345,16 @@ def raise_open_files_limit(wanted: int) -> None:
         log.warning("open files limited to %d: server.maxConnections cannot be reached", target)
 
 
+def _ssl_option(context: ssl.SSLContext | None) -> dict[str, Any]:
+    """The ``uvicorn.Config`` argument that serves ``context`` (none: plain HTTP): uvicorn's
+    ``Config.load`` takes it as the listener's, instead of a context of its own."""
+    return {} if context is None else {"ssl_context_factory": lambda config, default: context}
+
+
 def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any]) -> uvicorn.Config:
     """The ``uvicorn.Config`` serving ``app`` with the guarded protocol, the configured timeouts and
-    (with ``server.tls``) :func:`ssl_context`, offering HTTP/2 by ALPN unless ``server.http2`` is
-    false. ``options``: further ``uvicorn.Config`` arguments
-    (log level, access log)."""
+    (with ``server.tls``) :func:`verb_ssl_context`. ``options``: further ``uvicorn.Config``
+    arguments (log level, access log)."""
     server = app.service.config.server
     timeouts = server.timeouts
     config = uvicorn.Config(
@@ -648,24 +367,10 @@ def uvicorn_config(app: VerbRouter, host: str, port: int, options: dict[str, Any
         timeout_keep_alive=max(1, round(timeouts.seconds("idle"))),
         timeout_graceful_shutdown=max(1, round(timeouts.seconds("shutdown"))),
         server_header=False,
+        **_ssl_option(verb_ssl_context(server)),
         **options,
     )
     config.load()
-    if server.tls is not None:
-        config.ssl = ssl_context(server.tls)
-        # HTTP/2 for clients that offer it (server.http2), else HTTP/1.1 alone
-        http2 = server.http2 and engine_keeps_connections()
-        if server.http2 and not http2:
-            log.warning(
-                "server.http2: HTTP/2 not offered, HTTP/1.1 alone: zttp %s ends a connection after 4,096 "
-                "streams (GOAWAY ENHANCE_YOUR_CALM), failing kube-scheduler's requests in flight; install "
-                "the patched build (python third_party/zttp/build.py --install, as make and the image do)",
-                zttp_version(),
-            )
-        config.ssl.set_alpn_protocols([ALPN_H2, "http/1.1"] if http2 else ["http/1.1"])
-        # no TLS 1.3 session tickets: kube-scheduler's transport keeps no session cache, so the two
-        # tickets OpenSSL sends after each handshake were never used (a quarter of its cost)
-        config.ssl.num_tickets = 0
     return config
 
 
@@ -716,25 +421,24 @@ def _load_chain_from_memory(context: ssl.SSLContext, blob: bytes) -> None:
         context.load_cert_chain(path)
 
 
-def metrics_ssl_context(metrics: MetricsServerConfig) -> ssl.SSLContext:
-    """The metrics listener's TLS context: TLS 1.2 or later, ``tls.certFile``/``keyFile`` or a
-    :func:`self_signed_certificate` for ``localhost``, ``127.0.0.1``, this host's name and
-    ``host`` (when it is one address), and with ``clientCAFile`` client certificates verified when
-    presented (``CERT_OPTIONAL``: Prometheus with a token presents none). Raises ``OSError`` or
-    ``ssl.SSLError`` when the files do not load."""
+def metrics_ssl_context(metrics: MetricsServerConfig, self_signed: bool = True) -> ssl.SSLContext:
+    """The metrics listener's TLS context (:func:`_server_context`): ``tls.certFile``/``keyFile``
+    or a :func:`self_signed_certificate` for ``localhost``, ``127.0.0.1``, this host's name and
+    ``host`` (when it is one address), and ``clientCAFile``. ``self_signed``: false for a check
+    that the files load (none is made then). Raises ``OSError`` or ``ssl.SSLError`` when the
+    files do not load."""
     files = metrics_tls_files(metrics)
     if files is not None:
         return ssl_context(files)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
     names = ["localhost", "127.0.0.1", socket.gethostname()]
     if metrics.host not in ("", "0.0.0.0", "::"):  # an address of every interface names none
         names.append(metrics.host)
-    _load_chain_from_memory(context, self_signed_certificate(names))
-    if metrics.client_ca_file:
-        context.load_verify_locations(metrics.client_ca_file)
-        context.verify_mode = ssl.CERT_OPTIONAL
-    return context
+
+    def load_chain(context: ssl.SSLContext) -> None:
+        if self_signed:
+            _load_chain_from_memory(context, self_signed_certificate(names))
+
+    return _server_context(load_chain, metrics.client_ca_file)
 
 
 def metrics_tls_files(metrics: MetricsServerConfig) -> TLSConfig | None:
@@ -762,6 +466,7 @@ def metrics_server(listener: MetricsListener, server: ServerConfig, options: dic
     metrics = listener.config
     timeouts = server.timeouts
     limits = server.model_copy(update={"max_connections": metrics.max_connections})
+    context = None if metrics.insecure else metrics_ssl_context(metrics)
     config = uvicorn.Config(
         listener,
         host=metrics.host,
@@ -772,15 +477,14 @@ def metrics_server(listener: MetricsListener, server: ServerConfig, options: dic
         timeout_keep_alive=max(1, round(timeouts.seconds("idle"))),
         timeout_graceful_shutdown=max(1, round(timeouts.seconds("shutdown"))),
         server_header=False,
-        **{k: v for k, v in options.items() if not k.startswith("ssl_")},
+        **_ssl_option(context),
+        **options,
     )
     config.load()
+    files = metrics_tls_files(metrics)
     reloader = None
-    if not metrics.insecure:
-        config.ssl = metrics_ssl_context(metrics)
-        files = metrics_tls_files(metrics)
-        if files is not None:
-            reloader = CertificateReloader(config.ssl, files, parse_duration(files.reload_interval))
+    if context is not None and files is not None:
+        reloader = CertificateReloader(context, files, parse_duration(files.reload_interval))
     return MetricsServer(config, reloader)
 
 

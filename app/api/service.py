@@ -30,7 +30,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -50,7 +50,6 @@ from app.framework.status import Code, Status
 from app.framework.types import CycleState, NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
 from app.lifecycle import WorkerHealth
 from app.observe.decisions import Decision, DecisionStore
-from app.observe.events import EventRecorder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,7 +93,15 @@ class ExtenderService:
     mean of the plugins' scores on the extender's 0..10 (:func:`extender_scores`). Before the first
     sync, filter
     answers ``Error`` and prioritize/preempt answer 503. Nodes sent in full (``Nodes``) find their
-    pods and requests in the same snapshot. ``listeners`` receive every decision.
+    pods and requests in the same snapshot.
+
+    Built once with what serving gives it (:mod:`app.bootstrap`): ``decisions`` (kept for
+    ``/explain``; ``None``: not kept), ``node_images`` (the profiles whose plugins read nodes'
+    ``status.images``, :attr:`ClusterNeeds.images`: the nodes of their request bodies are decoded
+    with it), ``listeners`` (called with every decision: metrics, decision logs; must not block),
+    ``pod_events`` (posts the pod events a verb's decision deserves; must not block), ``health``
+    (the background workers' health, ``/readyz``) and ``leadership`` (what this replica's Leases
+    say: ``/readyz``'s role, the leader metrics; default: no Lease, with cluster state).
     """
 
     def __init__(
@@ -103,31 +110,29 @@ class ExtenderService:
         frameworks: Mapping[str, Framework],
         cluster: ClusterConnection | None = None,
         decisions: DecisionStore | None = None,
+        *,
+        node_images: frozenset[str] = frozenset(),
+        listeners: Sequence[Callable[[Decision], None]] = (),
+        pod_events: Callable[[Decision], None] | None = None,
+        health: Callable[[], list[WorkerHealth]] | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.config = config
         self.frameworks = dict(frameworks)
         self.cluster = cluster
-        #: where decisions are kept for /explain (None: not kept)
         self.decisions = decisions
-        #: called with every decision (metrics, decision logs); must not block
-        self.listeners: list[Callable[[Decision], None]] = []
-        #: posts the pod events a verb's decision deserves (with cluster state); must not block
-        self.pod_events: Callable[[Decision], None] | None = None
+        self.listeners: Sequence[Callable[[Decision], None]] = tuple(listeners)
+        self.pod_events = pod_events
         limits = config.server.limits
         self.limits = codec.Limits(limits.max_nodes, limits.max_victims_per_node, limits.max_victims)
-        #: the background workers' health (``/readyz``), set by the composition root when serving
-        self.health: Callable[[], list[WorkerHealth]] | None = None
-        #: the pod-event writers (their counts are metrics), added by the composition root
-        self.recorders: list[EventRecorder] = []
+        self.health = health
         self.verbs: dict[str, tuple[VerbName, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
         self.default_profile = config.default_profile
-        #: what this replica's Leases say (``/readyz``'s role, the leader metrics); the composition
-        #: root adds each Lease it follows or elects on
-        self.leadership = Leadership(cluster.bind_admission) if cluster is not None else None
-        #: the profiles whose plugins read nodes' ``status.images`` (:attr:`ClusterNeeds.images`):
-        #: the nodes of their request bodies are decoded with it
-        self.node_images: frozenset[str] = frozenset()
+        if leadership is None and cluster is not None:
+            leadership = Leadership(cluster.bind_admission)
+        self.leadership = leadership
+        self.node_images = node_images
         #: ``(thread id, loop.call_soon)`` of :meth:`record_after_answers`
         self._after_answers: tuple[int, Callable[..., object]] | None = None
         #: the last ``NodeNames`` resolved (:meth:`resolve_nodes`): the list, the snapshot, the

@@ -113,7 +113,6 @@ class ClusterConnection:
         #: the cluster events and pod changes the scheduling queues follow (written by the cache)
         self.events: ClusterEvents = self.cache.events
         self.client: KubeClient | None = None
-        self.source = ""
         self.executor: ThreadPoolExecutor | None = None
         self.reflectors: list[Reflector] = []
         self._podgroups: PodGroupStore | None = None
@@ -121,8 +120,8 @@ class ClusterConnection:
         self._selectors: SpreadSelectors | None = None
         self._volumes: VolumeStores | None = None
         self._namespaces: NamespaceStore | None = None
-        #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (the
-        #: composition root records kube-scheduler's ``Preempted`` Event on the victim)
+        #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (given to
+        #: :meth:`connect`: the standalone schedulers' ``Preempted`` Event on the victim)
         self.on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
@@ -368,25 +367,25 @@ class ClusterConnection:
 
     # -- the connection -----------------------------------------------------------------------------
 
-    def connect(self, client: KubeClient | None = None) -> list[Any]:
-        """Load credentials (unless ``client`` is given) and build the background workers that
-        keep the cache current: the reflectors (nodes, pods, and PodGroups, PodDisruptionBudgets,
-        the spread selectors' four kinds and the storage kinds when declared), the requeuer and the Lease follower (as
-        configured). Returns them, not started: the caller's supervisor starts and stops them
-        (:mod:`app.lifecycle`).
+    def connect(
+        self,
+        client: KubeClient | None = None,
+        on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None,
+    ) -> list[Any]:
+        """Load credentials (unless ``client`` is given: :func:`cluster_client`) and build the
+        background workers that keep the cache current: the reflectors (nodes, pods, and PodGroups,
+        PodDisruptionBudgets, the spread selectors' four kinds and the storage kinds when declared),
+        the requeuer and the Lease follower (as configured). Returns them, not started: the
+        caller's supervisor starts and stops them (:mod:`app.lifecycle`). ``on_preempted``: see
+        :attr:`on_preempted`.
 
         Raises :class:`app.kube.errors.KubeConfigError` when no credentials work. An unreachable
         API server is not an error here: the reflectors retry and ``/readyz`` says why.
         """
         if client is None:
-            from app.kube.client import KubeClient, load_client
-
-            # a pooled connection for each thread that may call at once (POOL_EXTRA: beside the
-            # API workers), so none is opened, used once and discarded ("Connection pool is full")
-            pool = self.settings.api_workers + POOL_EXTRA
-            loaded = load_client(self.settings.kubeconfig, self.settings.context, pool)
-            client, self.source = KubeClient(loaded.api_client), loaded.source
+            client = cluster_client(self.settings)
         self.client = client
+        self.on_preempted = on_preempted
         s = self.settings
         self.executor = ThreadPoolExecutor(max_workers=s.api_workers, thread_name_prefix="kube-api")
         self._binder = Binder(client, self.cache, self.executor, self._async_bindings(client))
@@ -452,8 +451,20 @@ class ClusterConnection:
             self.client.close()
 
 
+def cluster_client(settings: ClusterSettings) -> KubeClient:
+    """The API client of ``settings``' credentials (``kubeconfig``/``context``, else in-cluster,
+    else the default kubeconfig), pooling a connection for each thread that may call at once
+    (:data:`POOL_EXTRA` beside the API workers), so none is opened, used once and discarded
+    ("Connection pool is full"). Raises :class:`app.kube.errors.KubeConfigError`."""
+    from app.kube.client import KubeClient, load_client
+
+    loaded = load_client(settings.kubeconfig, settings.context, settings.api_workers + POOL_EXTRA)
+    return KubeClient(loaded.api_client)
+
+
 __all__ = [
     "WATCH_MARGIN",
     "ClusterConnection",
     "ClusterSettings",
+    "cluster_client",
 ]

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -422,21 +422,22 @@ class Leadership:
     """What this replica's Leases say, as ``/readyz`` (``role``, ``leases``) and the metrics
     (``scheduler_extender_is_leader``, ``scheduler_extender_takeovers_total``) report it.
 
-    Each Lease is added with the ``admission()`` of the work it guards (why that work may not act
-    yet, or ``None``: the bind verb's :meth:`~app.cluster.connection.ClusterConnection.bind_admission`
-    for kube-scheduler's Lease, a standalone scheduler's own admission for its Lease), so the role
+    Each Lease (``leases``, in the order reported) comes with the ``admission()`` of the work it
+    guards (why that work may not act yet, or ``None``: the bind verb's
+    :meth:`~app.cluster.connection.ClusterConnection.bind_admission` for kube-scheduler's Lease, a
+    standalone scheduler's own admission for its Lease), so the role
     says what the replica does: :data:`STANDBY` while another holds the Lease, :data:`WARMING_UP`
     while it holds the Lease but its work waits (the cluster state's sync, the warm-up after a
     start or a takeover), :data:`LEADER` once it acts. Without any Lease (no election) the replica
     acts alone: :data:`LEADER` once ``admission()`` (given here) admits."""
 
-    def __init__(self, admission: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        admission: Callable[[], str | None] = lambda: None,
+        leases: Sequence[tuple[_Elected, Callable[[], str | None]]] = (),
+    ) -> None:
         self._admission = admission
-        self._leases: list[tuple[_Elected, Callable[[], str | None]]] = []
-
-    def add(self, lease: _Elected, admission: Callable[[], str | None]) -> None:
-        """Report ``lease`` too, its work admitted by ``admission()``."""
-        self._leases.append((lease, admission))
+        self._leases = tuple(leases)
 
     @property
     def elected(self) -> bool:

@@ -153,6 +153,7 @@ def build_framework(
     cluster: ClusterHandle | None = None,
     nominator: PodNominator | None = None,
     shared_reserve: Sequence[ReservePlugin] = (),
+    bind_warm_up: bool = True,
 ) -> Framework:
     """Instantiate a validated profile's plugins, each once, with its :class:`Framework` as their
     handle (upstream's ``NewFramework``), and return the framework, its plugins in one ordered
@@ -160,7 +161,8 @@ def build_framework(
     must implement the point; one a point takes by :func:`~app.framework.points.implied` takes
     part when its instance implements it. ``cluster``: the cluster state; ``nominator``: the pods
     nominated to nodes; ``shared_reserve``: the cluster-wide Reserve plugins of every profile (a
-    live list the caller may still extend).
+    live list the caller may still extend); ``bind_warm_up``: whether the profile's binds wait out the cluster's warm-up
+    (:attr:`Framework.bind_warm_up`).
 
     Raises ``ValueError`` if a plugin does not implement a point it is enabled at or a factory
     rejects its args.
@@ -198,6 +200,7 @@ def build_framework(
         cluster=cluster,
         nominator=nominator,
         shared_reserve=shared_reserve,
+        bind_warm_up=bind_warm_up,
     )
 
 

@@ -16,7 +16,7 @@ tree (``ARCHITECTURE.md`` lists it too)::
     ├── RenderError            app.deploy.render: a configuration that would deploy broken
     ├── CertsError             app.deploy.certs: certificates that cannot be written
     ├── KubeConfigDecodeError  app.deploy.kubesched: a KubeSchedulerConfiguration that does not decode
-    ├── ListenError            app.api.server: the verb or metrics socket cannot be bound
+    ├── ListenError            app.api.server: a socket the server cannot listen on
     ├── UnauthorizedError      app.api.delegated: credentials that do not authenticate (401)
     ├── ReviewFailedError      app.api.delegated: a SubjectAccessReview not made or nonsense (500)
     ├── ClientDisconnectedError app.api.edge: the client went away before its body ended

@@ -1,1 +1,2 @@
-"""Commands that drive or inspect the service: replay (offline, remote, capture), explain, schemas."""
+"""Commands that drive or inspect the service: replay (offline, remote, capture), validate, explain,
+schemas, reference, and the deployment commands (deploy: render, certs, check-scheduler-config)."""

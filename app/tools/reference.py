@@ -677,6 +677,25 @@ def write_references(parser: argparse.ArgumentParser, docs: Path, registry: Regi
     return written
 
 
+def reference(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``reference [--docs DIR] [--check]``: :func:`write_references` (each path written on
+    standard output), or with ``--check`` :func:`stale` (each file out of date an error, exit 1),
+    the command line's pages from ``parser`` (:func:`app.cli.build_parser`, which ``app.tools``
+    may not import). 1 for a page that cannot be generated."""
+    try:
+        if args.check:
+            problems = stale(parser, Path(args.docs))
+            for problem in problems:
+                print(f"error: {problem}", file=sys.stderr)
+            return 1 if problems else 0
+        for path in write_references(parser, Path(args.docs)):
+            print(path)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 __all__ = [
     "BEGIN",
     "END",
@@ -684,6 +703,7 @@ __all__ = [
     "configuration_reference",
     "plugin_args_table",
     "plugin_page",
+    "reference",
     "references",
     "rst_to_markdown",
     "stale",

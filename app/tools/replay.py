@@ -92,7 +92,8 @@ def replay(args: argparse.Namespace) -> int:
         return _replay_capture(args)
     if args.url:
         return _replay_remote(args.url, args.profile, Path(args.body).read_bytes(), args.body)
-    service = build_service(args.config)
+    decisions: list[Decision] = []
+    service = build_service(args.config, listeners=[decisions.append])
     if (refused := _unknown_profile(service, args.profile)) is not None:
         print(refused, file=sys.stderr)
         return 2
@@ -112,8 +113,6 @@ def replay(args: argparse.Namespace) -> int:
         print(f"error: {args.body} is not JSON: {exc}", file=sys.stderr)
         return 1
     _one_line_logs()
-    decisions: list[Decision] = []
-    service.listeners.append(decisions.append)
     keys = {k.casefold() for k in doc} if isinstance(doc, dict) else set()
     if keys & {"nodenametovictims", "nodenametometavictims"}:
         return _replay_preempt(service, args.profile, body, decisions, args.json)

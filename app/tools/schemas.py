@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,4 +36,11 @@ def write_schemas(out: Path) -> list[Path]:
     return written
 
 
-__all__ = ["write_schemas"]
+def schemas(args: argparse.Namespace) -> int:
+    """``schemas --out DIR``: :func:`write_schemas`, each path on standard output."""
+    for path in write_schemas(Path(args.out)):
+        print(path)
+    return 0
+
+
+__all__ = ["schemas", "write_schemas"]

@@ -38,14 +38,14 @@ def validate(args: argparse.Namespace) -> int:
     checked.preflight.errors.extend(refused)
     for note in found:
         print(f"note: {note}", file=sys.stderr)
-    if checked.errors or checked.service is None:
+    if checked.errors or checked.assembly is None:
         report_refusal(checked, sys.stderr)
         return 1
-    service = checked.service
-    profiles = service.config.profiles
+    assembly = checked.assembly
+    profiles = assembly.config.profiles
     print(f"{checked.source}: valid ({len(profiles)} profile{'s' if len(profiles) != 1 else ''})")
     for profile in profiles:
-        print_profile(profile, service.config, service.frameworks[profile.name], sys.stdout)
+        print_profile(profile, assembly.config, assembly.frameworks[profile.name], sys.stdout)
     return 0
 
 
@@ -55,10 +55,10 @@ def notes(checked: Checked, host: str | None, port: int | None) -> tuple[list[st
     change ``checked``."""
     out = list(checked.preflight.notes)
     exposure = checked.preflight.bind_exposure
-    service = checked.service
-    if exposure is None or service is None:
+    assembly = checked.assembly
+    if exposure is None or assembly is None:
         return out, []
-    if bind_exposure(secure_defaults(service.config), host, port) is not None:  # nor does render secure it
+    if bind_exposure(secure_defaults(assembly.config), host, port) is not None:  # nor does render secure it
         return out, [bind_refusal(exposure)]
     out.append(
         f"{exposure}, so serve refuses to start with this file as it is (set server.tls with clientCAFile, "

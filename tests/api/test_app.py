@@ -9,9 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api.app import create_app
-from app.api.service import ExtenderService
-from app.bootstrap import build_service
+from app.bootstrap import Assembly, build_app, load_assembly
 from app.config import API_VERSION, KIND, Configuration, load_config
 from app.framework import CycleState, EnabledPlugin, NodeInfo, PodInfo, PreFilterResult, Status, plugin_lists
 from app.framework.runtime import Framework
@@ -43,7 +41,7 @@ class AppClient:
 
 
 def client() -> AppClient:
-    return AppClient(create_app(build_service(None)))
+    return AppClient(build_app(load_assembly(None)))
 
 
 def test_openapi_documents_the_wire_types() -> None:
@@ -87,7 +85,7 @@ def test_plugin_crash_is_an_error_answer_not_a_stack_trace() -> None:
     registry = default_registry(load_entry_points=False)
     config = load_config(None, registry)
     fw = Framework("default", plugin_lists(filter=[EnabledPlugin("Exploding", Exploding())]))
-    c = AppClient(create_app(ExtenderService(config, {"default": fw})))
+    c = AppClient(build_app(Assembly(config, {"default": fw})))
     r = c.post("/filter", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 200
     assert r.json()["Error"] == "Exploding: PreFilter: plugin failed unexpectedly (the extender's log has the details)"
@@ -98,13 +96,13 @@ def test_plugin_crash_is_an_error_answer_not_a_stack_trace() -> None:
 
 
 def test_internal_error_is_500_with_the_verb_type() -> None:
-    service = build_service(None)
+    app = build_app(load_assembly(None))
 
     def broken(*args: object) -> object:
         raise RuntimeError("unexpected at 10.0.0.7:6443")
 
-    service.resolve_nodes = broken  # type: ignore[method-assign]
-    c = AppClient(create_app(service), raise_server_exceptions=False)
+    app.service.resolve_nodes = broken  # type: ignore[method-assign]
+    c = AppClient(app, raise_server_exceptions=False)
     r = c.post("/prioritize", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert r.status_code == 500
     assert r.json() == {"Error": "internal error while answering prioritize (the extender's log has the details)"}
@@ -135,7 +133,7 @@ def binding_client(insecure_bind: bool = True) -> tuple[AppClient, RecordingBind
     )
     binder = RecordingBinder()
     fw = Framework("b", plugin_lists(bind=[EnabledPlugin("RecordingBinder", binder)]))
-    return AppClient(create_app(ExtenderService(config, {"b": fw}))), binder
+    return AppClient(build_app(Assembly(config, {"b": fw}))), binder
 
 
 def test_bind_reaches_the_binder_with_the_uid() -> None:

@@ -22,10 +22,9 @@ import httpx
 import pytest
 import yaml
 
-from app.api.app import create_app
 from app.api.edge import DirectRequest, VerbRouter
 from app.api.server import ExtenderServer, uvicorn_config
-from app.bootstrap import build_service
+from app.bootstrap import build_app, load_assembly
 from app.observe.logs import PROBE_HEADER
 from tests.conftest import REPO, free_port, mutual_tls, serve_in_thread
 from tests.e2e.test_bind_security import certs, client_context
@@ -41,7 +40,7 @@ class Served:
     service's uvicorn server in a thread, its router's direct requests counted."""
 
     def __init__(self, config_path: Path | None = None) -> None:
-        self.router: VerbRouter = create_app(build_service(str(config_path) if config_path else None))
+        self.router: VerbRouter = build_app(load_assembly(str(config_path) if config_path else None))
         self.direct: list[str] = []
         offer = self.router.direct
 

@@ -15,10 +15,10 @@ import pytest
 import uvicorn
 
 from app.api import edge
-from app.api.app import create_app
 from app.api.edge import INLINE_SECONDS
 from app.api.server import uvicorn_config
-from app.api.service import INLINE_WEIGHT, ExtenderService
+from app.api.service import INLINE_WEIGHT
+from app.bootstrap import Assembly, build_app
 from app.config import parse_config
 from app.framework import SUCCESS, CycleState, EnabledPlugin, NodeInfo, PodInfo, PreFilterResult, Status, plugin_lists
 from app.framework.runtime import Framework
@@ -66,9 +66,9 @@ def gated() -> Iterator[tuple[str, Gate, uvicorn.Server, threading.Thread]]:
     )
     gate = Gate()
     fw = Framework("default", plugin_lists(filter=[EnabledPlugin("Gate", gate)]))
-    service = ExtenderService(config, {"default": fw})
+    app = build_app(Assembly(config, {"default": fw}))
     port = free_port()
-    server = uvicorn.Server(uvicorn_config(create_app(service), "127.0.0.1", port, {"log_level": "warning"}))
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, {"log_level": "warning"}))
     thread = serve_in_thread(server)
     yield f"http://127.0.0.1:{port}", gate, server, thread
     gate.open.set()
@@ -151,9 +151,7 @@ def test_a_verb_over_inline_weight_runs_on_the_loop_once_known_cheap(
     )
     port = free_port()
     server = uvicorn.Server(
-        uvicorn_config(
-            create_app(ExtenderService(config, {"default": fw})), "127.0.0.1", port, {"log_level": "warning"}
-        )
+        uvicorn_config(build_app(Assembly(config, {"default": fw})), "127.0.0.1", port, {"log_level": "warning"})
     )
     thread = serve_in_thread(server)
     try:

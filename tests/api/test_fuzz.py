@@ -22,8 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.api.app import create_app
-from app.bootstrap import build_service
+from app.bootstrap import build_app, load_assembly
 from tests.e2e.test_server import CONFIG
 from tests.support.bodies import fixture_bytes
 
@@ -34,7 +33,7 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-APP = create_app(build_service(str(CONFIG)))  # profiles "space" (Nodes, the default) and "chaos" (NodeNames)
+APP = build_app(load_assembly(str(CONFIG)))  # profiles "space" (Nodes, the default) and "chaos" (NodeNames)
 FILTER_KEYS = {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
 # (path, base fixture): every verb, both node forms
 TARGETS = [

@@ -94,9 +94,8 @@ def test_bind_admission_follows_the_lease(api: FakeAPIServer, make_cluster: Call
     assert refusal is not None and refusal.startswith(
         "this extender's kube-scheduler (cp-1) does not hold the Lease kube-system/kube-scheduler (held by cp-2_7f3a)"
     )
-    leadership = Leadership(cluster.bind_admission)
     assert cluster.follower is not None
-    leadership.add(cluster.follower, cluster.bind_admission)
+    leadership = Leadership(cluster.bind_admission, leases=[(cluster.follower, cluster.bind_admission)])
     assert leadership.role() == STANDBY
     assert [(r.lease, r.holder, r.role) for r in leadership.leases()] == [
         ("kube-system/kube-scheduler", "cp-2_7f3a", STANDBY)

@@ -12,7 +12,6 @@ from typing import ClassVar
 
 import pytest
 
-from app.api.app import create_app
 from app.config import parse_config
 from app.framework import SUCCESS, CycleState, NodeInfo, PluginEntry, PodInfo, Status, build_registry
 from app.plugins import IN_TREE
@@ -99,7 +98,7 @@ def test_a_filter_request_reaches_its_first_plugin_in_at_most_five_calls() -> No
     """From the ASGI edge (``VerbRouter.__call__``) to the plugin's first method: the answer, the
     verb's handler, the framework's run, its extension point's (``RunPreFilterPlugins``, the
     per-plugin Filter loop), the plugin."""
-    from app.bootstrap import assemble
+    from app.bootstrap import assemble, build_app
 
     registry = build_registry([*IN_TREE, PluginEntry(name="Probe", factory=lambda args, handle: Probe())], False)
     config = parse_config(
@@ -112,7 +111,7 @@ def test_a_filter_request_reaches_its_first_plugin_in_at_most_five_calls() -> No
         },
         registry,
     )
-    app = create_app(assemble(config, registry))
+    app = build_app(assemble(config, registry))
     Probe.stacks.clear()
     answer = AppClient(app).post("/filter", content=fixture_bytes("extenderargs_nocache_n10.json"))
     assert answer.status_code == 200 and len(Probe.stacks) == 11  # PreFilter once, Filter per node

@@ -179,3 +179,13 @@ def test_the_forbidden_message_is_kube_apiservers() -> None:
         'forbidden: User "system:anonymous" cannot get path "/metrics"'
     )
     assert forbidden_message(UserInfo("a"), "get", "/metrics", "why").endswith('path "/metrics": why')
+
+
+def test_the_listeners_errors_are_part_of_the_projects_error_tree() -> None:
+    """ARCHITECTURE.md: every error raised on purpose derives from ``SchedulerExtenderError``."""
+    from app.api.server import ListenError
+    from app.framework.errors import SchedulerExtenderError
+
+    for error in (UnauthorizedError, ReviewFailedError, ListenError):
+        assert issubclass(error, SchedulerExtenderError), error
+    assert not issubclass(UnauthorizedError, APIError)  # its callers catch it by name, apart from APIError

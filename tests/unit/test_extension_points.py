@@ -401,9 +401,9 @@ def _lists_of(path: Path) -> dict[str, dict[str, Any]]:
     plugin ``name/weight/failurePolicy`` where the point keeps them, the shared Reserve plugins,
     whether binds wait out the warm-up."""
     checked = check_configuration(str(path), "validate")
-    assert checked.service is not None, checked.problems
+    assert checked.assembly is not None, checked.problems
     out: dict[str, dict[str, Any]] = {}
-    for name, fw in checked.service.frameworks.items():
+    for name, fw in checked.assembly.frameworks.items():
         row: dict[str, Any] = {}
         for point in EXTENSION_POINTS:
             items: Sequence[Any] = getattr(fw, f"{point.attr}_plugins")

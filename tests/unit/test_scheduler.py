@@ -247,9 +247,8 @@ def test_leadership_reports_the_held_leases_and_the_warm_up_of_their_work() -> N
     a = LeaseElector(settings, store.read, store.create, store.replace, identity="a", clock=clock, wall=clock)
     b = LeaseElector(settings, store.read, store.create, store.replace, identity="b", clock=clock, wall=clock)
     synced: list[str | None] = ["the cluster state has not synced yet"]
-    replica_a, replica_b = Leadership(), Leadership()
-    replica_a.add(a, lambda: synced[0])
-    replica_b.add(b, lambda: None)
+    replica_a = Leadership(leases=[(a, lambda: synced[0])])
+    replica_b = Leadership(leases=[(b, lambda: None)])
     assert replica_a.role() == replica_b.role() == STANDBY  # nobody holds the Lease yet
     a.step()
     b.step()

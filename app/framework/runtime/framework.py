@@ -59,16 +59,17 @@ class Framework(FilterPoints, ScorePoints, BindingCycle):
         waiting_pods: WaitingPods | None = None,
         nominator: PodNominator | None = None,
         shared_reserve: Sequence[ReservePlugin] = (),
+        bind_warm_up: bool = True,
     ) -> None:
         super().__init__(profile, http_timeout, cluster, waiting_pods, nominator)
         lists = plugins(self) if callable(plugins) else plugins
         #: the lists, one per row of :data:`~app.framework.points.EXTENSION_POINTS`
         self.lists = lists
         self.shared_reserve = shared_reserve
-        #: whether this profile's binds wait out the cluster's warm-up (a Reserve of its guards
-        #: capacity: :attr:`~app.framework.handle.ClusterNeeds.guards_capacity`); set by the
-        #: assembly, read by the extender's ``bind`` verb
-        self.bind_warm_up = True
+        #: whether this profile's binds wait out the cluster's warm-up (a Reserve of its, or a
+        #: cluster-wide one, guards capacity: :attr:`~app.framework.handle.ClusterNeeds.guards_capacity`);
+        #: read by the extender's ``bind`` verb
+        self.bind_warm_up = bind_warm_up
         unique: dict[int, Plugin] = {}
         for point in EXTENSION_POINTS:
             for ep in lists.of(point):
