@@ -4,39 +4,8 @@ of its own secure port (cmd/kube-scheduler/app/server.go ``buildHandlerChain``:
 ``WithAuthentication`` then ``WithAuthorization``, configured by k8s.io/apiserver
 pkg/server/options/authentication.go and authorization.go).
 
-A request, top to bottom (:meth:`MetricsListener.__call__`):
-
-1. anything but ``GET`` of the three paths: ``404 page not found`` (Go's ``NotFound``), before any
-   credential is looked at, so that a scan of random paths costs the API server nothing (in
-   kube-scheduler authentication runs first and only then its mux answers 404);
-2. ``alwaysAllowPaths`` (``/healthz``, ``/readyz``): answered without authentication or
-   authorization (kube-scheduler authenticates them too and then always allows them; here they
-   cost no review even with a token);
-3. a connection past ``maxConnections``: 503 with ``Retry-After``;
-4. authentication (:meth:`DelegatedAuth.authenticate`), in the order of
-   pkg/authentication/authenticatorfactory/delegating.go: a client certificate verified against
-   ``clientCAFile`` names user CN and groups O (pkg/authentication/request/x509); else a bearer
-   token (pkg/authentication/request/bearertoken/bearertoken.go) reviewed by the API server
-   (``TokenReview``, plugin/pkg/authenticator/token/webhook/webhook.go) through a cache
-   (pkg/authentication/token/cache/cached_token_authenticator.go: keyed by a keyed hash of the
-   token, concurrent look-ups of one token share one review, failed reviews are not kept); else
-   the anonymous user ``system:anonymous`` (group ``system:unauthenticated``: the delegating
-   authenticator allows anonymous requests, ``unionauth.NewFailOnError``). An authenticated user
-   gains the group ``system:authenticated`` (pkg/authentication/group). A token the API server
-   does not authenticate, or a review that fails, is ``401 Unauthorized`` (the review's failure is
-   logged);
-5. authorization (:meth:`DelegatedAuth.authorize`), as pkg/server/options/authorization.go's
-   union: a member of ``system:masters`` is allowed; else a ``SubjectAccessReview`` with
-   ``nonResourceAttributes: {path, verb: get}`` and the user's name, uid, groups and extra
-   (plugin/pkg/authorizer/webhook/webhook.go), its answer kept ``cacheTTL`` whether allowed or
-   not. Not allowed: ``403`` with kube-apiserver's message (``forbidden: User "x" cannot get path
-   "/metrics"``, pkg/endpoints/handlers/responsewriters ``Forbidden``); a review that fails:
-   ``500`` (pkg/endpoints/filters/authorization.go answers an authorizer's error with
-   ``InternalError``: the API server's failure, not the client's mistake);
-6. the answer: the verb listener's own FastAPI app (:func:`~app.api.app.create_app`), so both
-   listeners serve the same bodies.
-
-With ``insecure: true`` steps 2 to 5 are skipped: plain HTTP, no credentials asked.
+A request goes through the steps of :class:`MetricsListener` (404 for other paths, the
+always-allowed paths, admission, authentication, authorization, the answer).
 
 The reviews are blocking calls of :class:`~app.kube.client.KubeClient` (the official client's
 urllib3 pool): they run on :data:`REVIEW_WORKERS` threads, never on the event loop. With the
@@ -359,7 +328,42 @@ def forbidden_message(user: UserInfo, verb: str, path: str, reason: str) -> str:
 
 class MetricsListener:
     """The metrics listener's ASGI app (see the module doc): ``app`` answers the three paths once
-    admitted (the verb listener's FastAPI app); ``auth`` is ``None`` with ``insecure: true``."""
+    admitted (the verb listener's FastAPI app); ``auth`` is ``None`` with ``insecure: true``.
+
+    A request, top to bottom (:meth:`MetricsListener.__call__`):
+
+    1. anything but ``GET`` of the three paths: ``404 page not found`` (Go's ``NotFound``), before any
+       credential is looked at, so that a scan of random paths costs the API server nothing (in
+       kube-scheduler authentication runs first and only then its mux answers 404);
+    2. ``alwaysAllowPaths`` (``/healthz``, ``/readyz``): answered without authentication or
+       authorization (kube-scheduler authenticates them too and then always allows them; here they
+       cost no review even with a token);
+    3. a connection past ``maxConnections``: 503 with ``Retry-After``;
+    4. authentication (:meth:`DelegatedAuth.authenticate`), in the order of
+       pkg/authentication/authenticatorfactory/delegating.go: a client certificate verified against
+       ``clientCAFile`` names user CN and groups O (pkg/authentication/request/x509); else a bearer
+       token (pkg/authentication/request/bearertoken/bearertoken.go) reviewed by the API server
+       (``TokenReview``, plugin/pkg/authenticator/token/webhook/webhook.go) through a cache
+       (pkg/authentication/token/cache/cached_token_authenticator.go: keyed by a keyed hash of the
+       token, concurrent look-ups of one token share one review, failed reviews are not kept); else
+       the anonymous user ``system:anonymous`` (group ``system:unauthenticated``: the delegating
+       authenticator allows anonymous requests, ``unionauth.NewFailOnError``). An authenticated user
+       gains the group ``system:authenticated`` (pkg/authentication/group). A token the API server
+       does not authenticate, or a review that fails, is ``401 Unauthorized`` (the review's failure is
+       logged);
+    5. authorization (:meth:`DelegatedAuth.authorize`), as pkg/server/options/authorization.go's
+       union: a member of ``system:masters`` is allowed; else a ``SubjectAccessReview`` with
+       ``nonResourceAttributes: {path, verb: get}`` and the user's name, uid, groups and extra
+       (plugin/pkg/authorizer/webhook/webhook.go), its answer kept ``cacheTTL`` whether allowed or
+       not. Not allowed: ``403`` with kube-apiserver's message (``forbidden: User "x" cannot get path
+       "/metrics"``, pkg/endpoints/handlers/responsewriters ``Forbidden``); a review that fails:
+       ``500`` (pkg/endpoints/filters/authorization.go answers an authorizer's error with
+       ``InternalError``: the API server's failure, not the client's mistake);
+    6. the answer: the verb listener's own FastAPI app (:func:`~app.api.app.create_app`), so both
+       listeners serve the same bodies.
+
+    With ``insecure: true`` steps 2 to 5 are skipped: plain HTTP, no credentials asked.
+    """
 
     def __init__(self, app: ASGIApp, config: MetricsServerConfig, auth: DelegatedAuth | None) -> None:
         self.app = app

@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -125,6 +124,8 @@ class ExtenderService:
         self.pod_events = pod_events
         limits = config.server.limits
         self.limits = codec.Limits(limits.max_nodes, limits.max_victims_per_node, limits.max_victims)
+        #: what the codec keeps between this service's requests (a NodeNames list, the last pod)
+        self.memo = codec.RequestMemo()
         self.health = health
         self.verbs: dict[str, tuple[VerbName, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
@@ -289,7 +290,7 @@ class ExtenderService:
             return Answer(200, codec.encode_filter_error(outcome.error), True, pod=args.pod)
         statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
         if self.recording:
-            names = codec.kept_json(args.names) or args.node_name_list  # packed already when kept
+            names = codec.kept_json(args.names, args.memo) or args.node_name_list  # packed already when kept
             self._record(framework, "filter", args.pod, started, names=names, statuses=statuses, ignored=ignored)
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:
@@ -332,12 +333,12 @@ class ExtenderService:
                 "prioritize",
                 args.pod,
                 started,
-                names=codec.kept_json(names) or names,  # packed already when kept
+                names=codec.kept_json(names, args.memo) or names,  # packed already when kept
                 extender_scores=scores,
                 plugin_scores=outcome.plugin_scores,
                 unknown=resolved.unknown,
             )
-        return Answer(200, codec.encode_host_priority_list(names, scores), pod=args.pod)
+        return Answer(200, codec.encode_host_priority_list(names, scores, args.memo), pod=args.pod)
 
     def preempt(self, framework: Framework, args: codec.PreemptionArgsView) -> Answer:
         """Answer a decoded preempt request: always ``NodeNameToMetaVictims`` with UIDs."""
@@ -496,8 +497,8 @@ class Verb:
     request: type[BaseModel]
     result: type[BaseModel]
     summary: str
-    #: body bytes -> the handler's input; raises DecodeError
-    decode: Callable[[bytes | bytearray, codec.Limits], Any]
+    #: (body bytes, limits, the service's memo) -> the handler's input; raises DecodeError
+    decode: Callable[[bytes | bytearray, codec.Limits, codec.RequestMemo], Any]
     #: (service, framework, decoded input) -> Answer, or an awaitable Answer when not ``blocking``;
     #: a node that a plugin reads lazily and that does not decode is answered 400 by the handler
     handle: Callable[[ExtenderService, Framework, Any], Answer | Awaitable[Answer]]
@@ -509,7 +510,7 @@ class Verb:
     weight: Callable[[Any], int] = len
     #: ``decode`` keeping the nodes' ``status.images``, for a profile whose plugins read them
     #: (:attr:`ExtenderService.node_images`); ``None``: ``decode`` for every profile
-    decode_images: Callable[[bytes | bytearray, codec.Limits], Any] | None = None
+    decode_images: Callable[[bytes | bytearray, codec.Limits, codec.RequestMemo], Any] | None = None
 
     def error(self, status: int, message: str, retry_after: int | None = None) -> Answer:
         """This verb's result type carrying ``message`` in ``Error``, with an HTTP status."""
@@ -522,7 +523,7 @@ class Verb:
         if self.decode_images is not None and framework.profile in service.node_images:
             decode = self.decode_images
         try:
-            return decode(body, service.limits)
+            return decode(body, service.limits, service.memo)
         except codec.DecodeError as exc:
             return self.error(400, str(exc))
 
@@ -546,6 +547,15 @@ class Verb:
         return await answer
 
 
+def _extender_args(
+    keep_raw: bool, images: bool = False
+) -> Callable[[bytes | bytearray, codec.Limits, codec.RequestMemo], Any]:
+    def decode(body: bytes | bytearray, limits: codec.Limits, memo: codec.RequestMemo) -> codec.ExtenderArgsView:
+        return codec.decode_extender_args(body, limits, keep_raw=keep_raw, images=images, memo=memo)
+
+    return decode
+
+
 def _victims(args: codec.PreemptionArgsView) -> int:
     return len(args.candidates) + sum(len(v.pods) for v in args.candidates.values())
 
@@ -558,29 +568,29 @@ VERBS: dict[str, Verb] = {
             models.ExtenderArgs,
             models.ExtenderFilterResult,
             "Filter: which of the candidate nodes the pod may run on (ExtenderArgs -> ExtenderFilterResult).",
-            partial(codec.decode_extender_args, keep_raw=True),
+            _extender_args(keep_raw=True),
             ExtenderService.filter,
             blocking=True,
             decode_on_loop=True,
-            decode_images=partial(codec.decode_extender_args, keep_raw=True, images=True),
+            decode_images=_extender_args(keep_raw=True, images=True),
         ),
         Verb(
             "prioritize",
             models.ExtenderArgs,
             models.HostPriorityList,
             "Prioritize: a 0..10 score per node (ExtenderArgs -> HostPriorityList, a bare array).",
-            partial(codec.decode_extender_args, keep_raw=False),
+            _extender_args(keep_raw=False),
             ExtenderService.prioritize,
             blocking=True,
             decode_on_loop=True,
-            decode_images=partial(codec.decode_extender_args, keep_raw=False, images=True),
+            decode_images=_extender_args(keep_raw=False, images=True),
         ),
         Verb(
             "preempt",
             models.ExtenderPreemptionArgs,
             models.ExtenderPreemptionResult,
             "Preempt: the candidate nodes and victims this extender accepts, always as UIDs.",
-            codec.decode_preemption_args,
+            lambda body, limits, memo: codec.decode_preemption_args(body, limits),
             ExtenderService.preempt,
             blocking=True,
             weight=_victims,
@@ -590,7 +600,7 @@ VERBS: dict[str, Verb] = {
             models.ExtenderBindingArgs,
             models.ExtenderBindingResult,
             "Bind: bind the pod to the node (ExtenderBindingArgs -> ExtenderBindingResult).",
-            codec.decode_binding_args,
+            lambda body, limits, memo: codec.decode_binding_args(body, limits),
             ExtenderService.bind,
             blocking=False,
         ),

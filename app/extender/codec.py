@@ -318,7 +318,7 @@ class _Args(msgspec.Struct, Generic[_Item], rename="pascal", forbid_unknown_fiel
 
     pod: msgspec.Raw
     nodes: _NodeList[_Item] | None
-    #: ``list[str] | None``, decoded by :data:`_NAME_LISTS` (the same bytes as a recent request's:
+    #: ``list[str] | None``, decoded through the service's :class:`RequestMemo` (the same bytes as a recent request's:
     #: that request's list, whose strings' hashes are computed already)
     node_names: msgspec.Raw
 
@@ -350,10 +350,11 @@ class ExtenderArgsView:
     NodeInfos built on first use: the cluster state usually resolves ``names`` instead).
     ``node_raws`` (non-cache mode) holds each node's JSON bytes for echoing, and ``list_meta`` the
     ``Nodes.metadata`` bytes; ``node_names`` is true when the request carried ``NodeNames`` (cache
-    mode), which the answer then carries too; ``names`` is that list when ``Nodes`` was null.
+    mode), which the answer then carries too; ``names`` is that list when ``Nodes`` was null;
+    ``memo``: the :class:`RequestMemo` it was decoded with (``None``: none).
     """
 
-    __slots__ = ("_nodes", "list_meta", "names", "node_names", "node_raws", "pod")
+    __slots__ = ("_nodes", "list_meta", "memo", "names", "node_names", "node_raws", "pod")
 
     def __init__(
         self,
@@ -363,8 +364,10 @@ class ExtenderArgsView:
         list_meta: bytes | msgspec.Raw,
         node_names: bool,
         names: list[str] | None = None,
+        memo: RequestMemo | None = None,
     ) -> None:
         self.pod = pod
+        self.memo = memo
         self._nodes = nodes
         self.node_raws = node_raws
         self.list_meta = list_meta
@@ -398,7 +401,12 @@ class ExtenderArgsView:
 
 
 def decode_extender_args(
-    body: bytes | bytearray, limits: Limits = DEFAULT_LIMITS, *, keep_raw: bool = True, images: bool = False
+    body: bytes | bytearray,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    keep_raw: bool = True,
+    images: bool = False,
+    memo: RequestMemo | None = None,
 ) -> ExtenderArgsView:
     """Decode a filter/prioritize body; raises :class:`DecodeError`.
 
@@ -410,17 +418,18 @@ def decode_extender_args(
     the rest of it, and kube-scheduler scores ImageLocality itself before it calls an extender).
     ``Pod`` must be an object; at least one of ``Nodes`` and ``NodeNames`` must be non-null (when
     both are, as in kube-scheduler's test fixtures, they must list the same nodes). At most
-    ``limits.max_nodes`` nodes or names.
+    ``limits.max_nodes`` nodes or names. ``memo``: the service's :class:`RequestMemo` (a
+    ``NodeNames`` list and a pod sent again are not decoded again); ``None``: nothing kept.
     """
     check_body(body, limits)
     try:
         raw = (_RAW_ARGS if keep_raw else _IMAGES_ARGS if images else _VIEW_ARGS).decode(body)
-        names = _NAME_LISTS.get(raw.node_names)
+        names = memo.names.get(raw.node_names) if memo is not None else _NAMES.decode(raw.node_names)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _decode_extender_args_general(body, limits, images)
     except RecursionError:
         raise _nesting_error() from None
-    pod = _LAST_POD.get(raw.pod)
+    pod = memo.pod.get(raw.pod) if memo is not None else _decode_pod(raw.pod)
     nodes: list[NodeInfo] | None = None
     raws: list[msgspec.Raw] | None = None
     meta: bytes | msgspec.Raw = _EMPTY_OBJECT
@@ -438,7 +447,7 @@ def decode_extender_args(
                 if not name:  # not what json.Marshal(v1.Node) writes: decode the Go way
                     return _decode_extender_args_general(body, limits, images)
                 nodes.append(NodeInfo(name, cast(objects.Node, view)))  # without status.images unless images
-    return _assemble(pod, nodes, raws, meta, names, limits)
+    return _assemble(pod, nodes, raws, meta, names, limits, memo)
 
 
 _NAMES = msgspec.json.Decoder(list[str] | None)
@@ -501,10 +510,10 @@ class _NameLists:
         return None
 
 
-def kept_json(names: Sequence[str] | None) -> bytes | None:
-    """``orjson.dumps(names)`` when ``names`` is a ``NodeNames`` list the codec keeps (a
-    recent request's, decoded from the same bytes: :class:`_NameLists`), else ``None``."""
-    kept = _NAME_LISTS.entry(names) if names is not None else None
+def kept_json(names: Sequence[str] | None, memo: RequestMemo | None) -> bytes | None:
+    """``orjson.dumps(names)`` when ``names`` is a ``NodeNames`` list ``memo`` keeps (a recent
+    request's, decoded from the same bytes: :class:`_NameLists`), else ``None``."""
+    kept = memo.names.entry(names) if names is not None and memo is not None else None
     return kept.json() if kept is not None else None
 
 
@@ -512,7 +521,6 @@ def kept_json(names: Sequence[str] | None) -> bytes | None:
 NAME_LIST_MIN = 64
 #: How many recent ``NodeNames`` lists :class:`_NameLists` keeps.
 NAME_LISTS = 4
-_NAME_LISTS = _NameLists()
 
 
 class _LastPod:
@@ -534,16 +542,34 @@ class _LastPod:
         kept = self.kept
         if kept is not None and kept[0] == data:
             return kept[1]
-        pod_view = decode_as(raw, objects.Pod | None, "Pod")
-        if pod_view is None:
-            raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
-        info = PodInfo(pod_view)
-        _checked(info, "Pod")
+        info = _decode_pod(raw)
         self.kept = (data, info)
         return info
 
 
-_LAST_POD = _LastPod()
+def _decode_pod(raw: msgspec.Raw) -> PodInfo:
+    """The checked :class:`PodInfo` of an ``ExtenderArgs.Pod``; raises :class:`DecodeError` for a
+    null or malformed pod."""
+    pod_view = decode_as(raw, objects.Pod | None, "Pod")
+    if pod_view is None:
+        raise DecodeError("Pod is null: ExtenderArgs must carry the pod being scheduled")
+    info = PodInfo(pod_view)
+    _checked(info, "Pod")
+    return info
+
+
+class RequestMemo:
+    """What one service's codec keeps between requests, by their bytes: the ``NodeNames`` lists
+    of recent bodies (:class:`_NameLists`, with the answers derived from them) and the pod of the
+    last filter or prioritize body (:class:`_LastPod`). One per
+    :class:`~app.api.service.ExtenderService`, passed to :func:`decode_extender_args`; nothing is
+    kept at module level, so two services (two tests, a replay beside a server) share nothing."""
+
+    __slots__ = ("names", "pod")
+
+    def __init__(self) -> None:
+        self.names = _NameLists()
+        self.pod = _LastPod()
 
 
 def _request_nodes(
@@ -605,6 +631,7 @@ def _assemble(
     meta: bytes | msgspec.Raw,
     names: list[str] | None,
     limits: Limits,
+    memo: RequestMemo | None = None,
 ) -> ExtenderArgsView:
     _checked(pod, "Pod")
     if nodes is None and names is None:
@@ -616,12 +643,12 @@ def _assemble(
         _cap(len(names), limits.max_nodes, "NodeNames", "maxNodes")
     if nodes is None:
         assert names is not None
-        return ExtenderArgsView(pod, None, None, meta, True, names)
+        return ExtenderArgsView(pod, None, None, meta, True, names, memo)
     if names is not None and names != [n.name for n in nodes]:
         raise DecodeError("NodeNames and Nodes.items name different nodes; send one of them")
     for i, node in enumerate(nodes):
         _checked(node, f"Nodes.items[{i}]")
-    return ExtenderArgsView(pod, nodes, raws, meta, names is not None)
+    return ExtenderArgsView(pod, nodes, raws, meta, names is not None, memo=memo)
 
 
 def _checked(obj: NodeInfo | PodInfo, where: str) -> None:
@@ -714,7 +741,7 @@ def _all_passed(args: ExtenderArgsView) -> Chunks:
         out.append(_NULL)
     else:
         names = args.node_name_list()
-        kept = _NAME_LISTS.entry(names)
+        kept = args.memo.names.entry(names) if args.memo is not None else None
         out.append(kept.json() if kept is not None else orjson.dumps(names))
     out.append(b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}')
     return out
@@ -733,12 +760,13 @@ def encode_filter_error(message: str) -> bytes:
     )
 
 
-def encode_host_priority_list(names: Sequence[str], scores: Sequence[int]) -> bytes:
-    """``HostPriorityList``: a bare array, one ``{"Host","Score"}`` per node in request order.
-    Raises ``ValueError`` when the two lengths differ."""
+def encode_host_priority_list(names: Sequence[str], scores: Sequence[int], memo: RequestMemo | None = None) -> bytes:
+    """``HostPriorityList``: a bare array, one ``{"Host","Score"}`` per node in request order
+    (the last answer for the same kept names and scores reused from ``memo``). Raises
+    ``ValueError`` when the two lengths differ."""
     if len(names) != len(scores):
         raise ValueError(f"{len(names)} names but {len(scores)} scores")
-    kept = _NAME_LISTS.entry(names)
+    kept = memo.names.entry(names) if memo is not None else None
     if kept is None:
         return _ENCODER.encode(list(map(_HostPriority, names, scores)))
     last = kept.answer

@@ -4,6 +4,7 @@ upstream TestCompatibility shapes (PROTOCOL.md 1.2)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -231,22 +232,27 @@ def test_the_same_pod_bytes_decode_once_and_another_pod_is_its_own() -> None:
     """kube-scheduler sends prioritize the very pod bytes it sent filter: that pod is decoded once
     (the same PodInfo); a pod of other bytes is decoded anew, and a malformed one is still refused
     after a good one."""
+    memo = codec.RequestMemo()
+    decode = partial(codec.decode_extender_args, memo=memo)
     doc = json.loads(fixture_bytes("extenderargs_cache_n10.json"))
-    first = codec.decode_extender_args(go_marshal(doc))
-    again = codec.decode_extender_args(go_marshal({**doc, "NodeNames": doc["NodeNames"][:3]}), keep_raw=False)
+    first = decode(go_marshal(doc))
+    again = decode(go_marshal({**doc, "NodeNames": doc["NodeNames"][:3]}), keep_raw=False)
     assert again.pod is first.pod and again.names == doc["NodeNames"][:3]
     other = json.loads(json.dumps(doc))
     other["Pod"]["metadata"]["uid"] = "another-uid"
     other["Pod"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
-    second = codec.decode_extender_args(go_marshal(other))
+    second = decode(go_marshal(other))
     assert second.pod is not first.pod
     assert second.pod.uid == "another-uid"
     assert second.pod.requests["cpu"] == first.pod.requests["cpu"] - 250 + 3000  # its first container's 250m
     assert first.pod.uid == doc["Pod"]["metadata"]["uid"]
     other["Pod"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1e2i"}}
     with pytest.raises(codec.DecodeError, match="Pod"):
-        codec.decode_extender_args(go_marshal(other))
-    assert codec.decode_extender_args(go_marshal(doc)).pod.uid == doc["Pod"]["metadata"]["uid"]
+        decode(go_marshal(other))
+    assert decode(go_marshal(doc)).pod.uid == doc["Pod"]["metadata"]["uid"]
+    # another service's memo (and no memo) share nothing with this one
+    assert codec.decode_extender_args(go_marshal(doc), memo=codec.RequestMemo()).pod is not decode(go_marshal(doc)).pod
+    assert codec.decode_extender_args(go_marshal(doc)).pod is not decode(go_marshal(doc)).pod
 
 
 def test_the_same_node_names_bytes_decode_once_and_answer_the_same_bytes() -> None:
@@ -256,13 +262,15 @@ def test_the_same_node_names_bytes_decode_once_and_answer_the_same_bytes() -> No
     too; a short or another list is its own."""
     doc = json.loads(fixture_bytes("extenderargs_cache_n5000.json"))
     doc["NodeNames"] = doc["NodeNames"][:300]
-    first = codec.decode_extender_args(go_marshal(doc))
-    again = codec.decode_extender_args(go_marshal(doc), keep_raw=False)
+    memo = codec.RequestMemo()
+    decode = partial(codec.decode_extender_args, memo=memo)
+    first = decode(go_marshal(doc))
+    again = decode(go_marshal(doc), keep_raw=False)
     assert again.names is first.names and first.names == doc["NodeNames"]
-    assert codec.kept_json(first.names) == json.dumps(doc["NodeNames"], separators=(",", ":")).encode()
+    assert codec.kept_json(first.names, memo) == json.dumps(doc["NodeNames"], separators=(",", ":")).encode()
     answer = codec.join(codec.encode_filter_result(first, [SUCCESS] * 300))
     assert json.loads(answer)["NodeNames"] == doc["NodeNames"]
-    assert codec.kept_json(list(first.names)) is None  # an equal list, but not the kept one
+    assert codec.kept_json(list(first.names), memo) is None  # an equal list, but not the kept one
     general = codec.join(
         codec.encode_filter_result(
             codec.ExtenderArgsView(first.pod, None, None, b"{}", True, list(first.names)), [SUCCESS] * 300
@@ -278,15 +286,13 @@ def test_the_same_node_names_bytes_decode_once_and_answer_the_same_bytes() -> No
         names = again.names
         assert names is not None
         expected = msgspec.json.encode([{"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)])
-        assert codec.encode_host_priority_list(names, scores) == expected
-        assert codec.encode_host_priority_list(list(names), scores) == expected
+        assert codec.encode_host_priority_list(names, scores, memo) == expected
+        assert codec.encode_host_priority_list(list(names), scores, memo) == expected
     short = {**doc, "NodeNames": doc["NodeNames"][: codec.NAME_LIST_MIN - 1]}
-    assert (
-        codec.decode_extender_args(go_marshal(short)).names is not codec.decode_extender_args(go_marshal(short)).names
-    )
+    assert decode(go_marshal(short)).names is not decode(go_marshal(short)).names
     other = {**doc, "NodeNames": doc["NodeNames"][1:]}
-    assert codec.decode_extender_args(go_marshal(other)).names == doc["NodeNames"][1:]
+    assert decode(go_marshal(other)).names == doc["NodeNames"][1:]
     bad = {**doc, "NodeNames": [1, 2]}
     with pytest.raises(codec.DecodeError):
-        codec.decode_extender_args(go_marshal(bad))
-    assert codec.decode_extender_args(go_marshal(doc)).names is first.names  # still kept
+        decode(go_marshal(bad))
+    assert decode(go_marshal(doc)).names is first.names  # still kept
