@@ -2,7 +2,7 @@
 serves the :data:`ROUTES` table (``GET /`` a JSON pointer to the rest, ``/healthz``, ``/readyz``,
 ``/profiles``, ``/explain/{namespace}/{name}``, ``/version``, ``/metrics``), each answered by a
 method of :class:`Routes`, and the OpenAPI document (``/openapi.json``, ``/docs``), whose verb paths
-come from the same table the router serves (:data:`~app.api.service.VERBS`).
+come from the same table the router serves (:data:`~app.api.verbs.VERBS`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from app import __version__
 from app.api.edge import PEER_CN, VerbRouter
 from app.api.explain import Explanation
 from app.api.metrics import Metrics
-from app.api.service import VERBS, ExtenderService, openapi_paths
+from app.api.service import ExtenderService
+from app.api.verbs import VERBS, openapi_paths
 from app.observe.capture import Capture
 
 #: The endpoints besides the verbs: path, :class:`Routes` method answering ``GET`` on it, and

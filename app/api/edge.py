@@ -3,14 +3,14 @@ hands every other request to the FastAPI app (health, metrics, OpenAPI, docs).
 
 One request, top to bottom (:meth:`VerbRouter.__call__`):
 
-1. route: the path names a verb of :data:`~app.api.service.VERBS`, with or without a profile;
+1. route: the path names a verb of :data:`~app.api.verbs.VERBS`, with or without a profile;
 2. admission: a connection past ``server.maxConnections`` or a request past
    ``server.maxRequestsInFlight`` gets 503 with ``Retry-After`` (the verb's result type);
 3. the profile: :meth:`ExtenderService.resolve` (unknown profile, unserved verb: its answer);
 4. the body: at most ``server.maxRequestBytes`` (else 413), within ``server.timeouts.body`` (else
    408), within the ``server.maxInFlightBytes`` budget shared by all requests (else 503);
 5. the verb: decoded on the loop, evaluated on the loop when cheap (at most
-   :data:`~app.api.service.INLINE_WEIGHT` nodes or victims, or the profile's earlier answers took
+   :data:`~app.api.verbs.INLINE_WEIGHT` nodes or victims, or the profile's earlier answers took
    at most :data:`INLINE_SECONDS`), else in the one verb worker thread (kube-scheduler's cycle is
    serial; the loop stays free for health, metrics and binds); bind is a coroutine on the loop;
    an unexpected exception is logged and answered 500 without its text;
@@ -38,7 +38,8 @@ from typing import Any
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from app.api.metrics import Metrics
-from app.api.service import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Answer, ExtenderService, Verb
+from app.api.service import Answer, ExtenderService
+from app.api.verbs import INLINE_BODY_BYTES, INLINE_WEIGHT, VERBS, Verb
 from app.config import ServerConfig
 from app.extender.codec import DENSE_CHECK_BYTES, Body, Chunks
 from app.framework.errors import SchedulerExtenderError
@@ -60,7 +61,7 @@ PEER_CN = "scheduler_extender.peer_cn"
 #: Set in a request's scope by the server: the O values (organizations) of that certificate, a
 #: tuple (empty without one): the groups kube-apiserver's x509 authenticator reads.
 PEER_GROUPS = "scheduler_extender.peer_groups"
-#: A blocking verb over more than :data:`~app.api.service.INLINE_WEIGHT` nodes or victims runs on
+#: A blocking verb over more than :data:`~app.api.verbs.INLINE_WEIGHT` nodes or victims runs on
 #: the loop when its profile's earlier such answers say it takes at most this long (seconds): the
 #: in-tree cache-mode plugins answer 5,000 names in 1 to 3 ms, less than the worker thread's hop
 #: costs on a busy machine (two thread wake-ups), and the loop stays held no longer than the
@@ -267,7 +268,7 @@ class VerbRouter:
     def _cheap(self, key: tuple[str, str], weight: int) -> bool:
         """Whether a blocking verb of ``key`` (profile, verb) over ``weight`` nodes or victims is
         expected to take at most :data:`INLINE_SECONDS` (from what its earlier answers over more
-        than :data:`~app.api.service.INLINE_WEIGHT` cost per node): it then runs on the loop,
+        than :data:`~app.api.verbs.INLINE_WEIGHT` cost per node): it then runs on the loop,
         saving the two thread wake-ups of the worker's hop. Unknown (the first such request of
         ``key``): no."""
         per_node = self.cost.get(key)
@@ -275,7 +276,7 @@ class VerbRouter:
 
     def _timed(self, key: tuple[str, str], weight: int, handle: Any, *args: Any) -> Answer:
         """``handle(*args)`` of a verb over ``weight`` nodes or victims (more than
-        :data:`~app.api.service.INLINE_WEIGHT`), its seconds per node folded into :attr:`cost` (a
+        :data:`~app.api.verbs.INLINE_WEIGHT`), its seconds per node folded into :attr:`cost` (a
         moving mean over the last few)."""
         started = time.perf_counter()
         try:
@@ -332,7 +333,7 @@ class VerbRouter:
 
     def direct_answer(self, request: DirectRequest, body: bytes | bytearray) -> Answer | Awaitable[Answer]:
         """The answer to a :meth:`direct` request's whole body: at once, or an awaitable of the
-        worker thread's (a verb over :data:`~app.api.service.INLINE_WEIGHT` nodes or victims)."""
+        worker thread's (a verb over :data:`~app.api.verbs.INLINE_WEIGHT` nodes or victims)."""
         request.body = body
         return self._evaluate(request.verb, request.target, body, self.service)
 

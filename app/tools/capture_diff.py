@@ -1,7 +1,7 @@
 """``replay --capture``: run captured traffic through another configuration and diff the decisions.
 
 Each captured filter, prioritize and preempt request (:mod:`app.observe.capture`) is answered
-again, offline, by the same verb code the server runs (:data:`app.api.service.VERBS`) under the
+again, offline, by the same verb code the server runs (:data:`app.api.verbs.VERBS`) under the
 other configuration's profile of the same name, and the new answer is compared with the captured
 one:
 
@@ -27,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from app.api.service import VERBS, Answer, ExtenderService
+from app.api.service import Answer, ExtenderService
+from app.api.verbs import VERBS
 from app.extender import codec
 from app.framework.runtime import Framework
 

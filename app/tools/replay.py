@@ -22,7 +22,8 @@ import orjson
 import yaml
 
 from app.api.edge import INTERNAL_ERROR, body_too_large
-from app.api.service import VERBS, Answer, ExtenderService
+from app.api.service import Answer, ExtenderService
+from app.api.verbs import VERBS
 from app.bootstrap import build_service
 from app.cluster.podgroups import PodGroup
 from app.config import did_you_mean

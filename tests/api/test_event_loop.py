@@ -17,7 +17,7 @@ import uvicorn
 from app.api import edge
 from app.api.edge import INLINE_SECONDS
 from app.api.server import uvicorn_config
-from app.api.service import INLINE_WEIGHT
+from app.api.verbs import INLINE_WEIGHT
 from app.bootstrap import Assembly, build_app
 from app.config import parse_config
 from app.framework import SUCCESS, CycleState, EnabledPlugin, NodeInfo, PodInfo, PreFilterResult, Status, plugin_lists
