@@ -118,8 +118,9 @@ class PodInfo:
         #: ``spec.preemptionPolicy`` (``""`` is ``PreemptLowerPriority``)
         self.preemption_policy: str = spec.preemption_policy or ""
         #: the host ports the containers ask for, as ``(hostIP, protocol, hostPort)`` with
-        #: ``0.0.0.0`` and ``TCP`` for unset (pkg/scheduler/util ``GetHostPorts`` of v1.30: the
-        #: containers' ports with a ``hostPort`` above 0; init containers are not read)
+        #: ``0.0.0.0`` and ``TCP`` for unset (pkg/scheduler/util ``GetHostPorts`` of v1.36.3: the
+        #: ports with a ``hostPort`` above 0 of the sidecars (init containers with
+        #: ``restartPolicy: Always``, which run the pod's whole life), then of the containers)
         self.host_ports: tuple[tuple[str, str, int], ...] = _host_ports(spec)
         #: ``spec.volumes`` the volume plugins read (claims and in-tree disks,
         #: :meth:`objects.Volume.relevant`), in the pod's order; the others are not kept
@@ -330,9 +331,10 @@ def _disrupted_by_preemption(status: objects.PodStatus | None) -> bool:
 
 
 def _host_ports(spec: objects.PodSpec) -> tuple[tuple[str, str, int], ...]:
+    sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
     ports = [
         (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
-        for c in spec.containers or ()
+        for c in (*sidecars, *(spec.containers or ()))
         for p in c.ports or ()
         if p.host_port is not None and p.host_port > 0
     ]
