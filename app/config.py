@@ -25,13 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from app.framework import features
 from app.framework.build import effective_points, enabled_plugins
 from app.framework.errors import SchedulerExtenderError
 from app.framework.labels import parse_selector
@@ -541,8 +542,34 @@ class SchedulingConfig(_Model):
         return parse_duration(getattr(self, name))
 
 
+# -- featureGates ----------------------------------------------------------------------------------
+
+#: ``featureGates``: kube-scheduler v1.36's gate names with true or false, checked by
+#: :func:`_feature_gate_problems` (every problem with its own path)
+FeatureGatesMap = Annotated[
+    dict[str, Any],
+    pydantic.WithJsonSchema(
+        {
+            "type": "object",
+            "description": "kube-scheduler v1.36's feature gates: a name and true or false",
+            "propertyNames": {"enum": sorted(features.GATES)},
+            "additionalProperties": {"type": "boolean"},
+        }
+    ),
+]
+
+
+def _feature_gate_problems(data: Any) -> list[str]:
+    """:func:`app.framework.features.problems` of a document's ``featureGates`` mapping."""
+    gates = data.get("featureGates") if isinstance(data, dict) else None
+    return features.problems(gates) if isinstance(gates, dict) else []
+
+
 class Configuration(_Model):
-    """The whole service configuration (see the module doc)."""
+    """The whole service configuration (see the module doc). ``featureGates``: kube-scheduler's
+    feature gates (:mod:`app.framework.features`), v1.36.3's defaults unless named here; a loaded
+    configuration makes them the process's (:func:`parse_config`), as ``--feature-gates`` does for
+    kube-scheduler."""
 
     api_version: Literal["config.scheduler-extender.dev/v1alpha1"]
     kind: Literal["ExtenderConfiguration"]
@@ -550,6 +577,7 @@ class Configuration(_Model):
     cluster: ClusterConfig | None = None
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
     scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
+    feature_gates: FeatureGatesMap | None = None
     profiles: list[Profile] = Field(min_length=1)
 
     @property
@@ -606,7 +634,9 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 
 def parse_config(data: Any, registry: Registry, source: str = "") -> Configuration:
-    """Validate a decoded YAML document against the schema and the registry.
+    """Validate a decoded YAML document against the schema and the registry; a valid one's
+    ``featureGates`` become the process's (:func:`app.framework.features.set_current`) before the
+    profiles are checked (their default plugins depend on them).
 
     Raises :class:`ConfigError` listing every problem found.
     """
@@ -617,9 +647,13 @@ def parse_config(data: Any, registry: Registry, source: str = "") -> Configurati
     except pydantic.ValidationError as exc:
         # every problem at once: the checks beyond the schema still run on the profiles that
         # passed it (a bad server.port must not hide an unknown plugin)
-        problems = _pydantic_problems(exc, data=data) + _semantics_of_valid_parts(data, registry)
+        problems = _pydantic_problems(exc, data=data) + _feature_gate_problems(data)
+        problems += _semantics_of_valid_parts(data, registry)
         raise ConfigError(list(dict.fromkeys(problems)), source) from exc
-    problems = validate_semantics(config, registry)
+    problems = _feature_gate_problems(data)
+    if not problems:  # None: v1.36's defaults
+        features.set_current(features.FeatureGates(config.feature_gates))
+    problems += validate_semantics(config, registry)
     if problems:
         raise ConfigError(problems, source)
     return config

@@ -62,8 +62,9 @@ class RenderError(SchedulerExtenderError, ValueError):
 LOCAL_IMAGE = f"scheduler-extender:{__version__}"
 
 
-#: The kube-scheduler release the manifests pin by default (the newest tested).
-DEFAULT_KUBERNETES_VERSION = "v1.35.0"
+#: The kube-scheduler release the manifests pin by default (the newest tested: the lab of the
+#: real-control-plane tier runs kube-apiserver and kube-scheduler v1.36.3).
+DEFAULT_KUBERNETES_VERSION = "v1.36.3"
 
 
 #: The ServiceAccount of the Prometheus that reads ``/metrics`` by default: kube-prometheus's.

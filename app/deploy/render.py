@@ -57,7 +57,7 @@ from app.framework.registry import Registry
 OLDEST_KUBERNETES_MINOR = 25
 
 
-NEWEST_TESTED_MINOR = 35
+NEWEST_TESTED_MINOR = 36
 
 
 _RELEASE = re.compile(r"^(v?)(1)\.(\d+)\.(\d+)$")

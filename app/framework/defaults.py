@@ -1,14 +1,18 @@
 """kube-scheduler's default profile, and a profile's plugins per point once ``multiPoint`` is
 expanded.
 
-:data:`DEFAULT_PLUGINS` is v1.30's ``getDefaultPlugins``
+:func:`default_plugins` is v1.36.3's ``getDefaultPlugins`` with ``applyFeatureGates``
 (pkg/scheduler/apis/config/v1/default_plugins.go): one ``multiPoint`` list, score weights in
 brackets: SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (3),
-NodeAffinity (2), NodePorts, NodeResourcesFit (1), VolumeRestrictions, EBSLimits, GCEPDLimits,
-NodeVolumeLimits, AzureDiskLimits, VolumeBinding, VolumeZone, PodTopologySpread (2),
-InterPodAffinity (2), DefaultPreemption, NodeResourcesBalancedAllocation (1), ImageLocality (1),
-DefaultBinder. The volume plugins (:mod:`app.plugins.volumes`) make the cluster state watch the
-storage objects (``ClusterNeeds.volumes``) of every profile that keeps them.
+NodeAffinity (2), NodePorts, NodeResourcesFit (1), VolumeRestrictions, NodeVolumeLimits,
+VolumeBinding, VolumeZone, PodTopologySpread (2), InterPodAffinity (2), DefaultPreemption,
+NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, then NodeDeclaredFeatures
+while its gate is on (beta, on in v1.36). Not here, though v1.36 has them: DynamicResources
+(weight 2, before DefaultPreemption; the DynamicResourceAllocation gate is GA and locked): this
+scheduler has no Dynamic Resource Allocation yet (issue 36); GangScheduling and
+TopologyAwareWorkloadScheduling's plugins (alpha, off). The volume plugins
+(:mod:`app.plugins.volumes`) make the cluster state watch the storage objects
+(``ClusterNeeds.volumes``) of every profile that keeps them.
 
 A profile with ``schedulerName`` (the standalone scheduler) starts from that default, as every
 kube-scheduler profile does; its own ``multiPoint`` merges into it (:func:`merge_plugin_set`,
@@ -19,9 +23,11 @@ kube-scheduler runs its own defaults before calling the extender.
 
 from __future__ import annotations
 
+from app.framework import features
 from app.framework.profile import PluginRef, PluginSet, Profile
 
-#: (name, score weight) of kube-scheduler v1.30's default ``multiPoint``, in its order.
+#: (name, score weight) of kube-scheduler v1.36.3's default ``multiPoint``, in its order, before
+#: the feature gates add to it (:func:`default_plugins`).
 DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -32,10 +38,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("NodePorts", None),
     ("NodeResourcesFit", 1),
     ("VolumeRestrictions", None),
-    ("EBSLimits", None),
-    ("GCEPDLimits", None),
     ("NodeVolumeLimits", None),
-    ("AzureDiskLimits", None),
     ("VolumeBinding", None),
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
@@ -47,9 +50,18 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
 )
 
 
+def default_plugins(gates: features.FeatureGates | None = None) -> tuple[tuple[str, int | None], ...]:
+    """:data:`DEFAULT_PLUGINS` with ``applyFeatureGates``: NodeDeclaredFeatures appended when its
+    gate is on in ``gates`` (default: the process's, :func:`~app.framework.features.current`)."""
+    gates = gates if gates is not None else features.current()
+    if gates.enabled("NodeDeclaredFeatures"):
+        return (*DEFAULT_PLUGINS, ("NodeDeclaredFeatures", None))
+    return DEFAULT_PLUGINS
+
+
 def default_plugin_set() -> PluginSet:
-    """:data:`DEFAULT_PLUGINS` as a ``multiPoint`` PluginSet."""
-    return PluginSet(enabled=[PluginRef(name=name, weight=weight) for name, weight in DEFAULT_PLUGINS])
+    """:func:`default_plugins` as a ``multiPoint`` PluginSet."""
+    return PluginSet(enabled=[PluginRef(name=name, weight=weight) for name, weight in default_plugins()])
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -80,4 +92,4 @@ def multi_point(profile: Profile) -> PluginSet:
     return profile.plugins.multi_point
 
 
-__all__ = ["DEFAULT_PLUGINS", "default_plugin_set", "merge_plugin_set", "multi_point"]
+__all__ = ["DEFAULT_PLUGINS", "default_plugin_set", "default_plugins", "merge_plugin_set", "multi_point"]

@@ -1,6 +1,6 @@
 """Whether a pod's requests fit on a node, as kube-scheduler's NodeResourcesFit decides.
 
-Mirrors ``fitsRequest`` in pkg/scheduler/framework/plugins/noderesources/fit.go: the node must
+Mirrors ``fitsRequest`` in pkg/scheduler/framework/plugins/noderesources/fit.go (v1.36.3): the node must
 have room for one more pod (``allocatable.pods``); when the pod requests anything, then for every
 resource it requests (cpu in millicores, memory and ephemeral-storage in bytes, extended
 resources and hugepages as counts/bytes) the request must not exceed ``allocatable - requested``.
@@ -43,15 +43,21 @@ _NATIVE_SHORT: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+#: a node the pod fits: no shortage, nothing unresolvable
+FITS: tuple[tuple[str, ...], bool] = ((), False)
+
+
 def shortages(
     nodes: Sequence[NodeInfo],
     requests: Mapping[str, int],
     ignored: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
-) -> list[tuple[str, ...] | None]:
+) -> list[tuple[tuple[str, ...], bool] | None]:
     """``fitsRequest`` for each of ``nodes``: the resources ``requests`` fall short of, in
     upstream's order (``pods``, ``cpu``, ``memory``, ``ephemeral-storage``, then the others in
-    the requests' order); ``()`` when the pod fits; ``None`` for a node whose object is unknown.
+    the requests' order), and whether one of them is unresolvable (a request beyond the node's
+    whole allocatable: ``InsufficientResource.Unresolvable``); :data:`FITS` when the pod fits;
+    ``None`` for a node whose object is unknown.
 
     ``ignored`` names extended resources not to check, ``ignored_groups`` their domains (the part
     before ``/``): ``NodeResourcesFitArgs.ignoredResources``/``ignoredResourceGroups``, or the
@@ -68,7 +74,7 @@ def shortages(
         for name, want in requests.items()
         if want and name not in NATIVE and not (skip_some and is_ignored(name, ignored, ignored_groups))
     ]
-    out: list[tuple[str, ...] | None] = []
+    out: list[tuple[tuple[str, ...], bool] | None] = []
     append = out.append
     for node in nodes:
         r = node.resources
@@ -76,20 +82,25 @@ def shortages(
             append(None)
             continue
         short = 1 if r.pod_count >= r.allowed_pod_number else 0
+        beyond = False
         if anything:
             if cpu and cpu > r.milli_cpu - r.requested_milli_cpu:
                 short |= 2
+                beyond = cpu > r.milli_cpu
             if memory and memory > r.memory - r.requested_memory:
                 short |= 4
+                beyond = beyond or memory > r.memory
             if storage and storage > r.ephemeral_storage - r.requested_ephemeral_storage:
                 short |= 8
+                beyond = beyond or storage > r.ephemeral_storage
         names = _NATIVE_SHORT[short]
         if scalars:
             allocatable, used = node.allocatable, node.requested
             extra = tuple(name for name, want in scalars if want > allocatable.get(name, 0) - used.get(name, 0))
             if extra:
                 names = names + extra
-        append(names)
+                beyond = beyond or any(want > allocatable.get(name, 0) for name, want in scalars if name in extra)
+        append((names, beyond) if names else FITS)
     return out
 
 
@@ -101,9 +112,10 @@ def insufficient(
 ) -> list[InsufficientResource]:
     """The shortages of ``requests`` on ``node`` (:func:`shortages`) with their amounts
     (``[]InsufficientResource``; empty when the pod fits or the node object is unknown)."""
-    names = shortages((node,), requests, ignored, ignored_groups)[0]
-    if not names:
+    found = shortages((node,), requests, ignored, ignored_groups)[0]
+    if not found or not found[0]:
         return []
+    names = found[0]
     allocatable, requested = node.allocatable, node.requested
     out = []
     for name in names:
@@ -122,4 +134,4 @@ def is_ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bo
     return is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in groups)
 
 
-__all__ = ["NATIVE", "InsufficientResource", "insufficient", "is_ignored", "shortages"]
+__all__ = ["FITS", "NATIVE", "InsufficientResource", "insufficient", "is_ignored", "shortages"]

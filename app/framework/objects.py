@@ -62,11 +62,13 @@ class ContainerImage(msgspec.Struct, rename="camel", frozen=True, gc=False):
 
 
 class NodeStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """The parts of ``v1.NodeStatus`` policies read: quantities as strings, the images present."""
+    """The parts of ``v1.NodeStatus`` policies read: quantities as strings, the images present, the
+    features the kubelet declares (``declaredFeatures``)."""
 
     allocatable: dict[str, QuantityValue] | None = None
     capacity: dict[str, QuantityValue] | None = None
     images: list[ContainerImage] | None = None
+    declared_features: list[str] | None = None
 
 
 class Node(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -112,15 +114,23 @@ class ContainerPort(msgspec.Struct, rename="camel", frozen=True, gc=False):
     host_ip: str | None = msgspec.field(default=None, name="hostIP")
 
 
+class ContainerRestartRule(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.ContainerRestartRule``: its ``action`` (NodeDeclaredFeatures reads
+    ``RestartAllContainers``)."""
+
+    action: str | None = None
+
+
 class Container(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """A container or init container: its name, image, resources, ports and (init containers)
-    restart policy."""
+    """A container or init container: its name, image, resources, ports, (init containers)
+    restart policy and restart rules."""
 
     name: str | None = None
     image: str | None = None
     resources: ResourceRequirements | None = None
     ports: list[ContainerPort] | None = None
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] | None = None
 
 
 class Toleration(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -369,6 +379,9 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     preemption_policy: str | None = None
     #: ``spec.volumes`` (the sources of :class:`Volume`; the others are skipped)
     volumes: list[Volume] | None = None
+    host_network: bool | None = None
+    #: ``false``: the pod runs in a user namespace
+    host_users: bool | None = None
 
 
 class PodCondition(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -379,13 +392,28 @@ class PodCondition(msgspec.Struct, rename="camel", frozen=True, gc=False):
     reason: str | None = None
 
 
+class ContainerStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.ContainerStatus``: what a container was given by an in-place resize
+    (``allocatedResources``) and what it runs with (``resources``)."""
+
+    name: str | None = None
+    allocated_resources: dict[str, QuantityValue] | None = None
+    resources: ResourceRequirements | None = None
+
+
 class PodStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """``v1.PodStatus`` phase, nominated node, start time and conditions."""
+    """``v1.PodStatus`` phase, nominated node, start time, conditions, and the resources of an
+    in-place resize (the containers' and init containers' statuses, the pod-level
+    ``allocatedResources`` and ``resources``)."""
 
     phase: str | None = None
     nominated_node_name: str | None = None
     start_time: str | None = None
     conditions: list[PodCondition] | None = None
+    container_statuses: list[ContainerStatus] | None = None
+    init_container_statuses: list[ContainerStatus] | None = None
+    allocated_resources: dict[str, QuantityValue] | None = None
+    resources: ResourceRequirements | None = None
 
 
 class Pod(msgspec.Struct, rename="camel", frozen=True, gc=False):

@@ -6,20 +6,23 @@
 
 Parsing follows ``k8s.io/apimachinery/pkg/api/resource/quantity.go`` (``ParseQuantity``); the
 integer conversions follow ``Quantity.Value`` and ``Quantity.MilliValue``, which round up (away
-from zero). Pod requests follow ``k8s.io/component-helpers/resource/helpers.go``
-(``PodRequests``/``AggregateContainerRequests``): the sum over containers and restartable init
-containers (sidecars), at least the largest regular init container plus the sidecars started
-before it, plus ``spec.overhead``.
+from zero). Pod requests follow v1.36.3's ``k8s.io/component-helpers/resource/helpers.go``
+(:func:`pod_resource_requests`: ``PodRequests``/``AggregateContainerRequests``): the sum over
+containers and restartable init containers (sidecars), at least the largest regular init container
+plus the sidecars started before it; an in-place resize's container statuses taken into account
+(the larger of spec, ``allocatedResources`` and ``resources``); pod-level ``spec.resources``
+replacing the aggregate; plus ``spec.overhead``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
-from app.framework import validation
+from app.framework import objects, validation
 from app.framework.errors import SchedulerExtenderError
 
 CPU = "cpu"
@@ -203,6 +206,157 @@ def non_zero(requests: Mapping[str, int]) -> dict[str, int]:
 #: Resources that ``spec.resources`` (pod-level resources) may set: ``IsSupportedPodLevelResource`` in
 #: k8s.io/component-helpers/resource/helpers.go (plus any ``hugepages-*``).
 POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
+
+
+def is_supported_pod_level_resource(name: str) -> bool:
+    """``IsSupportedPodLevelResource``: cpu, memory or a ``hugepages-*`` size."""
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
+
+
+def is_pod_level_requests_set(spec: objects.PodSpec) -> bool:
+    """``IsPodLevelRequestsSet``: ``spec.resources.requests`` names a supported resource."""
+    requests = spec.resources.requests if spec.resources is not None else None
+    return bool(requests) and any(is_supported_pod_level_resource(name) for name in requests or ())
+
+
+@dataclass(frozen=True, slots=True)
+class PodResourcesOptions:
+    """``PodResourcesOptions`` (k8s.io/component-helpers/resource/helpers.go, v1.36.3), the fields
+    the scheduler sets: ``use_status_resources`` (InPlacePodVerticalScaling: an in-place resize's
+    container statuses count), ``in_place_pod_level`` (InPlacePodLevelResourcesVerticalScaling:
+    the pod-level ``status.resources`` count too), ``skip_pod_level`` (``spec.resources`` is not
+    read), ``non_missing`` (``NonMissingContainerRequests``: a value for each resource a container
+    does not request, in this module's units), ``exclude_overhead``."""
+
+    use_status_resources: bool = False
+    in_place_pod_level: bool = False
+    skip_pod_level: bool = False
+    non_missing: Mapping[str, int] | None = None
+    exclude_overhead: bool = False
+
+
+def _resize_infeasible(status: objects.PodStatus | None) -> bool:
+    """``IsPodResizeInfeasible``: the first ``PodResizePending`` condition's reason is
+    ``Infeasible``."""
+    for condition in (status.conditions if status is not None else None) or ():
+        if condition.type == "PodResizePending":
+            return condition.reason == "Infeasible"
+    return False
+
+
+def _max_of(first: Mapping[str, int], *others: Mapping[str, int]) -> dict[str, int]:
+    """``max(a, b...)``: per resource the largest; every key of any list is kept."""
+    out = dict(first)
+    for other in others:
+        for name, value in other.items():
+            if name not in out or value > out[name]:
+                out[name] = value
+    return out
+
+
+def _effective(
+    infeasible: bool, spec: Mapping[str, int], actuated: Mapping[str, int], allocated: Mapping[str, int]
+) -> dict[str, int]:
+    """``determineEffectiveRequests``: ``max(actuated, allocated)`` when the resize is infeasible,
+    else ``max(spec, actuated, allocated)``."""
+    return _max_of(actuated, allocated) if infeasible else _max_of(spec, actuated, allocated)
+
+
+def _requests_of(resources: objects.ResourceRequirements | None) -> dict[str, int]:
+    return resource_list(resources.requests if resources is not None else None)
+
+
+def _aggregate_container_requests(
+    spec: objects.PodSpec, status: objects.PodStatus | None, opts: PodResourcesOptions
+) -> dict[str, int]:
+    """``AggregateContainerRequests``: containers and sidecars summed, at least the largest regular
+    init container plus the sidecars before it; with ``use_status_resources`` a container (or
+    sidecar) with a status carrying ``resources`` counts :func:`_effective` of its spec, its
+    ``resources.requests`` and its ``allocatedResources``."""
+    by_name: dict[str, objects.ContainerStatus] = {}
+    infeasible = False
+    if opts.use_status_resources and status is not None:
+        for cs in (*(status.container_statuses or ()), *(status.init_container_statuses or ())):
+            by_name[cs.name or ""] = cs
+        infeasible = _resize_infeasible(status)
+
+    def requests(container: objects.Container, resizable: bool) -> Mapping[str, int]:
+        reqs = _requests_of(container.resources)
+        if resizable and by_name:
+            cs = by_name.get(container.name or "")
+            if cs is not None and cs.resources is not None:
+                reqs = _effective(infeasible, reqs, _requests_of(cs.resources), resource_list(cs.allocated_resources))
+        if opts.non_missing:
+            reqs = {**opts.non_missing, **reqs}
+        return reqs
+
+    total: dict[str, int] = {}
+    for container in spec.containers or ():
+        _add(total, requests(container, True))
+    sidecars: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for container in spec.init_containers or ():
+        restartable = container.restart_policy == "Always"
+        reqs = requests(container, restartable)
+        if restartable:
+            _add(total, reqs)
+            _add(sidecars, reqs)
+            _max(init_max, sidecars)
+        else:
+            need = dict(reqs)
+            _add(need, sidecars)
+            _max(init_max, need)
+    _max(total, init_max)
+    return total
+
+
+def pod_resource_requests(
+    spec: objects.PodSpec, status: objects.PodStatus | None = None, opts: PodResourcesOptions = PodResourcesOptions()
+) -> dict[str, int]:
+    """``PodRequests`` of v1.36.3 (k8s.io/component-helpers/resource/helpers.go): the containers'
+    aggregate (:func:`_aggregate_container_requests`), each supported resource of the pod-level
+    ``spec.resources.requests`` replacing it unless ``skip_pod_level`` (with
+    ``in_place_pod_level`` and ``use_status_resources`` and a pod-level ``status.resources``: the
+    larger of spec, ``status.resources.requests`` and ``status.allocatedResources``), then
+    ``spec.overhead`` added unless ``exclude_overhead``. Units as :func:`resource_list`; raises
+    :class:`QuantityError` for a malformed quantity."""
+    reqs = _aggregate_container_requests(spec, status, opts)
+    if not opts.skip_pod_level and is_pod_level_requests_set(spec):
+        pod_level = _requests_of(spec.resources)
+        effective: dict[str, int] | None = None
+        if (
+            opts.in_place_pod_level
+            and opts.use_status_resources
+            and status is not None
+            and status.resources is not None
+        ):
+            effective = _effective(
+                _resize_infeasible(status),
+                pod_level,
+                _requests_of(status.resources),
+                resource_list(status.allocated_resources),
+            )
+        for name, value in pod_level.items():
+            if is_supported_pod_level_resource(name):
+                reqs[name] = effective.get(name, 0) if effective is not None else value
+    if not opts.exclude_overhead and spec.overhead:
+        _add(reqs, resource_list(spec.overhead))
+    return reqs
+
+
+def non_missing_container_requests(requests: Mapping[str, int], pod_level_set: bool) -> dict[str, int]:
+    """``getNonMissingContainerRequests`` (pkg/scheduler/framework/types.go, v1.36.3): the scoring
+    defaults (100 millicores, 200 MiB) a container that requests no cpu or memory counts; with
+    pod-level requests set, only for what neither the pod nor a container (``requests``: the pod's
+    requests) asks for."""
+    if not pod_level_set:
+        return {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+    out = {}
+    if CPU not in requests:
+        out[CPU] = DEFAULT_MILLI_CPU_REQUEST
+    if MEMORY not in requests:
+        out[MEMORY] = DEFAULT_MEMORY_REQUEST
+    return out
 
 
 def pod_requests(

@@ -112,48 +112,70 @@ NO_NODE_AVAILABLE = "0/{} nodes are available"
 
 
 def fit_error_message(
-    total: int, statuses: Iterable[Status], pre_filter: Status | str | None = None, post_filter: str = ""
+    total: int,
+    statuses: Iterable[Status],
+    pre_filter: Status | str | None = None,
+    post_filter: str = "",
+    absent: Status | None = None,
 ) -> str:
-    """kube-scheduler's ``FitError.Error()`` (pkg/scheduler/framework/types.go): ``0/N nodes are
-    available:`` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
+    """kube-scheduler v1.36.3's ``FitError.Error()`` (pkg/scheduler/framework/types.go): ``0/N nodes
+    are available:`` then, when a PreFilter rejected the pod, its message (``PreFilterMsg``) and a
     period; else ``"<count> <reason>"`` for each distinct reason of the rejected nodes (a node
-    counts once per reason it has), sorted as strings, joined by ``, `` and ended with a period;
-    then the PostFilter's message (``PostFilterMsg``) and a period (``SeparatorFormat`` ``" %v."``
-    each time: a PostFilter message that ends with a period ends with two)."""
+    counts once per reason it has; with fewer statuses than ``total`` nodes, the nodes without one
+    count with the reasons of ``absent``, ``NodeToStatus.AbsentNodesStatus``), sorted as strings,
+    joined by ``, `` and ended with a period; then a space and the PostFilter's message
+    (``PostFilterMsg``) as it is (v1.30 added a period after it)."""
     message = NO_NODE_AVAILABLE.format(total) + ":"
     pre = pre_filter.message if isinstance(pre_filter, Status) else pre_filter
     if pre:
         message += f" {pre}."
     else:
         histogram: dict[str, int] = {}
+        seen = 0
         for status in statuses:
+            seen += 1
             if status.code is not Code.SUCCESS:
                 for reason in status.reasons:
                     histogram[reason] = histogram.get(reason, 0) + 1
+        if absent is not None and seen < total:
+            for reason in absent.reasons:
+                histogram[reason] = histogram.get(reason, 0) + total - seen
         parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
         if parts:
             message += f" {', '.join(parts)}."
     if post_filter:
-        message += f" {post_filter}."
+        message += f" {post_filter}"
     return message
 
 
 @dataclass
 class Diagnosis:
     """Why no node fit (``framework.Diagnosis``): each evaluated node's status
-    (``NodeToStatusMap``: a node cut by a PreFilterResult has none), the plugins that rejected the
-    pod (``UnschedulablePlugins``: what moves it out of the unschedulable pool), and the messages
-    of a PreFilter that rejected it and of the PostFilter."""
+    (``NodeToStatus``), the status of the nodes without one (``AbsentNodesStatus``: ``None``
+    leaves them out of the FitError's counts; kube-scheduler v1.36.3 gives the nodes a
+    PreFilterResult excluded ``node(s) didn't satisfy plugin(s) [...]``, see
+    :func:`absent_nodes_status`), the plugins that rejected the pod (``UnschedulablePlugins``: what
+    moves it out of the unschedulable pool), and the messages of a PreFilter that rejected it and
+    of the PostFilter."""
 
     node_to_status: dict[str, Status] = field(default_factory=dict)
     unschedulable_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    absent_nodes_status: Status | None = None
 
     def add_plugin_status(self, status: Status) -> None:
         """``AddPluginStatus``: a rejection's plugin joins :attr:`unschedulable_plugins`."""
         if status.plugin and status.is_rejected():
             self.unschedulable_plugins.add(status.plugin)
+
+
+def absent_nodes_status(plugins: Iterable[str]) -> Status:
+    """The status ``findNodesThatFitPod`` (pkg/scheduler/schedule_one.go, v1.36.3) gives the nodes a
+    PreFilterResult left out: ``UnschedulableAndUnresolvable`` ``node(s) didn't satisfy plugin(s)
+    [A B]`` (Go's ``%v`` of the sorted names of the PreFilter plugins that narrowed the nodes)."""
+    names = " ".join(sorted(set(plugins)))
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{names}]",))
 
 
 @dataclass
@@ -167,4 +189,6 @@ class FitError:
     def error(self) -> str:
         """``FitError.Error()`` (:func:`fit_error_message`)."""
         d = self.diagnosis
-        return fit_error_message(self.num_all_nodes, d.node_to_status.values(), d.pre_filter_msg, d.post_filter_msg)
+        return fit_error_message(
+            self.num_all_nodes, d.node_to_status.values(), d.pre_filter_msg, d.post_filter_msg, d.absent_nodes_status
+        )

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from app.framework import objects
+from app.framework import features, objects
 from app.framework.errors import SchedulerExtenderError
 from app.framework.resources import (
     CPU,
@@ -23,8 +23,11 @@ from app.framework.resources import (
     EPHEMERAL_STORAGE,
     MEMORY,
     PODS,
+    PodResourcesOptions,
     QuantityError,
-    pod_requests,
+    is_pod_level_requests_set,
+    non_missing_container_requests,
+    pod_resource_requests,
     resource_list,
 )
 
@@ -50,11 +53,13 @@ class PodInfo:
     """
 
     __slots__ = (
+        "_container_level",
         "_non_zero",
         "_requests",
         "affinity",
         "annotations",
         "creation_timestamp",
+        "declared_features",
         "deleting",
         "host_ports",
         "images",
@@ -113,8 +118,9 @@ class PodInfo:
         #: ``spec.preemptionPolicy`` (``""`` is ``PreemptLowerPriority``)
         self.preemption_policy: str = spec.preemption_policy or ""
         #: the host ports the containers ask for, as ``(hostIP, protocol, hostPort)`` with
-        #: ``0.0.0.0`` and ``TCP`` for unset (pkg/scheduler/util ``GetHostPorts`` of v1.30: the
-        #: containers' ports with a ``hostPort`` above 0; init containers are not read)
+        #: ``0.0.0.0`` and ``TCP`` for unset (pkg/scheduler/util ``GetHostPorts`` of v1.36.3: the
+        #: ports with a ``hostPort`` above 0 of the sidecars (init containers with
+        #: ``restartPolicy: Always``, which run the pod's whole life), then of the containers)
         self.host_ports: tuple[tuple[str, str, int], ...] = _host_ports(spec)
         #: ``spec.volumes`` the volume plugins read (claims and in-tree disks,
         #: :meth:`objects.Volume.relevant`), in the pod's order; the others are not kept
@@ -131,8 +137,11 @@ class PodInfo:
         #: ``DisruptionTarget`` condition ``True`` with reason ``PreemptionByScheduler``; the only
         #: trace of ``status.conditions`` kept
         self.terminating_by_preemption: bool = self.deleting and _disrupted_by_preemption(status)
+        #: the node features the pod needs (NodeDeclaredFeatures' ``InferForPodScheduling``)
+        self.declared_features: frozenset[str] = _declared_features(spec)
         self._requests: dict[str, int] | None = None
         self._non_zero: tuple[int, int] | None = None
+        self._container_level: tuple[int, int] | None = None
 
     @classmethod
     def record(
@@ -154,6 +163,7 @@ class PodInfo:
         intern = sys.intern
         info.requests  # noqa: B018 - computed now, while the spec is at hand
         info.non_zero_requests  # noqa: B018
+        info.container_level_requests  # noqa: B018
         info.pod = None
         info.namespace = intern(info.namespace)
         info.node_name = intern(info.node_name)
@@ -196,7 +206,7 @@ class PodInfo:
         """A pod known only by identity (a bind for a pod the watch has not shown yet)."""
         info = cls(None, uid)
         info.namespace, info.name, info.node_name = namespace, name, node_name
-        info._requests, info._non_zero = {}, (0, 0)
+        info._requests, info._non_zero, info._container_level = {}, (0, 0), (0, 0)
         return info
 
     @property
@@ -213,13 +223,16 @@ class PodInfo:
     def requests(self) -> Mapping[str, int]:
         """Effective requests: cpu in millicores, memory in bytes, others as integers.
 
-        Follows :func:`app.framework.resources.pod_requests` (containers, sidecars, the largest
-        init container, pod-level resources, overhead). Raises :class:`ObjectDecodeError` (a
-        ``ValueError``) naming the pod for a malformed quantity: in a request, the client's mistake.
+        ``PodInfo.CalculateResource``'s requests (pkg/scheduler/framework/types.go, v1.36.3):
+        :func:`~app.framework.resources.pod_resource_requests` with the status of an in-place
+        resize (InPlacePodVerticalScaling, GA) and, as the feature gates say, pod-level resources
+        (PodLevelResources) and their resize (InPlacePodLevelResourcesVerticalScaling). Raises
+        :class:`ObjectDecodeError` (a ``ValueError``) naming the pod for a malformed quantity: in
+        a request, the client's mistake.
         """
         if self._requests is None:
             try:
-                self._requests = _pod_requests(self.spec)
+                self._requests = pod_resource_requests(self.spec, self._status(), _options())
             except QuantityError as exc:
                 raise ObjectDecodeError(f"pod {self.key()}: {exc}") from None
         return self._requests
@@ -227,15 +240,57 @@ class PodInfo:
     @property
     def non_zero_requests(self) -> tuple[int, int]:
         """``(milli_cpu, memory_bytes)`` with kube-scheduler's scoring defaults (100m, 200 MiB) for a
-        container that requests no cpu or memory: ``calculateResource`` in
-        pkg/scheduler/framework/types.go (``NonMissingContainerRequests``)."""
+        container that requests no cpu or memory: ``CalculateResource``'s ``Non0CPU``/``Non0Mem``
+        (pkg/scheduler/framework/types.go, v1.36.3: ``getNonMissingContainerRequests``; with
+        pod-level requests set, a default only for what neither the pod nor a container asks)."""
         if self._non_zero is None:
             try:
-                both = _pod_requests(self.spec, _NON_MISSING)
+                requests = self.requests
+                options = _options()
+                level_set = not options.skip_pod_level and is_pod_level_requests_set(self.spec)
+                non_missing = non_missing_container_requests(requests, level_set)
+                both = requests
+                if non_missing:
+                    opts = PodResourcesOptions(
+                        options.use_status_resources, options.in_place_pod_level, options.skip_pod_level, non_missing
+                    )
+                    both = pod_resource_requests(self.spec, self._status(), opts)
             except QuantityError as exc:
                 raise ObjectDecodeError(f"pod {self.key()}: {exc}") from None
             self._non_zero = (both.get(CPU, 0), both.get(MEMORY, 0))
         return self._non_zero
+
+    @property
+    def container_level_requests(self) -> tuple[int, int]:
+        """``(milli_cpu, memory_bytes)`` as NodeResourcesFit's scoring computes the pod's requests
+        in v1.36.3 (``resourceAllocationScorer.calculatePodResourceRequest``, noderesources/
+        resource_allocation.go, whose scorer NewFit builds without the plugin's pod-level and
+        resize features): the containers' with the scoring defaults, pod-level resources not
+        read, the spec only."""
+        if self._container_level is None:
+            if self._requests is not None and self._non_zero is not None and not is_pod_level_requests_set(self.spec):
+                self._container_level = self._non_zero if not self._resized() else None
+            if self._container_level is None:
+                try:
+                    opts = PodResourcesOptions(skip_pod_level=True, non_missing=_NON_MISSING)
+                    both = pod_resource_requests(self.spec, None, opts)
+                except QuantityError as exc:
+                    raise ObjectDecodeError(f"pod {self.key()}: {exc}") from None
+                self._container_level = (both.get(CPU, 0), both.get(MEMORY, 0))
+        return self._container_level
+
+    def _status(self) -> objects.PodStatus | None:
+        return self.pod.status if self.pod is not None else None
+
+    def _resized(self) -> bool:
+        """Whether a container status carries resources (an in-place resize may count)."""
+        status = self._status()
+        if status is None:
+            return False
+        return any(
+            cs.resources is not None
+            for cs in (*(status.container_statuses or ()), *(status.init_container_statuses or ()))
+        )
 
     def key(self) -> str:
         """``namespace/name``, for logs and tables."""
@@ -291,29 +346,46 @@ def _disrupted_by_preemption(status: objects.PodStatus | None) -> bool:
 
 
 def _host_ports(spec: objects.PodSpec) -> tuple[tuple[str, str, int], ...]:
+    sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
     ports = [
         (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
-        for c in spec.containers or ()
+        for c in (*sidecars, *(spec.containers or ()))
         for p in c.ports or ()
         if p.host_port is not None and p.host_port > 0
     ]
     return tuple(ports)
 
 
-def _pod_requests(spec: objects.PodSpec, non_missing: Mapping[str, int] | None = None) -> dict[str, int]:
-    pod_level = spec.resources.requests if spec.resources is not None else None
-    return pod_requests(
-        [(_container_requests(c), False) for c in spec.containers or ()],
-        [(_container_requests(c), c.restart_policy == "Always") for c in spec.init_containers or ()],
-        resource_list(spec.overhead),
-        non_missing,
-        resource_list(pod_level),
+def _options() -> PodResourcesOptions:
+    """``CalculateResource``'s options under the gates in effect: the status of an in-place resize
+    (InPlacePodVerticalScaling is GA), pod-level resources and their resize as the gates say."""
+    gates = features.current()
+    return PodResourcesOptions(
+        use_status_resources=True,
+        in_place_pod_level=gates.enabled("InPlacePodLevelResourcesVerticalScaling"),
+        skip_pod_level=not gates.enabled("PodLevelResources"),
     )
 
 
-def _container_requests(container: objects.Container) -> dict[str, int]:
-    resources = container.resources
-    return resource_list(resources.requests if resources is not None else None)
+#: NodeDeclaredFeatures' features a pod may need (component-helpers/nodedeclaredfeatures/features
+#: of v1.36.3 whose ``InferForScheduling`` can be true)
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
+_NO_FEATURES: frozenset[str] = frozenset()
+
+
+def _declared_features(spec: objects.PodSpec) -> frozenset[str]:
+    """``InferForPodScheduling``: ``RestartAllContainersOnContainerExits`` for a container or init
+    container with a ``restartPolicyRules`` action ``RestartAllContainers``;
+    ``UserNamespacesHostNetworkSupport`` for ``hostNetwork`` with ``hostUsers: false``."""
+    needed = []
+    for c in (*(spec.containers or ()), *(spec.init_containers or ())):
+        if any(rule.action == "RestartAllContainers" for rule in c.restart_policy_rules or ()):
+            needed.append(RESTART_ALL_CONTAINERS)
+            break
+    if spec.host_network and spec.host_users is False:
+        needed.append(USER_NAMESPACES_HOST_NETWORK)
+    return frozenset(needed) if needed else _NO_FEATURES
 
 
 class ObjectDecodeError(SchedulerExtenderError, ValueError):

@@ -12,6 +12,7 @@ from app.plugins import (
     node_resource_pool,
     node_resources_allocatable,
     nodeaffinity,
+    nodedeclaredfeatures,
     nodename,
     nodeports,
     nodeunschedulable,
@@ -46,6 +47,7 @@ IN_TREE: tuple[PluginEntry, ...] = (
     interpodaffinity.PLUGIN,
     defaultpreemption.PLUGIN,
     imagelocality.PLUGIN,
+    nodedeclaredfeatures.PLUGIN,
     # this service's policies
     coin_flip.PLUGIN,
     dice_roll.PLUGIN,

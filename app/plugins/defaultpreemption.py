@@ -1,12 +1,13 @@
 """DefaultPreemption: kube-scheduler's PostFilter, for a pod no node passed Filter
 (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go and
-pkg/scheduler/framework/preemption/preemption.go, v1.30).
+pkg/scheduler/framework/preemption/preemption.go, v1.36.3; its victims deleted in the cycle, as
+with ``SchedulerAsyncPreemption`` off).
 
 - **Eligibility** (``PodEligibleToPreemptOthers``): a pod with ``preemptionPolicy: Never`` does not
   preempt ("not eligible due to preemptionPolicy=Never."); nor does a pod nominated to a node where
   a lower-priority pod is already terminating because of a preemption ("not eligible due to a
   terminating pod on the nominated node."; ``podTerminatingByPreemption`` with
-  PodDisruptionConditions, as v1.30 by default: ``deletionTimestamp`` set and a ``DisruptionTarget``
+  PodDisruptionConditions: ``deletionTimestamp`` set and a ``DisruptionTarget``
   condition ``True`` with reason ``PreemptionByScheduler``: :attr:`PodInfo.terminating_by_preemption`),
   unless Filter found that node UnschedulableAndUnresolvable.
 - **Candidates** (``findCandidates``, ``nodesWherePreemptionMightHelp``): only the nodes Filter
@@ -47,10 +48,12 @@ pkg/scheduler/framework/preemption/preemption.go, v1.30).
 Every message gets upstream's ``preemption: `` prefix (``PostFilter``). The result carries
 upstream's ``NominatingInfo`` (:class:`~app.framework.runtime.NominatingInfo`): the chosen node, or
 with no candidate ``""`` in ``ModeOverride``, which clears a stale nomination of the pod. With no
-candidate the answer is ``Unschedulable`` with a FitError of the candidates' statuses ("preemption: 0/3 nodes
-are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for
-scheduling.", N the nodes with a status), which the scheduler appends to its own FitError; when
-the dry run erred on a node and found no candidate, ``Error`` with the errors.
+candidate the answer is ``Unschedulable`` with a FitError over every node of the snapshot: the
+dry run's statuses, and "Preemption is not helpful for scheduling" for each node the dry run did
+not try (``SetAbsentNodesStatus``): "preemption: 0/3 nodes are available: 1 No preemption victims
+found for incoming pod, 2 Preemption is not helpful for scheduling.", which the scheduler appends
+to its own FitError; when the dry run erred on a node and found no candidate, ``Error`` with the
+errors.
 
 The budgets are the cluster state's watched ``policy/v1`` PodDisruptionBudgets (listed once per
 preemption, as upstream's ``getPodDisruptionBudgets``).
@@ -361,10 +364,8 @@ class DefaultPreemption:
         chosen node on success and of ``""`` when no node is a candidate (the pod's stale
         nomination is cleared by the scheduler, :data:`CLEAR_NOMINATED_NODE`); upstream's nil
         (:data:`NOMINATING_NOOP`: the nomination stays) when the pod is not eligible, on an error,
-        or with no best candidate. Upstream v1.30's ``findCandidates`` also clears the nomination
-        itself (``ClearNominatedNodeName``) when no node might help; that case returns
-        :data:`CLEAR_NOMINATED_NODE` too, so the scheduler's one write covers it (later upstream
-        releases dropped that second write)."""
+        or with no best candidate. With no node where preemption might help, v1.36.3's
+        ``findCandidates`` returns no candidate, so the result clears the nomination too."""
         snapshot = state.snapshot
         if snapshot is None:
             return NOMINATING_NOOP, Status(Code.ERROR, ("preemption needs the cluster state",))
@@ -372,10 +373,12 @@ class DefaultPreemption:
         if reason:
             return NOMINATING_NOOP, Status(Code.UNSCHEDULABLE, (reason,))
         candidates, node_statuses, errors = self.find_candidates(state, pod, statuses, snapshot.list())
+        unhelpful_names = {name for name, status in node_statuses.items() if status is _NOT_HELPFUL}
         if errors and not candidates:
             return NOMINATING_NOOP, Status.error(aggregate(errors))
         if not candidates:
-            message = fit_error_message(len(node_statuses), node_statuses.values())
+            tried = [status for name, status in node_statuses.items() if name not in unhelpful_names]
+            message = fit_error_message(len(snapshot.list()), tried, absent=_NOT_HELPFUL)
             return CLEAR_NOMINATED_NODE, Status(Code.UNSCHEDULABLE, (message,))
         best = self.select_candidate(candidates)
         if best is None or not best.name:

@@ -1,10 +1,11 @@
 """NodePorts: a pod's host ports must be free on the node.
 
-Ports kube-scheduler v1.30's plugin (pkg/scheduler/framework/plugins/nodeports/node_ports.go) and
+Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/nodeports/node_ports.go) and
 the conflict rule of ``HostPortInfo.CheckConflict`` (pkg/scheduler/framework/types.go):
 
-- PreFilter: the pod's host ports (``getContainerPorts``: the containers' ports with a
-  ``hostPort`` above 0; init containers are not read), as ``(hostIP, protocol, hostPort)`` with
+- PreFilter: the pod's host ports (``util.GetHostPorts``: the ports with a ``hostPort`` above 0 of
+  its sidecars, the init containers with ``restartPolicy: Always``, then of its containers; other
+  init containers end before the pod runs), as ``(hostIP, protocol, hostPort)`` with
   ``0.0.0.0`` and ``TCP`` for an unset IP or protocol (:attr:`PodInfo.host_ports`). ``Skip`` when
   the pod asks for none, so Filter is not run for it.
 - Filter: ``Unschedulable`` with ``node(s) didn't have free ports for the requested pod ports``

@@ -1,15 +1,18 @@
 """TaintToleration: a pod goes only where it tolerates the NoSchedule/NoExecute taints, and
 prefers nodes with fewer PreferNoSchedule taints it does not tolerate.
 
-Ports kube-scheduler v1.30's plugin (pkg/scheduler/framework/plugins/tainttoleration/
+Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/tainttoleration/
 taint_toleration.go) with the helpers it calls: ``v1helper.FindMatchingUntoleratedTaint`` and
 ``TolerationsTolerateTaint`` (k8s.io/component-helpers/scheduling/corev1/helpers.go),
 ``helper.DoNotScheduleTaintsFilterFunc`` (pkg/scheduler/framework/plugins/helper/taint.go) and
 ``Toleration.ToleratesTaint`` (k8s.io/api/core/v1/toleration.go).
 
-- Filter: the first taint of ``spec.taints`` with effect ``NoSchedule`` or ``NoExecute`` that no
+- Filter: a taint of ``spec.taints`` with effect ``NoSchedule`` or ``NoExecute`` that no
   toleration tolerates rejects the node, ``UnschedulableAndUnresolvable``
-  ``node(s) had untolerated taint {<key>: <value>}``.
+  ``node(s) had untolerated taint(s)`` (v1.30 named the first such taint; v1.36.3 names none, so
+  the FitError counts every such node under one reason). The
+  ``TaintTolerationComparisonOperators`` gate (alpha, off: ``Lt``/``Gt`` tolerations) is not
+  implemented.
 - PreScore: the pod's tolerations with effect ``PreferNoSchedule`` or empty (empty means every
   effect); never ``Skip``.
 - Score: how many ``PreferNoSchedule`` taints of the node those tolerations do not tolerate.
@@ -23,7 +26,6 @@ is an ``ERROR`` (:data:`~app.framework.types.NO_NODE`): upstream always has the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from app.framework import objects
 from app.framework.events import NODE, ActionType, ClusterEvent
@@ -59,15 +61,16 @@ def count_intolerable_prefer_no_schedule(
     return sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(tolerations, t))
 
 
-@lru_cache(maxsize=4096)
-def untolerated_status(key: str, value: str) -> Status:
-    """The Filter rejection for an untolerated taint, one shared object per ``(key, value)``:
-    ``fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)``."""
-    return Status(
-        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        (f"node(s) had untolerated taint {{{key}: {value}}}",),
-        reason_code="UntoleratedTaint",
-    )
+#: ``Filter``'s reason for a node with an untolerated taint
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+_UNTOLERATED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,), reason_code="UntoleratedTaint")
+
+
+def untolerated_status(key: str = "", value: str = "") -> Status:
+    """The Filter rejection for an untolerated taint, one shared object whatever the taint:
+    ``node(s) had untolerated taint(s)`` (v1.36.3; ``key`` and ``value`` are no longer part of
+    it)."""
+    return _UNTOLERATED
 
 
 #: the cluster events that may make a pod this plugin rejected schedulable
@@ -83,14 +86,13 @@ class TaintToleration:
         pass
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        """``SUCCESS``, or ``UnschedulableAndUnresolvable`` naming the first untolerated
-        NoSchedule/NoExecute taint; ``ERROR`` for a node without its object."""
+        """``SUCCESS``, or ``UnschedulableAndUnresolvable`` when a NoSchedule/NoExecute taint is
+        not tolerated; ``ERROR`` for a node without its object."""
         if node.node is None:
             return _NO_NODE_STATUS
-        taint = find_matching_untolerated_taint(node.taints, pod.tolerations)
-        if taint is None:
+        if find_matching_untolerated_taint(node.taints, pod.tolerations) is None:
             return SUCCESS
-        return untolerated_status(taint.key or "", taint.value or "")
+        return _UNTOLERATED
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         """Keep the pod's PreferNoSchedule (or effect-less) tolerations for Score."""
@@ -113,7 +115,7 @@ class TaintToleration:
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
+        """``EventsToRegister`` (without queueing hints): Node Add|Update."""
         return _EVENTS
 
 

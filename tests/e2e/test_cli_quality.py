@@ -93,7 +93,7 @@ def test_version_and_plain_help(capsys: pytest.CaptureFixture[str]) -> None:
         texts.append(capsys.readouterr().out)
     assert all(c in texts[0] for c in commands)
     assert "`" not in "".join(texts)
-    assert "default: v1.35.0" in " ".join("".join(texts).split())  # whatever the wrapping
+    assert "default: v1.36.3" in " ".join("".join(texts).split())  # whatever the wrapping
 
 
 def test_render_replaces_its_own_files_and_refuses_foreign_directories(tmp_path: Path) -> None:

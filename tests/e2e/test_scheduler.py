@@ -120,10 +120,10 @@ def test_chaos_scheduler_binds_its_pods_and_only_its_pods(api: FakeAPIServer, tm
         # decided by the node constraints alone, whatever the coins say (CoinFlip never runs)
         failed = wait_for(lambda: [e for e in events(api, "FailedScheduling") if e["regarding"]["name"] == "pinned"])
         assert failed[0]["note"] == (
-            "0/14 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+            "0/14 nodes are available: 1 node(s) had untolerated taint(s), "
             "1 node(s) were unschedulable, 12 node(s) didn't match Pod's node affinity/selector. "
-            "preemption: 0/14 nodes are available: 14 Preemption is not helpful for scheduling.."
-        )
+            "preemption: 0/14 nodes are available: 14 Preemption is not helpful for scheduling."
+        )  # v1.36.3: TaintToleration names no taint; FitError.Error() adds no period after PostFilter's
         assert {b["metadata"]["uid"] for b in api.bindings} == {f"uid-default-chaos-{i}" for i in range(8)}
         scheduled = wait_for(lambda: len(events(api, "Scheduled")) >= 8 and events(api, "Scheduled"), what="events")
         assert {e["reportingController"] for e in scheduled} == {"chaos-scheduler"}
@@ -151,8 +151,8 @@ def test_ip_scheduler_keeps_ten_per_node_and_binds_when_a_slot_frees(api: FakeAP
         left = sorted({f"ip-{i:02d}" for i in range(23)} - set(placed))
         message = (  # DefaultPreemption finds no lower-priority pod to evict
             "0/2 nodes are available: 2 pool underlay-ip exhausted: 10/10 in use. "
-            "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
-        )
+            "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        )  # v1.36.3's FitError.Error(): no period added after the PostFilter message
         with api.lock:
             conditions = {
                 name: next(

@@ -61,11 +61,12 @@ def test_validate_shows_what_a_standalone_profile_runs() -> None:
     shown = points(out.stdout, "ip")
     assert list(shown) == ORDER  # kube-scheduler's order; no point left empty is printed
     assert shown["queueSort"] == "PrioritySort" and shown["postFilter"] == "DefaultPreemption"
-    # kube-scheduler's default plugins merged, in getDefaultPlugins' order, then the profile's own
+    # kube-scheduler's default plugins merged, in getDefaultPlugins' order (v1.36.3: no in-tree volume
+    # limits, NodeDeclaredFeatures appended by applyFeatureGates), then the profile's own
     assert shown["filter"] == (
         "NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, "
-        "VolumeRestrictions, EBSLimits, GCEPDLimits, NodeVolumeLimits, AzureDiskLimits, VolumeBinding, VolumeZone, "
-        "PodTopologySpread, InterPodAffinity, NodeResourcePool"
+        "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, "
+        "PodTopologySpread, InterPodAffinity, NodeDeclaredFeatures, NodeResourcePool"
     )
     assert shown["score"] == (
         "TaintToleration (3), NodeAffinity (2), NodeResourcesFit (1), VolumeBinding (1), PodTopologySpread (2), "

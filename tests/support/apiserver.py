@@ -210,7 +210,7 @@ class FakeAPIServer:
         #: default); ``False``: paged like any other list (``--watch-cache=false``)
         self.watch_cache = True
         #: what ``GET /version`` reports (``gitVersion``)
-        self.version = "v1.35.0"
+        self.version = "v1.36.3"
         self.rv = 100
         self.compacted_rv = 0
         self.history: list[tuple[int, str, str, Obj]] = []

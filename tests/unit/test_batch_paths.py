@@ -134,10 +134,12 @@ def test_a_nodes_verdict_and_score_do_not_depend_on_the_nodes_judged_with_it(
             pod_side = state.read(f"{plugin.name}/pod-requests")
             for n in known:
                 # a resource of allocatable 0 is skipped by every scorer, whatever its request
-                requested, allocatable = read(n, pod_side)
-                fast = [(r if a else 0, a) for r, a in zip(requested, allocatable, strict=True)]
-                requested, allocatable = node_vectors(n, plugin.names, pod_side, use_requested)
-                assert fast == list(zip(requested, allocatable, strict=True)), plugin.name
+                requested, allocated, allocatable = read(n, pod_side)
+                fast = [
+                    (r if a else 0, u if a else 0, a) for r, u, a in zip(requested, allocated, allocatable, strict=True)
+                ]
+                requested, allocated, allocatable = node_vectors(n, plugin.names, pod_side, use_requested)
+                assert fast == list(zip(requested, allocated, allocatable, strict=True)), plugin.name
 
 
 class Judge:

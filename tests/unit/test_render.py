@@ -31,7 +31,7 @@ from ..conftest import REPO
 MANIFESTS = REPO / "manifests"
 #: The Kubernetes version the defaults are pinned to, and the oldest the docs claim
 #: (kubescheduler.config.k8s.io/v1 is GA since 1.25).
-PINNED, OLDEST = "1.35.0", "1.25.0"
+PINNED, OLDEST = "1.36.0", "1.25.0"
 DEFAULT_SOURCE = "the embedded default configuration"
 
 

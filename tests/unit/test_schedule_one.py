@@ -452,15 +452,27 @@ def make_node(name: str, images: list[dict[str, Any]] | None = None) -> dict[str
     return node_doc(name, cpu="1", memory=str(DEFAULT_MEMORY_REQUEST * 10), images=images)
 
 
-def balanced() -> NodeResourcesBalancedAllocation:
-    return NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs(), Handle("p"))
+class ScoreOnly:
+    """``tf.RegisterScorePlugin``: the plugin registered at Score alone (its PreScore never runs)."""
+
+    def __init__(self, plugin: NodeResourcesBalancedAllocation) -> None:
+        self.plugin, self.name = plugin, plugin.name
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        return self.plugin.score(state, pod, node)
+
+
+def balanced() -> ScoreOnly:
+    return ScoreOnly(NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs(), Handle("p")))
 
 
 TWO_NODES = [make_node("node1"), make_node("node2")]
 THREE_IMAGE_NODES = [make_node("node1", IMAGES_1), make_node("node2", IMAGES_2), make_node("node3", IMAGES_3)]
-BOTH_110_200 = [
-    ("node1", {"Node2Prioritizer": 10, "NodeResourcesBalancedAllocation": 100}, 110),
-    ("node2", {"Node2Prioritizer": 100, "NodeResourcesBalancedAllocation": 100}, 200),
+# v1.36.3: the pod (&v1.Pod{}) requests nothing, so BalancedAllocation's Score (without its PreScore)
+# gives it 0 (v1.30 scored it 100 on these empty nodes)
+BOTH_10_100 = [
+    ("node1", {"Node2Prioritizer": 10, "NodeResourcesBalancedAllocation": 0}, 10),
+    ("node2", {"Node2Prioritizer": 100, "NodeResourcesBalancedAllocation": 0}, 100),
 ]
 
 PRIORITIZE = [
@@ -471,7 +483,7 @@ PRIORITIZE = [
             balanced(),
             Node2Prioritizer(),
         ],
-        BOTH_110_200,
+        BOTH_10_100,
         id="the score from all plugins should be recorded in PluginToNodeScores",
     ),
     pytest.param(
@@ -482,7 +494,7 @@ PRIORITIZE = [
             Node2Prioritizer(),
             FakePreScoreAndScore(),
         ],
-        BOTH_110_200,
+        BOTH_10_100,
         id="plugin which returned skip in preScore shouldn't be executed in the score phase",
     ),
     pytest.param(

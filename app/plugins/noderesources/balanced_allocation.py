@@ -1,13 +1,15 @@
-"""NodeResourcesBalancedAllocation: favour nodes whose resource use stays balanced.
+"""NodeResourcesBalancedAllocation: favour nodes whose resource use the pod makes more balanced.
 
-Ports kube-scheduler's plugin (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go):
-for each of ``resources`` (default cpu and memory; weights are accepted but unused, as upstream)
-the fraction ``(requested on the node + the pod's request) / allocatable``, capped at 1, from the
-requests as they are (not the non-zero defaults); the score is ``(1 - std) * 100`` truncated,
-std being the fractions' standard deviation. A pod that requests none of the resources (a
-BestEffort pod) is scored too, by the node's requests alone: v1.30's PreScore never skips (later
-releases skip it, kubernetes issue #129138). Score has one implementation over many nodes
-(``score_nodes``); ``score`` is that for one node. Needs cluster state.
+Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/noderesources/
+balanced_allocation.go): for each of ``resources`` (default cpu and memory; weights are accepted
+but unused, as upstream) the fraction ``requested / allocatable``, capped at 1, from the requests
+as they are (not the non-zero defaults; pod-level resources and an in-place resize counted as the
+node accounts them); ``balancedResourceScore`` is ``(1 - std) * 100`` truncated, std being the
+fractions' standard deviation, and the score is ``50 + (50 + with - without) / 2`` of that with
+the pod and without it (:func:`~app.plugins.noderesources.resource_allocation.balanced`).
+PreScore returns ``Skip`` for a pod that requests none of the resources (a BestEffort pod, kubernetes
+issue #129138), and Score without PreScore gives such a pod 0. Score has one implementation over many
+nodes (``score_nodes``); ``score`` is that for one node. Needs cluster state.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from collections.abc import Sequence
 
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
-from app.framework.status import SUCCESS, Status
+from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.plugins.noderesources.resource_allocation import (
     ResourcesArgs,
     balanced,
+    is_best_effort,
     pod_request_list,
     score_nodes,
     vector_reader,
@@ -44,16 +47,23 @@ class NodeResourcesBalancedAllocation:
         self.read = vector_reader(self.names, use_requested=True)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """The pod's requests of the resources (``balancedAllocationPreScoreState``)."""
-        state.write(_PRE_SCORE, pod_request_list(pod, self.names, use_requested=True))
+        """The pod's requests of the resources (``balancedAllocationPreScoreState``); ``Skip`` for a
+        pod that requests none of them."""
+        requests = pod_request_list(pod, self.names, use_requested=True)
+        if is_best_effort(requests):
+            return SKIP
+        state.write(_PRE_SCORE, requests)
         return SUCCESS
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        """0..100 per node; ``Error`` naming a node whose object is unknown. Without PreScore the
-        pod's requests are computed here (upstream's fallback)."""
+        """50..100 per node (0 for a pod requesting none of the resources when PreScore did not
+        run: upstream's fallback computes the requests itself); ``Error`` naming a node whose
+        object is unknown."""
         requests: list[int] | None = state.get(_PRE_SCORE)
         if requests is None:
             requests = pod_request_list(pod, self.names, use_requested=True)
+            if is_best_effort(requests):
+                return [0] * len(nodes), SUCCESS
         return score_nodes(nodes, requests, self.read, balanced)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:

@@ -1,19 +1,21 @@
 """NodeResourcesFit: Filter nodes by the pod's requests, Score them by a strategy.
 
-Ports kube-scheduler's ``NodeResourcesFit`` (pkg/scheduler/framework/plugins/noderesources/fit.go):
+Ports kube-scheduler v1.36.3's ``NodeResourcesFit`` (pkg/scheduler/framework/plugins/noderesources/
+fit.go):
 
 - **Filter** (``fitsRequest``, see :mod:`app.framework.fit`): room for one more pod, and each
   requested resource within ``allocatable - requested`` of the node, where the node's requests
   are the pods bound or assumed there by the cluster-state cache. A failing node gets upstream's
   reasons (``Insufficient cpu``, ``Too many pods``: kept verbatim so kube-scheduler's event
-  aggregates them with its own plugin's) as ``Unschedulable``, as v1.30 does even when a request
-  exceeds the node's whole allocatable (``UnschedulableAndUnresolvable`` for that case came with
-  kubernetes/kubernetes#131345, v1.34): DefaultPreemption then tries such a node and finds no
-  victims, and its message says so as v1.30's does.
+  aggregates them with its own plugin's) as ``Unschedulable``, or ``UnschedulableAndUnresolvable``
+  when a request exceeds the node's whole allocatable (kubernetes/kubernetes#131345, v1.34:
+  evicting pods could not make room, so DefaultPreemption does not try the node).
 - **Score** with ``scoringStrategy.type``: ``LeastAllocated`` (default), ``MostAllocated`` or
   ``RequestedToCapacityRatio`` (``shape`` points of utilization 0..100 -> score 0..10), over
   ``scoringStrategy.resources`` with weights 1..100 (default cpu and memory, weight 1). cpu and
-  memory use non-zero requests (100m / 200 MiB for a container that requests none); an extended
+  memory use non-zero requests (100m / 200 MiB for a container that requests none) of the
+  containers: v1.36.3's scorer does not read pod-level resources
+  (:func:`~app.plugins.noderesources.resource_allocation.pod_request_list`); an extended
   resource counts only when the pod requests it and the node offers it.
 - **Reserve**: at bind the same fit is checked again, atomically with the reservation, so two
   pods filtered onto the last room of a node cannot both bind.
@@ -141,11 +143,14 @@ class NodeResourcesFit:
         self.read = vector_reader(self.names, use_requested=False)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        """``Unschedulable`` with upstream's reasons for each node the pod does not fit
+        """``Unschedulable`` with upstream's reasons for each node the pod does not fit,
+        ``UnschedulableAndUnresolvable`` when a request exceeds the node's allocatable
         (:func:`~app.framework.fit.shortages`: one shared status per combination); ``Error`` for
         a node whose object is unknown."""
         found = shortages(nodes, pod.requests, self.ignored, self.ignored_groups)
-        return [_NO_NODE_STATUS if names is None else _shortage_status(names) if names else SUCCESS for names in found]
+        return [
+            _NO_NODE_STATUS if short is None else _shortage_status(*short) if short[0] else SUCCESS for short in found
+        ]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """:meth:`filter_nodes` for one node."""
@@ -183,7 +188,7 @@ class NodeResourcesFit:
         """Nothing to undo: the assumption is the framework's."""
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Pod Delete, Node Add|Update."""
+        """``EventsToRegister`` (without queueing hints): Pod Delete, Node Add|Update."""
         return _EVENTS
 
 
@@ -191,11 +196,13 @@ _NO_NODE_STATUS = Status.error(NO_NODE)
 
 
 @functools.cache
-def _shortage_status(resources: tuple[str, ...]) -> Status:
-    """The shared ``Unschedulable`` status of a combination of short resources, reasons in their
-    order: ``Too many pods``, ``Insufficient <resource>``."""
+def _shortage_status(resources: tuple[str, ...], unresolvable: bool = False) -> Status:
+    """The shared status of a combination of short resources, reasons in their order: ``Too many
+    pods``, ``Insufficient <resource>``; ``UnschedulableAndUnresolvable`` when one request is
+    beyond the node's allocatable, else ``Unschedulable``."""
     reasons = tuple("Too many pods" if r == PODS else f"Insufficient {r}" for r in resources)
-    return Status(Code.UNSCHEDULABLE, reasons, reason_code=shortage_code(resources))
+    code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+    return Status(code, reasons, reason_code=shortage_code(resources))
 
 
 _SHORTAGE_CODES = {

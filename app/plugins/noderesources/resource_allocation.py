@@ -1,12 +1,14 @@
 """The scoring core shared by NodeResourcesFit and NodeResourcesBalancedAllocation.
 
-Mirrors ``resourceAllocationScorer`` in
+Mirrors v1.36.3's ``resourceAllocationScorer`` in
 pkg/scheduler/framework/plugins/noderesources/resource_allocation.go and the scorers of
 ``least_allocated.go``, ``most_allocated.go``, ``requested_to_capacity_ratio.go``
 (with ``helper.BuildBrokenLinearFunction`` of pkg/scheduler/framework/plugins/helper/shape_score.go)
-and ``balanced_allocation.go``. Units: cpu in millicores, memory and ephemeral-storage in bytes,
+and ``balanced_allocation.go``. A scorer reads three vectors per node, as upstream's
+``scorer(requested, allocated, allocatable)``: what the node's pods request with the pod, without
+it, and the node's allocatable. Units: cpu in millicores, memory and ephemeral-storage in bytes,
 other resources as counts; scores on 0..100 (``MaxNodeScore``). Integer arithmetic truncates as
-Go's int64 division does (all operands are non-negative).
+Go's int64 division does.
 """
 
 from __future__ import annotations
@@ -49,18 +51,28 @@ class ResourcesArgs(PluginArgs):
 
 
 def pod_request_list(pod: PodInfo, names: Sequence[str], use_requested: bool) -> list[int]:
-    """The pod's request of each resource in ``names``. Without ``use_requested`` cpu and memory
-    are the non-zero requests (100m / 200 MiB per container that requests none:
-    ``NonMissingContainerRequests``), as NodeResourcesFit's scoring uses; BalancedAllocation uses
-    the requests as they are."""
+    """The pod's request of each resource in ``names`` (``calculatePodResourceRequestList``).
+    BalancedAllocation (``use_requested``) reads the requests as the node accounts them (pod-level
+    resources and an in-place resize included: its scorer is built with those features).
+    NodeResourcesFit's scorer is built without them in v1.36.3 (``nodeResourceStrategyTypeMap``
+    sets neither ``enablePodLevelResources`` nor ``enableInPlacePodVerticalScaling``), so its cpu
+    and memory are the containers' with the scoring defaults (100m / 200 MiB per container that
+    requests none: ``NonMissingContainerRequests``) and ``spec.resources`` is not read:
+    :attr:`~app.framework.types.PodInfo.container_level_requests`."""
     requests = pod.requests
     if use_requested:
         return [requests.get(n, 0) for n in names]
-    cpu, memory = pod.non_zero_requests
+    cpu, memory = pod.container_level_requests
     return [cpu if n == CPU else memory if n == MEMORY else requests.get(n, 0) for n in names]
 
 
-Scorer = Callable[[Sequence[int], Sequence[int]], int]
+def is_best_effort(requests: Sequence[int]) -> bool:
+    """``isBestEffortPod``: the pod requests none of the scored resources."""
+    return not any(requests)
+
+
+#: ``(requested with the pod, allocated without it, allocatable)`` per resource -> 0..100
+Scorer = Callable[[Sequence[int], Sequence[int], Sequence[int]], int]
 
 
 def _least_resource(req: int, alloc: int) -> int:
@@ -76,7 +88,7 @@ def _most_resource(req: int, alloc: int) -> int:
 def _weighted_mean(weights: Sequence[int], resource_score: Callable[[int, int], int]) -> Scorer:
     """``sum(resource_score(req, alloc) * w) / sum(w)`` over the resources the node offers."""
 
-    def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    def score(requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int]) -> int:
         total = weight_sum = 0
         for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
             if alloc == 0:
@@ -134,7 +146,7 @@ def requested_to_capacity_ratio(weights: Sequence[int], shape: Sequence[tuple[in
             return raw(MAX_UTILIZATION)
         return raw(req * MAX_UTILIZATION // alloc if req > 0 else 0)
 
-    def score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    def score(requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int]) -> int:
         total = weight_sum = 0
         for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
             if alloc == 0:
@@ -150,10 +162,21 @@ def requested_to_capacity_ratio(weights: Sequence[int], shape: Sequence[tuple[in
     return score
 
 
-def balanced(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    """``balancedResourceScorer``: ``(1 - std) * 100`` truncated, where std is the standard
-    deviation of the resources' requested fractions (each capped at 1); with two resources it is
-    ``|f1 - f2| / 2``, with one or none it is 0."""
+def balanced(requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``balancedResourceScorer`` (v1.36.3): how adding the pod changes the node's balance,
+    ``50 + (50 + with - without) / 2`` where ``with`` and ``without`` are
+    :func:`balanced_resource_score` of the node with the pod (``requested``) and without it
+    (``allocated``), each in 50..100: about 75 for a pod that changes little, towards 100 for one
+    that improves the balance, towards 50 for one that worsens it."""
+    with_pod = balanced_resource_score(requested, allocatable)
+    without_pod = balanced_resource_score(allocated, allocatable)
+    return MAX_NODE_SCORE // 2 + go_div(MAX_NODE_SCORE // 2 + with_pod - without_pod, 2)
+
+
+def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``balancedResourceScore``: ``(1 - std) * 100`` truncated, where std is the standard
+    deviation of the resources' requested fractions (each capped at 1, resources of allocatable 0
+    left out); with two resources it is ``|f1 - f2| / 2``, with one or none it is 0."""
     fractions = [min(req / alloc, 1.0) for req, alloc in zip(requested, allocatable, strict=True) if alloc != 0]
     if len(fractions) == 2:
         return _balanced_pair(fractions[0], fractions[1])
@@ -165,26 +188,29 @@ def balanced(requested: Sequence[int], allocatable: Sequence[int]) -> int:
 
 
 def _balanced_pair(f1: float, f2: float) -> int:
-    """``balanced`` of two fractions: their standard deviation is ``|f1 - f2| / 2``."""
+    """``balancedResourceScore`` of two fractions: their standard deviation is ``|f1 - f2| / 2``."""
     return int((1 - abs((f1 - f2) / 2)) * MAX_NODE_SCORE)
 
 
 def node_vectors(
     node: NodeInfo, names: Sequence[str], pod_requests: Sequence[int], use_requested: bool
-) -> tuple[list[int], list[int]]:
-    """``(requested, allocatable)`` per resource for a scorer; both 0 where the resource is not
-    scored (``resourceAllocationScorer.score``). The node's side of it is remembered on the
-    NodeInfo (:meth:`NodeInfo.memo`: once per node version in cache mode)."""
+) -> tuple[list[int], list[int], list[int]]:
+    """``calculateNodeAllocatableRequest``: ``(requested, allocated, allocatable)`` per resource
+    for a scorer, the node's pods' requests with the pod and without it; all 0 where the resource
+    is not scored (a scalar resource the pod does not request, or one the node does not offer).
+    The node's side of it is remembered on the NodeInfo (:meth:`NodeInfo.memo`: once per node
+    version in cache mode)."""
     sides: tuple[tuple[int, int, bool], ...] = node.memo(
         (_NODE_SIDE, tuple(names), use_requested), lambda n: _node_side(n, names, use_requested)
     )
     requested = [0] * len(names)
+    allocated = [0] * len(names)
     allocatable = [0] * len(names)
     for i, (alloc, used, scalar) in enumerate(sides):
         want = pod_requests[i]
         if alloc and (want or not scalar):
-            allocatable[i], requested[i] = alloc, used + want
-    return requested, allocatable
+            allocatable[i], allocated[i], requested[i] = alloc, used, used + want
+    return requested, allocated, allocatable
 
 
 _NODE_SIDE = "noderesources/node-side"
@@ -223,14 +249,14 @@ _COLUMNS = {
     MEMORY: ("memory", "requested_memory", "non_zero_memory"),
     EPHEMERAL_STORAGE: ("ephemeral_storage", "requested_ephemeral_storage", "requested_ephemeral_storage"),
 }
-#: ``(node, the pod's request per resource) -> (requested, allocatable)`` per resource, as
-#: :func:`node_vectors`; raises ``LookupError`` for a node whose object is unknown.
-VectorReader = Callable[[NodeInfo, Sequence[int]], tuple[Sequence[int], Sequence[int]]]
+#: ``(node, the pod's request per resource) -> (requested, allocated, allocatable)`` per
+#: resource, as :func:`node_vectors`; raises ``LookupError`` for a node whose object is unknown.
+VectorReader = Callable[[NodeInfo, Sequence[int]], tuple[Sequence[int], Sequence[int], Sequence[int]]]
 
 
 def vector_reader(names: Sequence[str], use_requested: bool) -> VectorReader:
-    """How a scorer reads a node's ``(requested, allocatable)`` vectors for ``names``: from its
-    :class:`NodeResources` when ``names`` are two of cpu, memory and ephemeral-storage (a
+    """How a scorer reads a node's ``(requested, allocated, allocatable)`` vectors for ``names``:
+    from its :class:`NodeResources` when ``names`` are two of cpu, memory and ephemeral-storage (a
     resource the node does not offer has allocatable 0, which every scorer skips, as
     :func:`node_vectors` zeroes it), else :func:`node_vectors`."""
     if len(names) == 2 and all(n in _COLUMNS for n in names):
@@ -238,16 +264,16 @@ def vector_reader(names: Sequence[str], use_requested: bool) -> VectorReader:
         first, second = _COLUMNS[names[0]], _COLUMNS[names[1]]
         read = attrgetter(first[0], first[used], second[0], second[used])
 
-        def pair(node: NodeInfo, pod: Sequence[int]) -> tuple[Sequence[int], Sequence[int]]:
+        def pair(node: NodeInfo, pod: Sequence[int]) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
             r = node.resources
             if r is None:
                 raise LookupError(NO_NODE)
             a1, u1, a2, u2 = read(r)
-            return (u1 + pod[0], u2 + pod[1]), (a1, a2)
+            return (u1 + pod[0], u2 + pod[1]), (u1, u2), (a1, a2)
 
         return pair
 
-    def generic(node: NodeInfo, pod: Sequence[int]) -> tuple[Sequence[int], Sequence[int]]:
+    def generic(node: NodeInfo, pod: Sequence[int]) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
         if node.node is None:
             raise LookupError(NO_NODE)
         return node_vectors(node, names, pod, use_requested)
@@ -264,8 +290,8 @@ def score_nodes(
     append = out.append
     for node in nodes:
         try:
-            requested, allocatable = read(node, pod)
+            requested, allocated, allocatable = read(node, pod)
         except LookupError:
             return [], Status.error(f"node {node.name}: {NO_NODE}")
-        append(scorer(requested, allocatable))
+        append(scorer(requested, allocated, allocatable))
     return out, SUCCESS

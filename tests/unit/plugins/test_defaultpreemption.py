@@ -425,6 +425,14 @@ POST_FILTER = [
         ("", Code.UNSCHEDULABLE, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
         id="preemption should respect filteredNodesStatuses",
     ),
+    pytest.param(  # v1.36.3's row: a node without a status (NewDefaultNodeToStatus) is unresolvable
+        mk_pod("p", priority=HIGH),
+        [mk_pod("p1", "node1")],
+        [mk_node("node1", ONE_POD)],
+        {},
+        ("", Code.UNSCHEDULABLE, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+        id="preemption should respect absent NodeToStatusReader entry meaning UnschedulableAndUnresolvable",
+    ),
     pytest.param(
         mk_pod("p", priority=MID),
         [mk_pod("p1", "node1", HIGH), mk_pod("p2", "node2", LOW)],

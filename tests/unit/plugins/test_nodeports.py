@@ -1,4 +1,4 @@
-"""NodePorts, ported from kube-scheduler v1.30's
+"""NodePorts, ported from kube-scheduler v1.36.3's
 pkg/scheduler/framework/plugins/nodeports/node_ports_test.go (``TestNodePorts``,
 ``TestPreFilterDisabled``, ``TestGetContainerPorts``), plus a seeded property test of the conflict
 rule against a reference ``HostPortInfo`` (pkg/scheduler/framework/types.go) and a run through the
@@ -185,12 +185,40 @@ def test_get_container_ports() -> None:
     assert got == [("0.0.0.0", "TCP", p) for p in want]
 
 
-def test_init_container_ports_are_not_read() -> None:
-    """v1.30's ``getContainerPorts`` and ``updateUsedPorts`` read ``spec.containers`` only."""
-    doc = {"spec": {"initContainers": [_container((80, 80))], "containers": [{"name": "c", "image": "x"}]}}
-    pod = PodInfo(msgspec.convert(doc, objects.Pod))
+def _init_pod(sidecar: bool) -> PodInfo:
+    """``st.MakePod().InitContainerPort(sidecar, [{8001, 8001, TCP}])``."""
+    init: dict[str, Any] = {
+        "name": "init-container",
+        "image": "pause",
+        "ports": [{"containerPort": 8001, "hostPort": 8001, "protocol": "TCP"}],
+    }
+    if sidecar:
+        init["restartPolicy"] = "Always"
+    return PodInfo(msgspec.convert({"spec": {"initContainers": [init]}}, objects.Pod))
+
+
+def test_non_sidecar_init_container_using_host_port() -> None:
+    """TestNodePorts (v1.36.3) "non-sidecar initContainer using hostPort": an init container that
+    ends before the pod runs holds no port (``GetHostPorts``): PreFilter skips."""
+    pod = _init_pod(sidecar=False)
     assert pod.host_ports == ()
-    assert NodePorts().pre_filter(CycleState(), pod, []) == (None, SKIP)
+    assert NodePorts().pre_filter(CycleState(), pod, [new_node_info(new_pod("m1", "TCP/0.0.0.0/8001"))]) == (None, SKIP)
+
+
+def test_tcp_host_port_conflict_from_sidecar_init_container() -> None:
+    """TestNodePorts (v1.36.3) "TCP hostPort conflict from sidecar initContainer": a sidecar's host
+    ports are the pod's, on its side and on the node's (``updateUsedPorts``)."""
+    pod = _init_pod(sidecar=True)
+    assert pod.host_ports == (("0.0.0.0", "TCP", 8001),)
+    node = new_node_info(new_pod("m1", "TCP/0.0.0.0/8001"))
+    plugin, state = NodePorts(), CycleState()
+    assert plugin.pre_filter(state, pod, [node]) == (None, SUCCESS)
+    got = plugin.filter(state, pod, node)
+    assert (got.code, got.reasons) == (UNSCHEDULABLE.code, UNSCHEDULABLE.reasons)
+    # and a sidecar's port on the node blocks a pod asking for it
+    other, other_state = new_pod("m2", "TCP/0.0.0.0/8001"), CycleState()
+    plugin.pre_filter(other_state, other, [])
+    assert plugin.filter(other_state, other, new_node_info(pod)).code is Code.UNSCHEDULABLE
 
 
 class HostPortInfo:

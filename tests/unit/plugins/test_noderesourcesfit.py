@@ -1,6 +1,6 @@
 """NodeResourcesFit's Filter (and its Score entry point) against upstream's own tables.
 
-Ported as data from kube-scheduler v1.30's
+Ported as data from kube-scheduler v1.36.3's
 pkg/scheduler/framework/plugins/noderesources/fit_test.go: ``TestEnoughRequests``,
 ``TestPreFilterDisabled``, ``TestNotEnoughRequests``, ``TestStorageRequests``,
 ``TestRestartableInitContainers`` and ``TestFitScore``, case names verbatim. The strategy tables of
@@ -15,8 +15,9 @@ quantity, and ``pods``/``ephemeral-storage`` always present, zero or not), :func
 (``makeResources``/``makeAllocatableResources``). ``framework.NewNodeInfo(pods...)`` with
 ``SetNode`` is a node loaded with those pods through the real cluster-state cache.
 
-The codes are v1.30's: ``Unschedulable`` also for a request beyond the node's whole allocatable
-(``UnschedulableAndUnresolvable`` for those rows came with kubernetes/kubernetes#131345, v1.34).
+The codes are v1.36.3's: ``UnschedulableAndUnresolvable`` for a request beyond the node's whole
+allocatable (kubernetes/kubernetes#131345, v1.34; v1.30 answered ``Unschedulable`` for those rows),
+``Unschedulable`` for the other shortages.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def new_resource_pod(*usage: dict[str, str]) -> dict[str, Any]:
 def new_resource_init_pod(pod: dict[str, Any], *usage: dict[str, str]) -> dict[str, Any]:
     """``newResourceInitPod``: the pod with one init container per request list."""
     pod["spec"]["initContainers"] = new_resource_pod(*usage)["spec"]["containers"]
+    return pod
+
+
+def new_pod_level_resources_pod(pod: dict[str, Any], requests: dict[str, str]) -> dict[str, Any]:
+    """``newPodLevelResourcesPod``: the pod with ``spec.resources.requests``."""
+    pod["spec"]["resources"] = {"requests": requests}
     return pod
 
 
@@ -125,20 +132,23 @@ def short(name: str, requested: int, used: int, capacity: int) -> Shortage:
 
 
 class Case(NamedTuple):
-    """A row of TestEnoughRequests: the pod, the pods already on the node, the plugin args, and
-    the expected ``wantInsufficientResources`` (v1.30: the Filter status is Unschedulable with
-    their reasons, or success when there are none)."""
+    """A row of TestEnoughRequests: the pod, the pods already on the node (``None``: an empty
+    ``framework.NewNodeInfo()``), the plugin args, the expected ``wantInsufficientResources`` and
+    whether ``wantStatus`` is ``UnschedulableAndUnresolvable`` (else ``Unschedulable`` with their
+    reasons, or success when there are none)."""
 
     name: str
     pod: dict[str, Any]
-    existing: dict[str, Any]
+    existing: dict[str, Any] | None
     want: tuple[Shortage, ...] = ()
     args: dict[str, Any] | None = None
+    unresolvable: bool = False
 
 
 R = resource
 NP = new_resource_pod
 NIP = new_resource_init_pod
+PLR = new_pod_level_resources_pod
 
 ENOUGH_REQUESTS: list[Case] = [
     Case("no resources requested always fits", {"spec": {}}, NP(R(10, 20))),
@@ -194,12 +204,14 @@ ENOUGH_REQUESTS: list[Case] = [
         NP(R(1, 1, scalar={EXT_A: 10})),
         NP(R(0, 0, scalar={EXT_A: 0})),
         (short(EXT_A, 10, 0, 5),),
+        unresolvable=True,
     ),
     Case(
         "extended resource capacity enforced for init container",
         NIP(NP(R()), R(1, 1, scalar={EXT_A: 10})),
         NP(R(0, 0, scalar={EXT_A: 0})),
         (short(EXT_A, 10, 0, 5),),
+        unresolvable=True,
     ),
     Case(
         "extended resource allocatable enforced",
@@ -218,6 +230,7 @@ ENOUGH_REQUESTS: list[Case] = [
         NP(R(1, 1, scalar={EXT_A: 3}), R(1, 1, scalar={EXT_A: 3})),
         NP(R(0, 0, scalar={EXT_A: 2})),
         (short(EXT_A, 6, 2, 5),),
+        unresolvable=True,
     ),
     Case(
         "extended resource allocatable admits multiple init containers",
@@ -229,48 +242,56 @@ ENOUGH_REQUESTS: list[Case] = [
         NIP(NP(R()), R(1, 1, scalar={EXT_A: 6}), R(1, 1, scalar={EXT_A: 3})),
         NP(R(0, 0, scalar={EXT_A: 2})),
         (short(EXT_A, 6, 2, 5),),
+        unresolvable=True,
     ),
     Case(
         "extended resource allocatable enforced for unknown resource",
         NP(R(1, 1, scalar={EXT_B: 1})),
         NP(R(0, 0)),
         (short(EXT_B, 1, 0, 0),),
+        unresolvable=True,
     ),
     Case(
         "extended resource allocatable enforced for unknown resource for init container",
         NIP(NP(R()), R(1, 1, scalar={EXT_B: 1})),
         NP(R(0, 0)),
         (short(EXT_B, 1, 0, 0),),
+        unresolvable=True,
     ),
     Case(
         "kubernetes.io resource capacity enforced",
         NP(R(1, 1, scalar={K8S_IO_A: 10})),
         NP(R(0, 0)),
         (short(K8S_IO_A, 10, 0, 0),),
+        unresolvable=True,
     ),
     Case(
         "kubernetes.io resource capacity enforced for init container",
         NIP(NP(R()), R(1, 1, scalar={K8S_IO_B: 10})),
         NP(R(0, 0)),
         (short(K8S_IO_B, 10, 0, 0),),
+        unresolvable=True,
     ),
     Case(
         "hugepages resource capacity enforced",
         NP(R(1, 1, scalar={HUGE_A: 10})),
         NP(R(0, 0, scalar={HUGE_A: 0})),
         (short(HUGE_A, 10, 0, 5),),
+        unresolvable=True,
     ),
     Case(
         "hugepages resource capacity enforced for init container",
         NIP(NP(R()), R(1, 1, scalar={HUGE_A: 10})),
         NP(R(0, 0, scalar={HUGE_A: 0})),
         (short(HUGE_A, 10, 0, 5),),
+        unresolvable=True,
     ),
     Case(
         "hugepages resource allocatable enforced for multiple containers",
         NP(R(1, 1, scalar={HUGE_A: 3}), R(1, 1, scalar={HUGE_A: 3})),
         NP(R(0, 0, scalar={HUGE_A: 2})),
         (short(HUGE_A, 6, 2, 5),),
+        unresolvable=True,
     ),
     Case(
         "skip checking ignored extended resource",
@@ -295,6 +316,7 @@ ENOUGH_REQUESTS: list[Case] = [
         NP(R(0, 0)),
         (short(K8S_IO_A, 1, 0, 0),),
         args={"ignoredResourceGroups": ["example.com"]},
+        unresolvable=True,
     ),
     Case(
         "skip checking extended resource request with quantity zero via resource groups",
@@ -306,30 +328,83 @@ ENOUGH_REQUESTS: list[Case] = [
         NP(R(scalar={EXT_A: 1})),
         NP(R(20, 30, scalar={EXT_A: 1})),
     ),
+    # pod-level resources (podLevelResourcesEnabled: true in upstream's rows; on by default in v1.36)
+    Case(
+        "both pod-level and container-level resources fit",
+        PLR(NP(R(1, 1)), {"cpu": "1m", "memory": "2"}),
+        NP(R(5, 5)),
+    ),
+    Case(
+        "pod-level cpu resource not fit",
+        PLR(NP(R(1, 1)), {"cpu": "7m", "memory": "2"}),
+        NP(R(5, 5)),
+        (short("cpu", 7, 5, 10),),
+    ),
+    Case(
+        "pod-level memory resource not fit",
+        PLR(NP(R(1, 1)), {"cpu": "3m", "memory": "2"}),
+        NP(R(5, 19)),
+        (short("memory", 2, 19, 20),),
+    ),
+    Case("pod-level hugepages resource fit", PLR(NP(), {"cpu": "3m", "memory": "2", HUGE_A: "5"}), None),
+    Case(
+        "both pod-level and container-level hugepages resource fit",
+        PLR(NP(R(1, 1, scalar={HUGE_A: 3})), {"cpu": "3m", "memory": "2", HUGE_A: "5"}),
+        None,
+    ),
+    Case(
+        "pod-level hugepages resource not fit",
+        PLR(NP(), {"cpu": "3m", "memory": "2", HUGE_A: "10"}),
+        None,
+        (short(HUGE_A, 10, 0, 5),),
+        unresolvable=True,
+    ),
+    Case(
+        "one pod-level cpu resource fits and all init and non-init containers resources fit",
+        NIP(PLR(NP(R(1, 1)), {"cpu": "3m", "memory": "2"}), R(1, 1)),
+        NP(R(5, 19)),
+        (short("memory", 2, 19, 20),),
+    ),
 ]
 
+#: upstream's rows of the DRAExtendedResource gate (extended resources backed by a DeviceClass): this
+#: scheduler has no Dynamic Resource Allocation yet (issue 36)
+DRA_ROWS = (
+    "extended resource backed by device plugin",
+    "extended resource backed by DRA",
+    "extended resource backed by DRA, nil draManager",
+    "extended resource backed by DRA not enabled",
+    "extended resource NOT backed by DRA",
+    "extended resource was backed by Device Plugin (Allocatable: 0)",
+    "extended resource was backed by Device Plugin (Allocatable: 0), global cache",
+)
 
-def want_code(reasons: tuple[str, ...]) -> Code:
-    """v1.30's code for a row: Unschedulable with reasons, else Success."""
+
+def want_code(reasons: tuple[str, ...], unresolvable: bool = False) -> Code:
+    """A row's ``wantStatus`` code: UnschedulableAndUnresolvable when upstream says so,
+    Unschedulable with reasons, else Success."""
+    if unresolvable:
+        return Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     return Code.UNSCHEDULABLE if reasons else Code.SUCCESS
 
 
 def test_enough_requests_has_every_upstream_row() -> None:
-    assert len(ENOUGH_REQUESTS) == 35
-    assert len({c.name for c in ENOUGH_REQUESTS}) == 35
+    assert len(ENOUGH_REQUESTS) + len(DRA_ROWS) == 49
+    assert len({c.name for c in ENOUGH_REQUESTS} | set(DRA_ROWS)) == 49
 
 
 @pytest.mark.parametrize("case", ENOUGH_REQUESTS, ids=[c.name for c in ENOUGH_REQUESTS])
 def test_enough_requests(case: Case) -> None:
-    node = node_info(make_resources(10, 20, 32, 5, 20, 5), make_resources(10, 20, 32, 5, 20, 5), case.existing)
+    existing = () if case.existing is None else (case.existing,)
+    node = node_info(make_resources(10, 20, 32, 5, 20, 5), make_resources(10, 20, 32, 5, 20, 5), *existing)
     plugin = fit(case.args)
     pod = pod_info(case.pod)
     status = run_filter(plugin, pod, node)
     reasons = tuple(s.reason for s in case.want)
-    assert (status.code, status.reasons) == (want_code(reasons), reasons)
+    assert (status.code, status.reasons) == (want_code(reasons, case.unresolvable), reasons)
     got = insufficient(node, pod.requests, plugin.ignored, plugin.ignored_groups)
     assert [Shortage(r.resource, r.reason, r.requested, r.used, r.capacity) for r in got] == list(case.want)
-    # a request beyond the node's whole allocatable is marked (what later releases make unresolvable)
+    # InsufficientResource.Unresolvable: a request beyond the node's whole allocatable
     assert [r.unresolvable for r in got] == [s.requested > s.capacity for s in case.want]
 
 
@@ -380,7 +455,7 @@ STORAGE_REQUESTS = [
         "storage ephemeral local storage request exceeds allocatable",
         NP(R(storage=25)),
         NP(R(2, 2)),
-        ("Insufficient ephemeral-storage",),
+        ("Insufficient ephemeral-storage",),  # UnschedulableAndUnresolvable: 25 > allocatable 20
     ),
     ("ephemeral local storage is sufficient", NIP(NP(R(storage=5))), NP(R(2, 2, storage=10)), ()),
     ("pod fits", NP(R(storage=10)), NP(R(2, 2)), ()),
@@ -391,7 +466,7 @@ STORAGE_REQUESTS = [
 def test_storage_requests(name: str, pod: dict[str, Any], existing: dict[str, Any], reasons: tuple[str, ...]) -> None:
     node = node_info(make_resources(10, 20, 32, 5, 20, 5), make_resources(10, 20, 32, 5, 20, 5), existing)
     status = run_filter(fit(), pod_info(pod), node)
-    assert (status.code, status.reasons) == (want_code(reasons), reasons)
+    assert (status.code, status.reasons) == (want_code(reasons, unresolvable=bool(reasons)), reasons)
 
 
 def restartable_pod(request: dict[str, str] | None = None, sidecar: dict[str, str] | None = None) -> dict[str, Any]:
@@ -408,13 +483,14 @@ def restartable_pod(request: dict[str, str] | None = None, sidecar: dict[str, st
 
 PLAIN_POD = {"spec": {"containers": [{"name": "regular"}]}}  # newPod
 NO_GATE = (
-    "this plugin has no SidecarContainers feature gate: sidecars are always accounted (the gate is "
-    "on by default since v1.29), so the PreFilter refusal of a pod with sidecars cannot happen"
+    "the SidecarContainers feature gate is GA and locked on in v1.36: sidecars are always accounted, "
+    "so the PreFilter refusal of a pod with sidecars cannot happen"
 )
 
-# TestRestartableInitContainers: name, pod, the node's allocatable cpu (millicores), Filter reasons.
-# v1.30's four rows run on makeAllocatableResources(0, 0, 1, 0, 0, 0); the last two rows are
-# upstream's after v1.30 (node cpu 2m), which check the sidecar's requests count in the sum.
+# TestRestartableInitContainers: name, pod, the node's allocatable cpu (millicores), Filter reasons
+# (the last row's status is UnschedulableAndUnresolvable: 3m requested of an allocatable 2m).
+# The first four rows run on makeAllocatableResources(0, 0, 1, 0, 0, 0); the last two on a node of
+# cpu 2m, which check the sidecar's requests count in the sum.
 RESTARTABLE_INIT_CONTAINERS = [
     pytest.param(
         "allow pod without restartable init containers if sidecar containers is disabled", PLAIN_POD, 0, ()
@@ -453,7 +529,7 @@ RESTARTABLE_INIT_CONTAINERS = [
 def test_restartable_init_containers(name: str, pod: dict[str, Any], node_cpu: int, reasons: tuple[str, ...]) -> None:
     node = node_info(make_resources(node_cpu, 0, 1, 0, 0, 0), {})
     status = run_filter(fit(), pod_info(pod), node)
-    assert (status.code, status.reasons) == (want_code(reasons), reasons)
+    assert (status.code, status.reasons) == (want_code(reasons, unresolvable=bool(reasons)), reasons)
 
 
 def make_node(name: str, cpu: str, memory: str) -> dict[str, Any]:
@@ -578,6 +654,20 @@ FIT_SCORE = [
         True,
     ),
 ]
+
+
+@pytest.mark.skip(
+    reason="DRA-backed extended resources (DRAExtendedResource): no Dynamic Resource Allocation yet, issue 36"
+)
+@pytest.mark.parametrize(
+    "name",
+    [
+        "test case for ScoringStrategy LeastAllocated with Extended resources",
+        "test case for ScoringStrategy LeastAllocated with Extended resources if PreScore is not called",
+    ],
+)
+def test_fit_score_dra_extended_resources(name: str) -> None:
+    """TestFitScore's two rows of v1.36.3 that score an extended resource backed by ResourceSlices."""
 
 
 @pytest.mark.parametrize(

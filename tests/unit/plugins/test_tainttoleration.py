@@ -1,5 +1,7 @@
 """TaintToleration: upstream's tables of pkg/scheduler/framework/plugins/tainttoleration/
-taint_toleration_test.go (kubernetes/kubernetes: TestTaintTolerationFilter, TestTaintTolerationScore),
+taint_toleration_test.go of v1.36.3 (TestTaintTolerationFilter, TestTaintTolerationScore, and the
+rows of TestTaintTolerationFilterWithFeatureGate with the TaintTolerationComparisonOperators gate
+off, its v1.36 default),
 ``Toleration.ToleratesTaint`` rules, a generated check of ``filter`` against
 upstream's rule, and the plugin run through the framework (Filter and Score)."""
 
@@ -51,7 +53,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], Code, 
         [],
         [t("dedicated", "user1", "NoSchedule")],
         UU,
-        "node(s) had untolerated taint {dedicated: user1}",
+        "node(s) had untolerated taint(s)",
     ),
     (
         "A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
@@ -65,7 +67,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], Code, 
         [tol("dedicated", "Equal", "user2", "NoSchedule")],
         [t("dedicated", "user1", "NoSchedule")],
         UU,
-        "node(s) had untolerated taint {dedicated: user1}",
+        "node(s) had untolerated taint(s)",
     ),
     (
         "A pod can be scheduled onto the node, with a toleration uses operator Exists "
@@ -90,7 +92,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], Code, 
         [tol("foo", "Equal", "bar", "PreferNoSchedule")],
         [t("foo", "bar", "NoSchedule")],
         UU,
-        "node(s) had untolerated taint {foo: bar}",
+        "node(s) had untolerated taint(s)",
     ),
     (
         "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty, "
@@ -116,7 +118,57 @@ FILTER_CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], Code, 
         Code.SUCCESS,
         None,
     ),
+    # TestTaintTolerationFilterWithFeatureGate, the gate off: Gt and Lt tolerate nothing
+    (
+        "Pod with Gt toleration cannot be scheduled when feature gate is disabled",
+        [tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [t("node.kubernetes.io/sla", "950", "NoSchedule")],
+        UU,
+        "node(s) had untolerated taint(s)",
+    ),
+    (
+        "Pod with Lt toleration cannot be scheduled when feature gate is disabled",
+        [tol("node.kubernetes.io/sla", "Lt", "950", "NoSchedule")],
+        [t("node.kubernetes.io/sla", "800", "NoSchedule")],
+        UU,
+        "node(s) had untolerated taint(s)",
+    ),
+    (
+        "Pod with mixed tolerations (Equal and Gt) when feature gate is disabled - only Equal is honored",
+        [tol("dedicated", "Equal", "user1", "NoSchedule"), tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [t("dedicated", "user1", "NoSchedule")],
+        Code.SUCCESS,
+        None,
+    ),
+    (
+        "Pod with mixed tolerations, Gt toleration needed but filtered out when feature gate is disabled",
+        [tol("dedicated", "Equal", "user1", "NoSchedule"), tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [t("dedicated", "user1", "NoSchedule"), t("node.kubernetes.io/sla", "950", "NoSchedule")],
+        UU,
+        "node(s) had untolerated taint(s)",
+    ),
 ]
+
+#: upstream's rows with the TaintTolerationComparisonOperators gate on (alpha, off in v1.36; not
+#: implemented here: a configuration cannot switch it on)
+COMPARISON_OPERATOR_ROWS = (
+    "Numeric Gt operator: pod with Gt toleration prefers nodes with matching SLA taint",
+    "Numeric Lt operator: pod with Lt toleration prefers nodes with matching SLA taint",
+    "Pod with Gt toleration cannot be scheduled on node when taint value is lower than threshold",
+    "Pod with Gt toleration can be scheduled on node when taint value is higher than threshold",
+    "Pod with Lt toleration cannot be scheduled on node when taint value is higher than threshold",
+    "Pod with Lt toleration can be scheduled on node when taint value is lower than threshold",
+    "Pod with Gt toleration cannot be scheduled on node with non-numeric taint value",
+    "Pod with Gt toleration can be scheduled when feature gate is enabled and taint value is higher",
+    "Pod with Lt toleration can be scheduled when feature gate is enabled and taint value is lower",
+)
+
+
+@pytest.mark.skip(reason="the TaintTolerationComparisonOperators gate (alpha, off in v1.36) is not implemented")
+@pytest.mark.parametrize("name", COMPARISON_OPERATOR_ROWS)
+def test_comparison_operator_rows(name: str) -> None:
+    """The rows of TestTaintTolerationScore, TestTaintTolerationFilter and
+    TestTaintTolerationFilterWithFeatureGate that need the gate on."""
 
 
 @pytest.mark.parametrize(
@@ -231,11 +283,11 @@ def test_first_untolerated_taint_is_named_and_statuses_are_shared() -> None:
     pod = pod_with_tolerations([])
     node = node_with_taints("n", [t("a", "1", PNS), t("b", "2", "NoExecute"), t("c", "3", "NoSchedule")])
     first = plugin.filter(CycleState(), pod, node)
-    assert first.reasons == ("node(s) had untolerated taint {b: 2}",)
+    assert first.reasons == ("node(s) had untolerated taint(s)",)
     assert plugin.filter(CycleState(), pod, node) is first
     # a taint without a value
     node = node_with_taints("n", [{"key": "only-key", "effect": "NoSchedule"}])
-    assert plugin.filter(CycleState(), pod, node).reasons == ("node(s) had untolerated taint {only-key: }",)
+    assert plugin.filter(CycleState(), pod, node).reasons == ("node(s) had untolerated taint(s)",)
 
 
 def test_node_without_object() -> None:
@@ -286,7 +338,7 @@ def test_filter_follows_the_rules_generated() -> None:
             assert status.is_success() == (not blocking)
             if blocking:
                 assert status.code is UU
-                assert status.reasons == (f"node(s) had untolerated taint {{{blocking[0].key}: {blocking[0].value}}}",)
+                assert status.reasons == ("node(s) had untolerated taint(s)",)
 
 
 def test_run_through_framework() -> None:
@@ -296,7 +348,7 @@ def test_run_through_framework() -> None:
     pod = pod_with_tolerations([])
     outcome = run_filter(fw, pod, nodes, CycleState(None))
     assert [s.code for s in outcome.statuses] == [UU, Code.SUCCESS]
-    assert outcome.statuses[0].reasons == ("node(s) had untolerated taint {k: v}",)
+    assert outcome.statuses[0].reasons == ("node(s) had untolerated taint(s)",)
     assert outcome.statuses[0].plugin == NAME
     scored = prioritize(fw, pod, nodes)
     assert scored.plugin_scores[NAME] == [100, 0]

@@ -1,0 +1,86 @@
+"""NodeDeclaredFeatures: a pod that needs a node feature goes only to nodes that declare it.
+
+Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/nodedeclaredfeatures/
+nodedeclaredfeatures.go, beta and on by default: the ``NodeDeclaredFeatures`` gate) with the
+inference of k8s.io/component-helpers/nodedeclaredfeatures (``InferForPodScheduling``): of its
+registered features, two can be needed at scheduling, ``RestartAllContainersOnContainerExits``
+(a container or init container whose ``restartPolicyRules`` have the action
+``RestartAllContainers``) and ``UserNamespacesHostNetworkSupport`` (``hostNetwork`` with
+``hostUsers: false``); none has a maximum version. A node declares its features in
+``status.declaredFeatures`` (names the helper does not know are ignored, ``TryMap``).
+
+- PreFilter: ``Skip`` for a pod that needs none (its Filter then does not run), and with the gate
+  off.
+- Filter: ``UnschedulableAndUnresolvable`` ``node(s) didn't match Pod's required features`` for
+  a node that does not declare every one.
+
+Reads only the pod and the node object (no cluster state); the pod's needs are computed when its
+record is built (:attr:`~app.framework.types.PodInfo.declared_features`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.framework import features
+from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework.handle import Handle
+from app.framework.registry import PluginEntry
+from app.framework.status import SKIP, SUCCESS, Code, Status
+from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
+
+NAME = "NodeDeclaredFeatures"
+#: ``errReasonUnsatisfiedRequirements``
+ERR_REASON_UNSATISFIED_REQUIREMENTS = "node(s) didn't match Pod's required features"
+_REJECTED = Status(
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSATISFIED_REQUIREMENTS,), reason_code="NodeFeatureMissing"
+)
+_NO_NODE_STATUS = Status.error(NO_NODE)
+_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE), ClusterEvent(POD, ActionType.UPDATE))
+
+
+def declared(node: NodeInfo) -> frozenset[str]:
+    """The node's ``status.declaredFeatures`` (empty for a body node without them)."""
+    status = node.node.status if node.node is not None else None
+    names = getattr(status, "declared_features", None) if status is not None else None
+    return frozenset(names) if names else frozenset()
+
+
+class NodeDeclaredFeatures:
+    """PreFilter + Filter (see the module doc). Takes no args; reads the ``NodeDeclaredFeatures``
+    gate when built, as upstream's ``New``."""
+
+    name = NAME
+
+    def __init__(self, args: None = None, handle: Handle | None = None) -> None:
+        self.enabled = features.current().enabled("NodeDeclaredFeatures")
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """``Skip`` unless the gate is on and the pod needs a declared feature."""
+        if not self.enabled or not pod.declared_features:
+            return None, SKIP
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """``SUCCESS`` when the node declares every feature the pod needs."""
+        if not self.enabled or not pod.declared_features:
+            return SUCCESS
+        if node.node is None:
+            return _NO_NODE_STATUS
+        return SUCCESS if pod.declared_features <= declared(node) else _REJECTED
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """``EventsToRegister``: Node Add and update (its declared features), the pod's own update;
+        none with the gate off."""
+        return _EVENTS if self.enabled else ()
+
+
+PLUGIN = PluginEntry(
+    name=NAME,
+    factory=NodeDeclaredFeatures,
+    args=None,
+    needs_cluster=False,
+    summary="filter: kube-scheduler's NodeDeclaredFeatures (nodes declaring the features a pod needs)",
+)
