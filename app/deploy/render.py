@@ -1,35 +1,6 @@
 """``python -m app render``: every deployment artefact, generated from the service configuration.
 
-One :class:`~app.config.Configuration` gives (file names relative to ``--out``):
-
-- ``kube-scheduler-config.yaml``: ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``)
-  with one ``extenders:`` entry per profile, for a kubeadm control plane
-  (host path :data:`SCHEDULER_CONFIG_PATH`).
-- ``kube-scheduler.yaml``: kubeadm's kube-scheduler static pod with ``--config`` and the config
-  file's hostPath volume and mount (host path ``/etc/kubernetes/manifests/kube-scheduler.yaml``).
-- ``scheduler-extender.yaml``: this service as a hostNetwork static pod on 127.0.0.1
-  (``/etc/kubernetes/manifests/scheduler-extender.yaml``).
-- ``scheduler-extender-config.yaml``: the service configuration as that pod mounts it
-  (:data:`EXTENDER_CONFIG_PATH`).
-- ``scheduler-extender-rbac.yaml`` (only with ``cluster:``): the ClusterRole the service needs
-  and its binding to the user of :data:`EXTENDER_KUBECONFIG_PATH`.
-- ``second-scheduler/``: a separate kube-scheduler Deployment (own ``schedulerName``) with this
-  service as a sidecar, ConfigMaps, ServiceAccount, RBAC and ``kustomization.yaml``.
-- ``kubeadm/``: kubeadm's patch and ``ClusterConfiguration`` snippet that wire kubeadm's own
-  kube-scheduler manifest (:func:`kubeadm_wiring`).
-- ``scheduler/`` (only for profiles with ``schedulerName``): the standalone scheduler
-  (:func:`standalone_scheduler`).
-- ``podgroup-crd.yaml`` (and a copy in ``second-scheduler/`` and ``scheduler/``, which their
-  kustomizations leave out: ``delete -k`` must not delete every PodGroup), only when a profile
-  enables Coscheduling: the PodGroup CRD (:data:`PODGROUP_CRD`).
-- with the metrics listener (``server.metrics``, on by default with ``cluster:``:
-  :func:`metrics_defaults`): ``scheduler-extender-metrics.yaml`` (``metrics.yaml`` in
-  ``second-scheduler/`` and ``scheduler/``): a headless Service of the listener's port, and the
-  ServiceAccount, token Secret and RBAC (``nonResourceURLs: ["/metrics"]``) a scraper reads it
-  with; ``scheduler-extender-podmonitor.yaml`` (``podmonitor.yaml``, outside the kustomizations:
-  it needs prometheus-operator's CRD): a ``PodMonitor`` (:func:`metrics_objects`). The pods carry
-  a ``metrics`` port and ``prometheus.io/*`` scrape annotations; the extender's identity is bound
-  to ``system:auth-delegator`` (its reviews).
+One :class:`~app.config.Configuration` gives every file :func:`render` lists.
 
 Each install mode is a *target* (:data:`TARGETS`, :data:`TARGET_FILES`): ``render(...,
 targets=...)`` writes only the files of those given; :func:`default_targets` says what a
@@ -165,7 +136,39 @@ def render(
     """The artefacts of ``targets`` (default: :func:`every_target`) as ``{relative path: text}``
     (see the module doc and :data:`TARGET_FILES`); ``source`` names the configuration in the
     headers. Raises :class:`RenderError`, also for an unknown target and for ``standalone`` when
-    no profile sets ``schedulerName``."""
+    no profile sets ``schedulerName``.
+
+    One :class:`~app.config.Configuration` gives (file names relative to ``--out``):
+
+    - ``kube-scheduler-config.yaml``: ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``)
+      with one ``extenders:`` entry per profile, for a kubeadm control plane
+      (host path :data:`SCHEDULER_CONFIG_PATH`).
+    - ``kube-scheduler.yaml``: kubeadm's kube-scheduler static pod with ``--config`` and the config
+      file's hostPath volume and mount (host path ``/etc/kubernetes/manifests/kube-scheduler.yaml``).
+    - ``scheduler-extender.yaml``: this service as a hostNetwork static pod on 127.0.0.1
+      (``/etc/kubernetes/manifests/scheduler-extender.yaml``).
+    - ``scheduler-extender-config.yaml``: the service configuration as that pod mounts it
+      (:data:`EXTENDER_CONFIG_PATH`).
+    - ``scheduler-extender-rbac.yaml`` (only with ``cluster:``): the ClusterRole the service needs
+      and its binding to the user of :data:`EXTENDER_KUBECONFIG_PATH`.
+    - ``second-scheduler/``: a separate kube-scheduler Deployment (own ``schedulerName``) with this
+      service as a sidecar, ConfigMaps, ServiceAccount, RBAC and ``kustomization.yaml``.
+    - ``kubeadm/``: kubeadm's patch and ``ClusterConfiguration`` snippet that wire kubeadm's own
+      kube-scheduler manifest (:func:`kubeadm_wiring`).
+    - ``scheduler/`` (only for profiles with ``schedulerName``): the standalone scheduler
+      (:func:`standalone_scheduler`).
+    - ``podgroup-crd.yaml`` (and a copy in ``second-scheduler/`` and ``scheduler/``, which their
+      kustomizations leave out: ``delete -k`` must not delete every PodGroup), only when a profile
+      enables Coscheduling: the PodGroup CRD (:data:`PODGROUP_CRD`).
+    - with the metrics listener (``server.metrics``, on by default with ``cluster:``:
+      :func:`metrics_defaults`): ``scheduler-extender-metrics.yaml`` (``metrics.yaml`` in
+      ``second-scheduler/`` and ``scheduler/``): a headless Service of the listener's port, and the
+      ServiceAccount, token Secret and RBAC (``nonResourceURLs: ["/metrics"]``) a scraper reads it
+      with; ``scheduler-extender-podmonitor.yaml`` (``podmonitor.yaml``, outside the kustomizations:
+      it needs prometheus-operator's CRD): a ``PodMonitor`` (:func:`metrics_objects`). The pods carry
+      a ``metrics`` port and ``prometheus.io/*`` scrape annotations; the extender's identity is bound
+      to ``system:auth-delegator`` (its reviews).
+    """
     if targets is None:
         targets = every_target(config)
     unknown = sorted(set(targets) - set(TARGETS))

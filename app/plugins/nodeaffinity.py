@@ -1,7 +1,7 @@
 """NodeAffinity: ``spec.nodeSelector`` and required node affinity filter nodes; preferred node
 affinity scores them; the ``addedAffinity`` arg applies to every pod of the profile.
 
-Ports kube-scheduler v1.30's plugin (pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go)
+Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go)
 with the matching of k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go
 (``GetRequiredNodeAffinity``, ``LazyErrorNodeSelector``, ``NodeSelector``,
 ``PreferredSchedulingTerms``), the requirement checks of k8s.io/apimachinery/pkg/labels/selector.go
@@ -21,12 +21,6 @@ with the matching of k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nod
   the pod has none (``nil``) and the profile adds none.
 - Score: the sum of the weights of the matching preferred terms, the pod's and the added ones;
   NormalizeScore: ``DefaultNormalizeScore(MaxNodeScore, false)``.
-
-Matching differs from :mod:`app.framework.labels` where that module is lenient, so this module
-has its own matcher: label keys and values are validated (``NewRequirement``: an invalid one makes
-its term match nothing), ``Gt``/``Lt`` integers are int64, and ``matchFields`` on a key other than
-``metadata.name`` compares against ``""`` (upstream's ``fields.Set`` holds only
-``metadata.name``), and is ignored for a node with an empty name.
 
 Reads only the pod and the node object (no cluster state). A node known only by name (no object)
 is an ``ERROR`` (:data:`~app.framework.types.NO_NODE`).
@@ -122,7 +116,14 @@ _FieldReq = tuple[str, bool, str]
 class Term:
     """A parsed ``v1.NodeSelectorTerm`` (``nodeSelectorTerm``): its label requirements (ANDed),
     its field requirements (ANDed; ``None`` when the term has no ``matchFields``) and the parse
-    errors (a term with errors matches nothing)."""
+    errors (a term with errors matches nothing).
+
+    Matching differs from :mod:`app.framework.labels` where that module is lenient, so this module
+    has its own matcher: label keys and values are validated (``NewRequirement``: an invalid one makes
+    its term match nothing), ``Gt``/``Lt`` integers are int64, and ``matchFields`` on a key other than
+    ``metadata.name`` compares against ``""`` (upstream's ``fields.Set`` holds only
+    ``metadata.name``), and is ignored for a node with an empty name.
+    """
 
     labels: tuple[_LabelReq, ...]
     fields: tuple[_FieldReq, ...] | None

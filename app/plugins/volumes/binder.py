@@ -1,4 +1,4 @@
-"""VolumeBinding's volume binder: kube-scheduler v1.30's
+"""VolumeBinding's volume binder: kube-scheduler's
 pkg/scheduler/framework/plugins/volumebinding/binder.go (``SchedulerVolumeBinder``) and
 ``assume_cache.go``, over the watched storage objects
 (:class:`~app.framework.volumes.VolumeLister`).
@@ -24,10 +24,6 @@ pkg/scheduler/framework/plugins/volumebinding/binder.go (``SchedulerVolumeBinder
   on every change the watch brings and every second (upstream polls every second), within
   ``bindTimeoutSeconds``; the errors that stop it early are upstream's (``checkBindings``: the
   pod deleted, a provisioner giving up by removing ``selected-node``, a ``claimRef`` reset).
-
-The assume caches follow ``assumeCache``: an assumed object stands for its API object until the
-watch brings a newer ``resourceVersion`` of it (our own write, or anyone's), or until it is
-restored; one per binder (per profile's plugin), as upstream.
 """
 
 from __future__ import annotations
@@ -41,6 +37,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
+from app.framework.errors import SchedulerExtenderError
 from app.framework.handle import ClusterHandle
 from app.framework.labels import label_selector_matches
 from app.framework.resources import quantity_value
@@ -97,7 +94,7 @@ ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound t
 POLL_INTERVAL = 1.0
 
 
-class BinderError(Exception):
+class BinderError(SchedulerExtenderError):
     """A binder step failed (upstream's ``error``; its text is the status message)."""
 
 
@@ -253,7 +250,12 @@ def node_has_access(labels: Mapping[str, str], capacity: CSIStorageCapacity) -> 
 
 class VolumeBinder:
     """``volumeBinder`` (see the module doc). ``volumes``: the watched storage objects;
-    ``bind_timeout``: seconds PreBind waits for the claims (``bindTimeoutSeconds``)."""
+    ``bind_timeout``: seconds PreBind waits for the claims (``bindTimeoutSeconds``).
+
+    The assume caches follow ``assumeCache``: an assumed object stands for its API object until the
+    watch brings a newer ``resourceVersion`` of it (our own write, or anyone's), or until it is
+    restored; one per binder (per profile's plugin), as upstream.
+    """
 
     def __init__(self, volumes: VolumeLister, bind_timeout: float = 600.0) -> None:
         self.volumes = volumes

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.framework import objects
+from app.framework.errors import SchedulerExtenderError
 from app.framework.events import CSI_NODE, NODE, PERSISTENT_VOLUME_CLAIM, POD, ActionType, ClusterEvent
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
@@ -86,7 +87,7 @@ _CSI_EVENTS = (
 _NON_CSI_EVENTS = (ClusterEvent(NODE, ActionType.ADD), ClusterEvent(POD, ActionType.DELETE))
 
 
-class LimitsError(Exception):
+class LimitsError(SchedulerExtenderError):
     """Counting a pod's volumes failed; ``unresolvable``: a claim of the pod is missing."""
 
     def __init__(self, message: str, unresolvable: bool = False) -> None:

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from app.framework import objects
+from app.framework.errors import SchedulerExtenderError
 from app.framework.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
     READ_ONLY_MANY,
@@ -59,7 +60,7 @@ MULTI_ZONE_DELIMITER = "__"
 UNSPECIFIED = "UNSPECIFIED"
 
 
-class TranslationError(ValueError):
+class TranslationError(SchedulerExtenderError, ValueError):
     """csi-translation-lib could not translate a volume (its error text)."""
 
 
