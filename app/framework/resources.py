@@ -290,20 +290,30 @@ def _aggregate_container_requests(
             reqs = {**opts.non_missing, **reqs}
         return reqs
 
+    return _aggregate(
+        [requests(c, True) for c in spec.containers or ()],
+        [(requests(c, c.restart_policy == "Always"), c.restart_policy == "Always") for c in spec.init_containers or ()],
+    )
+
+
+def _aggregate(
+    containers: Iterable[Mapping[str, int]], init_containers: Iterable[tuple[Mapping[str, int], bool]]
+) -> dict[str, int]:
+    """``AggregateContainerRequests``' sum: the containers and the sidecars (restartable init
+    containers) summed, at least the largest regular init container plus the sidecars started
+    before it (k8s.io/component-helpers/resource/helpers.go)."""
     total: dict[str, int] = {}
-    for container in spec.containers or ():
-        _add(total, requests(container, True))
+    for requests in containers:
+        _add(total, requests)
     sidecars: dict[str, int] = {}
     init_max: dict[str, int] = {}
-    for container in spec.init_containers or ():
-        restartable = container.restart_policy == "Always"
-        reqs = requests(container, restartable)
+    for requests, restartable in init_containers:
         if restartable:
-            _add(total, reqs)
-            _add(sidecars, reqs)
+            _add(total, requests)
+            _add(sidecars, requests)
             _max(init_max, sidecars)
         else:
-            need = dict(reqs)
+            need = dict(requests)
             _add(need, sidecars)
             _max(init_max, need)
     _max(total, init_max)
@@ -385,22 +395,7 @@ def pod_requests(
             out.setdefault(name, value)
         return out
 
-    total: dict[str, int] = {}
-    for requests, _ in containers:
-        _add(total, filled(requests))
-    sidecars: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    for requests, restartable in init_containers:
-        requests = filled(requests)
-        if restartable:
-            _add(total, requests)
-            _add(sidecars, requests)
-            _max(init_max, sidecars)
-        else:
-            need = dict(requests)
-            _add(need, sidecars)
-            _max(init_max, need)
-    _max(total, init_max)
+    total = _aggregate((filled(r) for r, _ in containers), ((filled(r), again) for r, again in init_containers))
     if pod_level:
         for name, value in pod_level.items():
             if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
