@@ -68,7 +68,7 @@ def run_filter(
     ``UnschedulableAndUnresolvable`` "node is filtered out by the prefilter result". Errors
     read ``<plugin>: PreFilter: <message>`` and ``<plugin>: node <name>: <message>``."""
     state = state if state is not None else CycleState()
-    result, status = framework.run_pre_filter_plugins(state, pod, nodes)
+    result, status, _narrowed = framework.run_pre_filter_plugins(state, pod, nodes)
     ignored = state.ignored_errors
     if status.code is Code.ERROR:
         message = f"{status.plugin}: PreFilter: {status.message}"

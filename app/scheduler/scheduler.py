@@ -57,7 +57,7 @@ from app.framework import (
 )
 from app.framework.nominator import CLEAR_NOMINATED_NODE
 from app.framework.runtime import Framework, ScoreResult, filter_error
-from app.framework.status import Diagnosis, FitError
+from app.framework.status import Diagnosis, FitError, absent_nodes_status
 from app.lifecycle import TaskWorker
 from app.scheduler.effects import Reports, SchedulerEffects, SchedulerMetrics, truncate_message
 from app.scheduler.queue import SchedulingQueue
@@ -373,7 +373,8 @@ class Scheduler(TaskWorker):
         nodes the PreFilterResult allows (the others left without a status), searched from
         ``nextStartNodeIndex``, which then advances by the nodes processed (feasible and failed)."""
         diagnosis = Diagnosis()
-        result, status = self.framework.run_pre_filter_plugins(state, pod, nodes)
+        result, status, narrowed = self.framework.run_pre_filter_plugins(state, pod, nodes)
+        diagnosis.unschedulable_plugins.update(narrowed)
         if not status.is_success():
             if not status.is_rejected():
                 message = f'running PreFilter plugin "{status.plugin}": {status.message}'
@@ -391,10 +392,11 @@ class Scheduler(TaskWorker):
         if result is not None and result.node_names is not None:
             names = result.node_names
             candidates = [n for n in nodes if n.name in names]
+            diagnosis.absent_nodes_status = absent_nodes_status(narrowed)
         feasible, status = self.find_nodes_that_pass_filters(state, pod, diagnosis, candidates)
         processed = len(feasible) + len(diagnosis.node_to_status)
-        if candidates:
-            self.next_start_node_index = (self.next_start_node_index + processed) % len(candidates)
+        if nodes:  # v1.36.3 advances over every node of the snapshot, not the PreFilterResult's
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(nodes)
         return feasible, diagnosis, status
 
     def evaluate_nominated_node(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> list[NodeInfo]:

@@ -648,28 +648,19 @@ SPECS += [
         [container(memory="1Gi")],
         initContainers=[container("s", memory="5Gi", restartPolicy="Always")],
     ),
-]
-
-#: specs where the project still differs from v1.36.3 in code another part of issue 35 owns, each
-#: with the reason (asserted to differ: when the difference is gone, the spec moves to SPECS)
-ELSEWHERE: list[tuple[Obj, str]] = [
-    (
-        spec_pod(
-            "prefilter-result-busy-port",
-            [container(cpu="250m", ports=[{"containerPort": 6379, "hostPort": 6379}])],
-            affinity={
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"{PREFIX}-d1"]}]}
-                        ]
-                    }
+    # a PreFilterResult narrows to one node: the others count as 'node(s) didn't satisfy plugin(s) [NodeAffinity]'
+    spec_pod(
+        "prefilter-result-busy-port",
+        [container(cpu="250m", ports=[{"containerPort": 6379, "hostPort": 6379}])],
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"{PREFIX}-d1"]}]}
+                    ]
                 }
-            },
-        ),
-        "schedule_one.go's findNodesThatFitPod counts the nodes a PreFilterResult excluded as "
-        "'node(s) didn't satisfy plugin(s) [NodeAffinity]' (AbsentNodesStatus); the scheduler's "
-        "Diagnosis does not set absent_nodes_status yet (app/scheduler/)",
+            }
+        },
     ),
 ]
 
@@ -730,7 +721,7 @@ class Project:
         info = PodInfo(msgspec.convert(pod, objects.Pod))
         state = CycleState(snapshot)
         all_nodes = snapshot.list()
-        result, status = fw.run_pre_filter_plugins(state, info, all_nodes)
+        result, status, _narrowed = fw.run_pre_filter_plugins(state, info, all_nodes)
         diagnosis = Diagnosis()
         feasible = []
         if not status.is_success():
@@ -920,13 +911,3 @@ def test_scores_and_fit_errors_equal_kube_scheduler_v136(lab: tuple[Cluster, Kub
     differing = [d for d in details if not d["equal"]]
     assert not differing, summary + "\n" + json.dumps(differing[:5], indent=1)
     assert tally.nodes > 150 and tally.fits >= 8 and tally.chosen >= 30  # the specs still judge what they meant to
-
-
-@pytest.mark.parametrize(("spec", "reason"), ELSEWHERE, ids=[s["metadata"]["name"] for s, _ in ELSEWHERE])
-def test_known_differences_elsewhere_in_issue_35(lab: tuple[Cluster, KubeScheduler], spec: Obj, reason: str) -> None:
-    """Each spec of :data:`ELSEWHERE` still differs (its reason says where the fix belongs); once it
-    agrees, it belongs in :data:`SPECS`."""
-    cluster, kube = lab
-    row = compare(cluster, kube, Project(), spec, Tally())
-    print(f"\n{spec['metadata']['name']}: {json.dumps(row)}")
-    assert not row["equal"], f"{spec['metadata']['name']} now agrees with v1.36.3: move it to SPECS ({reason})"

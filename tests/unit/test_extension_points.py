@@ -302,10 +302,10 @@ def test_a_failure_policy_at_pre_filter_is_honoured() -> None:
         config({"filter": ["Erring"], "preFilter": [{"name": "Erring", "failurePolicy": "Ignore"}]}), REGISTRY
     )
     state = CycleState()
-    _, status = build_framework(ignored.profiles[0], REGISTRY).run_pre_filter_plugins(state, pod(), [])
+    _, status, _ = build_framework(ignored.profiles[0], REGISTRY).run_pre_filter_plugins(state, pod(), [])
     assert status.is_success() and state.ignored_errors == {"Erring": 1}
     failing = parse_config(config({"filter": ["Erring"]}), REGISTRY)
-    _, status = build_framework(failing.profiles[0], REGISTRY).run_pre_filter_plugins(CycleState(), pod(), [])
+    _, status, _ = build_framework(failing.profiles[0], REGISTRY).run_pre_filter_plugins(CycleState(), pod(), [])
     assert status.message == "broken" and status.plugin == "Erring"
 
 

@@ -137,7 +137,7 @@ def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> No
             Pre(SUCCESS, PreFilterResult(frozenset({"a", "b"})), "P3"),
         ]
     )
-    result, status = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
+    result, status, _narrowed = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
     assert result == PreFilterResult(frozenset({"b"})) and status is SUCCESS
     out = run_filter(fw, pod(), NODES)
     assert [(s.code, s.message) for s in out.statuses] == [
@@ -152,7 +152,7 @@ def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> No
             Pre(SUCCESS, PreFilterResult(frozenset({"a"})), "P3"),
         ]
     )
-    result, status = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
+    result, status, _narrowed = fw.run_pre_filter_plugins(CycleState(), pod(), NODES)
     assert (status.code, status.message) == (
         Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         "node(s) didn't satisfy plugin(s) [P2 P3] simultaneously",
@@ -161,7 +161,7 @@ def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> No
     assert fw.run_pre_filter_plugins(CycleState(), pod(), NODES)[1].message == "node(s) didn't satisfy plugin P2"
     # an Unschedulable PreFilter lets the others run (preemption needs their state); the last one wins
     first, later = Pre(Status.unschedulable("first"), name="A"), Pre(Status.unschedulable("later"), name="B")
-    result, status = framework(filter=[first, Pre(SUCCESS, name="C"), later]).run_pre_filter_plugins(
+    result, status, _narrowed = framework(filter=[first, Pre(SUCCESS, name="C"), later]).run_pre_filter_plugins(
         CycleState(), pod(), NODES
     )
     assert (status.message, status.plugin) == ("later", "B")

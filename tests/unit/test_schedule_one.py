@@ -403,10 +403,12 @@ def test_prefilter_results_leaving_no_node(results: list[frozenset[str]], messag
     assert fit.error() == status.message == f"0/3 nodes are available: {message}."
 
 
-def test_nodes_cut_by_a_prefilter_result_have_no_status() -> None:
+def test_nodes_cut_by_a_prefilter_result_count_as_not_satisfying_its_plugin() -> None:
     """ "test some nodes are filtered out by prefilter plugin and other are filtered out by filter
-    plugin" as v1.30.12 answers it: the node the PreFilterResult leaves out is not evaluated and
-    has no status (a later release gives it "node is filtered out by the prefilter result")."""
+    plugin" (schedule_one_test.go, v1.36.3): the node the PreFilterResult leaves out is not
+    evaluated; it counts under the absent nodes' status "node(s) didn't satisfy plugin(s)
+    [FakePreFilter]", and the PreFilter plugin is an unschedulable plugin (v1.30.12 left it without
+    a status)."""
     pre = FakePreFilter("FakePreFilter", PreFilterResult(frozenset({"node2"})))
     fw = Framework("p", lists(pre_filter=[pre], filter=[FakeFilter({"node2": Code.UNSCHEDULABLE})]))
     _, status = schedule(["node1", "node2"], fw, pod("test-prefilter"))
@@ -416,8 +418,14 @@ def test_nodes_cut_by_a_prefilter_result_have_no_status() -> None:
     assert {n: (s.reasons, s.plugin) for n, s in diagnosis.node_to_status.items()} == {
         "node2": (("injecting failure for pod test-prefilter",), "FakeFilter")
     }
-    assert diagnosis.unschedulable_plugins == {"FakeFilter"} and diagnosis.pre_filter_msg == ""
-    assert fit.error() == status.message == "0/2 nodes are available: 1 injecting failure for pod test-prefilter."
+    absent = diagnosis.absent_nodes_status
+    assert absent is not None and absent.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert absent.reasons == ("node(s) didn't satisfy plugin(s) [FakePreFilter]",)
+    assert diagnosis.unschedulable_plugins == {"FakePreFilter", "FakeFilter"} and diagnosis.pre_filter_msg == ""
+    assert fit.error() == status.message == (
+        "0/2 nodes are available: 1 injecting failure for pod test-prefilter, "
+        "1 node(s) didn't satisfy plugin(s) [FakePreFilter]."
+    )
 
 
 def test_no_nodes_available_to_schedule_pods() -> None:

@@ -48,10 +48,13 @@ class FilterPoints(Handle):
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
-        """``RunPreFilterPlugins``: each PreFilter in order; a ``Skip`` puts the plugin in
-        ``state.skip_filter_plugins``. Returns the intersection of their results (``None``: every
-        node) and ``SUCCESS``; an ``UnschedulableAndUnresolvable`` at once; an ``Unschedulable``
+    ) -> tuple[PreFilterResult | None, Status, frozenset[str]]:
+        """``RunPreFilterPlugins`` (pkg/scheduler/framework/runtime/framework.go, v1.36.3): each
+        PreFilter in order; a ``Skip`` puts the plugin in ``state.skip_filter_plugins``. Returns
+        the intersection of their results (``None``: every node), the status and the plugins whose
+        result narrowed the nodes (upstream's ``pluginsWithNodes``: the scheduler's
+        ``UnschedulablePlugins`` and the absent nodes' ``node(s) didn't satisfy plugin(s)``). The
+        status: ``SUCCESS``; an ``UnschedulableAndUnresolvable`` at once; an ``Unschedulable``
         after every PreFilter ran (preemption may need their state); ``UnschedulableAndUnresolvable``
         ``node(s) didn't satisfy plugin(s) [A B] simultaneously`` when the results leave no node;
         an ``ERROR`` naming the plugin (its message the plugin's; an ignored one counted in
@@ -77,14 +80,14 @@ class FilterPoints(Handle):
                         status = Status(code, (f"rejected by {ep.name}",), reason_code=status.reason_code)
                     status = status.with_plugin(ep.name)
                     if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                        return None, status
+                        return None, status, frozenset()
                     rejected = status
                     continue
                 if code is not Code.SUCCESS:
                     if ep.ignores_errors:
                         state.ignore_error(ep.name)
                         continue
-                    return None, Status(Code.ERROR, (error_text(status),), ep.name, status.reason_code)
+                    return None, Status(Code.ERROR, (error_text(status),), ep.name, status.reason_code), frozenset()
                 if answer is not None and not answer.all_nodes():
                     with_nodes.append(ep.name)
                 result = answer.merge(result) if answer is not None else result
@@ -93,10 +96,10 @@ class FilterPoints(Handle):
                         message = f"node(s) didn't satisfy plugin {with_nodes[0]}"
                     else:
                         message = f"node(s) didn't satisfy plugin(s) [{' '.join(with_nodes)}] simultaneously"
-                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,)), frozenset(with_nodes)
         finally:
             state.skip_filter_plugins = frozenset(skipped)
-        return result, rejected or SUCCESS
+        return result, rejected or SUCCESS, frozenset(with_nodes)
 
     def filter_statuses(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
         """Each node's Filter verdict (``RunFilterPlugins`` per node), plugin by plugin over the

@@ -76,7 +76,7 @@ def prefiltered(rt: MemoryCluster, fw: Handle, pod: PodInfo) -> CycleState:
     assert isinstance(fw, Framework)
     snapshot = rt.snapshot()
     state = CycleState(snapshot)
-    _, status = fw.run_pre_filter_plugins(state, pod, snapshot.list())
+    _, status, _ = fw.run_pre_filter_plugins(state, pod, snapshot.list())
     assert status.code is not Code.ERROR, status
     return state
 

@@ -776,7 +776,7 @@ def test_run_through_framework() -> None:
     nodes = [make_node("node1", LABEL1), make_node("node2", LABEL2), make_node("node3", LABEL5)]
     pinned = make_pod({"affinity": required(term(fields=[name_in("node1")]), term(fields=[name_in("node3")]))})
     state = CycleState()
-    result, status = fw.run_pre_filter_plugins(state, pinned, nodes)
+    result, status, _narrowed = fw.run_pre_filter_plugins(state, pinned, nodes)
     assert status.is_success() and result.node_names == {"node1", "node3"}
     # the extender's filter answers for the node the PreFilterResult leaves out (v1.30.12's text)
     outcome = run_filter(fw, pinned, nodes, CycleState())
