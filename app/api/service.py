@@ -31,10 +31,9 @@ from app.cluster.leader import Leadership
 from app.cluster.snapshot import Snapshot
 from app.config import Configuration
 from app.extender import codec
-from app.extender.verbs import run_bind_verb, run_filter, run_preemption
+from app.extender.verbs import extender_scores, run_bind_verb, run_filter, run_preemption, run_prioritize
 from app.framework.profile import Verb as VerbName
-from app.framework.runtime import Framework, FrameworkError, ScoreResult
-from app.framework.scores import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
+from app.framework.runtime import Framework, FrameworkError
 from app.framework.status import Code, Status
 from app.framework.types import CycleState, NodeInfo, ObjectDecodeError, PodInfo, PodRef, Victims
 from app.lifecycle import WorkerHealth
@@ -302,12 +301,10 @@ class ExtenderService:
         resolved = self.resolve_nodes(args, snapshot)
         state = CycleState(snapshot)
         try:
-            status = framework.run_pre_score_plugins(state, args.pod, resolved.nodes)
-            if status.is_success():
-                outcome, status = framework.run_score_plugins(state, args.pod, resolved.nodes)
+            outcome, status = run_prioritize(framework, args.pod, resolved.nodes, state)
         except ObjectDecodeError as exc:
             return error_answer("prioritize", 400, str(exc))
-        if not status.is_success():
+        if outcome is None or not status.is_success():
             message = status.message
             log.warning("prioritize: %s", message)
             if self.recording:
@@ -448,21 +445,6 @@ class ResolvedNodes:
         return out
 
 
-def extender_scores(result: ScoreResult) -> list[int]:
-    """The extender's answer from the framework's scores: each node's weighted mean of the
-    plugins' 0..100 scores (``TotalScore`` over the sum of the weights that scored), scaled to
-    0..``MaxExtenderPriority`` (10) and rounded half up; every node 0 when no plugin scored.
-    kube-scheduler multiplies it by the extender ``weight`` x 10 (``prioritizeNodes``,
-    pkg/scheduler/schedule_one.go)."""
-    weight_sum = sum(result.weights.values())
-    if not weight_sum:
-        return [0] * len(result.totals)
-    # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
-    divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
-    half = divisor // 2
-    return [(t + half) // divisor for t in result.totals]
-
-
 def resolve_victims(candidates: dict[str, Victims], snapshot: Snapshot) -> None:
     """Replace UID-only victims (cache mode) by the cached pod records where the cache has them."""
     for node, victims in candidates.items():
@@ -476,6 +458,5 @@ __all__ = [
     "ExtenderService",
     "ResolvedNodes",
     "error_answer",
-    "extender_scores",
     "resolve_victims",
 ]

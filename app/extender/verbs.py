@@ -4,8 +4,8 @@ between kube-scheduler's extender calls (pkg/scheduler/extender.go) and the same
 
 - ``filter`` (:func:`run_filter`): ``RunPreFilterPlugins``, then the Filter plugins over the nodes
   sent; a node a PreFilterResult excludes is answered as v1.30 records it (:class:`FilterOutcome`);
-- ``prioritize``: ``RunPreScorePlugins`` and ``RunScorePlugins`` themselves (the 0..10 scaling is
-  the service's, :func:`app.api.service.extender_scores`);
+- ``prioritize`` (:func:`run_prioritize`): ``RunPreScorePlugins`` and ``RunScorePlugins``, then
+  the scores on the extender's 0..10 (:func:`extender_scores`);
 - ``preempt`` (:func:`run_preemption`): the preemption plugins narrow kube-scheduler's candidates,
   under ``ProcessPreemption``'s rules;
 - ``bind`` (:func:`run_bind_verb`): kube-scheduler chose the node; the pod goes through Reserve,
@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.framework.handle import BIND_BUDGET, BIND_DEADLINE
-from app.framework.runtime import Framework, FrameworkError
+from app.framework.runtime import Framework, FrameworkError, ScoreResult
 from app.framework.runtime.failures import describe, error_text
+from app.framework.scores import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef, Victims
 
@@ -90,6 +91,33 @@ def run_filter(
         message = f"{verdict.plugin}: node {nodes[first_error].name}: {verdict.message}"
         return FilterOutcome([], message, ignored, verdict.plugin, verdict.reason_code)
     return FilterOutcome(statuses, "", ignored)
+
+
+def run_prioritize(
+    framework: Framework, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState
+) -> tuple[ScoreResult | None, Status]:
+    """prioritize: ``RunPreScorePlugins`` then ``RunScorePlugins`` over the nodes sent; the
+    framework's scores (``None`` with a failed status). Raises
+    :class:`~app.framework.types.ObjectDecodeError` for a node a plugin reads that does not decode."""
+    status = framework.run_pre_score_plugins(state, pod, nodes)
+    if not status.is_success():
+        return None, status
+    return framework.run_score_plugins(state, pod, nodes)
+
+
+def extender_scores(result: ScoreResult) -> list[int]:
+    """The extender's answer from the framework's scores: each node's weighted mean of the
+    plugins' 0..100 scores (``TotalScore`` over the sum of the weights that scored), scaled to
+    0..``MaxExtenderPriority`` (10) and rounded half up; every node 0 when no plugin scored.
+    kube-scheduler multiplies it by the extender ``weight`` x 10 (``prioritizeNodes``,
+    pkg/scheduler/schedule_one.go)."""
+    weight_sum = sum(result.weights.values())
+    if not weight_sum:
+        return [0] * len(result.totals)
+    # mean on 0..100 -> 0..10, half up: (total / weight_sum) / 10 + 0.5, in integers
+    divisor = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    half = divisor // 2
+    return [(t + half) // divisor for t in result.totals]
 
 
 def run_preemption(
@@ -211,7 +239,9 @@ __all__ = [
     "ADMISSION_MARGIN",
     "ERR_REASON_PRE_FILTER_RESULT",
     "FilterOutcome",
+    "extender_scores",
     "run_bind_verb",
     "run_filter",
     "run_preemption",
+    "run_prioritize",
 ]

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from app.api.service import extender_scores
-from app.extender.verbs import run_bind_verb, run_filter, run_preemption
+from app.extender.verbs import extender_scores, run_bind_verb, run_filter, run_preemption
 from app.framework import (
     SUCCESS,
     Code,

@@ -422,9 +422,13 @@ def test_nodes_cut_by_a_prefilter_result_count_as_not_satisfying_its_plugin() ->
     assert absent is not None and absent.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert absent.reasons == ("node(s) didn't satisfy plugin(s) [FakePreFilter]",)
     assert diagnosis.unschedulable_plugins == {"FakePreFilter", "FakeFilter"} and diagnosis.pre_filter_msg == ""
-    assert fit.error() == status.message == (
-        "0/2 nodes are available: 1 injecting failure for pod test-prefilter, "
-        "1 node(s) didn't satisfy plugin(s) [FakePreFilter]."
+    assert (
+        fit.error()
+        == status.message
+        == (
+            "0/2 nodes are available: 1 injecting failure for pod test-prefilter, "
+            "1 node(s) didn't satisfy plugin(s) [FakePreFilter]."
+        )
     )
 
 

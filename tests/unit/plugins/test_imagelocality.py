@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.api.service import extender_scores
+from app.extender.verbs import extender_scores
 from app.framework import SUCCESS, CycleState, NodeInfo, PodInfo, objects
 from app.plugins.imagelocality import (
     MB,

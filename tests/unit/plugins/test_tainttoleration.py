@@ -13,8 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.api.service import extender_scores
-from app.extender.verbs import run_filter
+from app.extender.verbs import extender_scores, run_filter
 from app.framework import CycleState, NodeInfo, NodeScore, PodInfo, objects
 from app.framework.status import Code
 from app.framework.taints import tolerates_taint
