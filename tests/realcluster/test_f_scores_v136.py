@@ -689,6 +689,8 @@ class Project:
         from app.bootstrap import assemble
         from app.config import parse_config
         from app.plugins import default_registry
+        from app.scheduler.queue import SchedulingQueue
+        from app.scheduler.scheduler import Scheduler
 
         registry = default_registry(False)
         doc = {
@@ -699,8 +701,10 @@ class Project:
         }
         self.service = assemble(parse_config(doc, registry), registry)
         assert self.service.cluster is not None
-        self.state = self.service.cluster.state
+        self.cache = self.service.cluster.cache
         self.framework = self.service.frameworks[SCHEDULER]
+        queue = SchedulingQueue(nominator=self.framework.nominator)
+        self.scheduler = Scheduler(SCHEDULER, self.framework, self.service.cluster, queue)
 
     def answer(
         self, nodes: list[Obj], pods: list[Obj], pod: Obj
@@ -709,35 +713,21 @@ class Project:
         ``pod``, as ``schedulePod`` (pkg/scheduler/schedule_one.go) with every node evaluated
         (fewer than 100 nodes: ``numFeasibleNodesToFind`` is all of them)."""
         from app.framework import CycleState, PodInfo, objects
-        from app.framework.status import Diagnosis, FitError
+        from app.framework.status import FitError
 
-        self.state.seed(
+        self.cache.seed(
             [msgspec.convert(n, objects.Node) for n in nodes], [msgspec.convert(p, objects.Pod) for p in pods]
         )
-        snapshot = self.state.snapshot()
+        snapshot = self.cache.snapshot()
         fw = self.framework
         for ep in fw.post_filter_plugins:  # a dry run only: no victim is deleted
             ep.plugin.prepare_candidate = lambda candidate, pod: None  # type: ignore[attr-defined]
         info = PodInfo(msgspec.convert(pod, objects.Pod))
         state = CycleState(snapshot)
         all_nodes = snapshot.list()
-        result, status, _narrowed = fw.run_pre_filter_plugins(state, info, all_nodes)
-        diagnosis = Diagnosis()
-        feasible = []
-        if not status.is_success():
-            assert status.is_rejected(), status
-            diagnosis.node_to_status = {n.name: status for n in all_nodes}
-            diagnosis.pre_filter_msg = status.message
-        else:
-            candidates = all_nodes
-            if result is not None and result.node_names is not None:
-                candidates = [n for n in all_nodes if n.name in result.node_names]
-            for node, verdict in zip(candidates, fw.filter_statuses(state, info, candidates), strict=True):
-                assert verdict.code.name != "ERROR", verdict
-                if verdict.is_success():
-                    feasible.append(node)
-                else:
-                    diagnosis.node_to_status[node.name] = verdict
+        # the scheduler's own findNodesThatFitPod (every node evaluated below 100 nodes)
+        feasible, diagnosis, status = self.scheduler.find_nodes_that_fit_pod(state, info, all_nodes)
+        assert status.is_success(), status
         if not feasible:
             fit = FitError(len(all_nodes), diagnosis)
             _, post = fw.run_post_filter(state, info, diagnosis.node_to_status)
