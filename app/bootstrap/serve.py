@@ -458,18 +458,21 @@ def _read_lease(client: Any, timeout: float, namespace: str, name: str) -> bytes
 
 def _preempted_event(
     posts: Mapping[str, Callable[[PodEvent], None]],
-) -> Callable[[PodInfo, PodInfo, str], None] | None:
+) -> Callable[[PodInfo, PodInfo, str, bool], None] | None:
     """kube-scheduler's Event on a deleted victim (``prepareCandidate``, pkg/scheduler/framework/
-    preemption/preemption.go): ``Normal`` ``Preempted``, action ``Preempting``, "Preempted by pod
-    <preemptor UID> on node <node>", written by the preemptor's scheduler's writer (``posts``, by
+    preemption/executor.go, v1.36.3 ``PreemptPod``): ``Normal`` ``Preempted``, action ``Preempting``,
+    "Preempted by pod <preemptor UID> on node <node>" (then " (in kube-scheduler memory)." for a
+    victim rejected at Permit), written by the preemptor's scheduler's writer (``posts``, by
     schedulerName); ``None`` without any."""
     if not posts:
         return None
 
-    def preempted(victim: PodInfo, preemptor: PodInfo, node: str) -> None:
+    def preempted(victim: PodInfo, preemptor: PodInfo, node: str, in_memory: bool = False) -> None:
         post = posts.get(preemptor.scheduler_name)
         if post is not None:
-            note = f"Preempted by pod {preemptor.uid} on node {node}"
+            note = f"Preempted by pod {preemptor.uid} on node {node}" + (
+                " (in kube-scheduler memory)." if in_memory else ""
+            )
             post(PodEvent(victim.namespace, victim.name, victim.uid, "Normal", "Preempted", "Preempting", note))
 
     return preempted

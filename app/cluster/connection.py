@@ -42,7 +42,7 @@ from app.cluster.snapshot import Snapshot
 from app.cluster.volumes import VolumeStores
 from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
 from app.framework.objects import LabelSelector
-from app.framework.status import Status
+from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import PodInfo, PodRef
 from app.framework.volumes import CLAIMS, VolumeWrite, VolumeWriteResult
 from app.kube.errors import APIError
@@ -120,9 +120,10 @@ class ClusterConnection:
         self._selectors: SpreadSelectors | None = None
         self._volumes: VolumeStores | None = None
         self._namespaces: NamespaceStore | None = None
-        #: told ``(victim, preemptor, node)`` once a victim of :meth:`preempt` is deleted (given to
-        #: :meth:`connect`: the standalone schedulers' ``Preempted`` Event on the victim)
-        self.on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None
+        #: told ``(victim, preemptor, node, in_memory)`` once a preemption victim is deleted, or
+        #: rejected at Permit (given to :meth:`connect`: the standalone schedulers' ``Preempted``
+        #: Event on the victim, :meth:`preempted`)
+        self.on_preempted: Callable[[PodInfo, PodInfo, str, bool], None] | None = None
         self.follower: LeaseFollower | None = None
         self.requeuer: Requeuer | None = None
         self._binder: Binder | None = None
@@ -300,33 +301,20 @@ class ClusterConnection:
         when no plugin declared ``spread_selectors``."""
         return self._selectors.default_selector(pod) if self._selectors is not None else None
 
-    def preempt(
-        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
-    ) -> None:
-        """On the API executor, as kube-scheduler's ``prepareCandidate`` (pkg/scheduler/framework/
-        preemption/preemption.go) and its nominating ``updatePod``: each victim gets the condition
-        ``DisruptionTarget=True`` reason ``PreemptionByScheduler`` (message ``<schedulerName>:
-        preempting to accommodate a higher priority pod``) and is deleted with its UID as
-        precondition, then :attr:`on_preempted` is told (the ``Preempted`` Event); the pods in
-        ``unnominate`` lose their ``nominatedNodeName`` (``ClearNominatedNodeName``); then
-        ``preemptor`` is nominated to ``node``. A victim already gone is skipped; other failures
-        are logged."""
+    async def preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo) -> Status:
+        """On the API executor, as kube-scheduler v1.36.3's ``Executor.PreemptPod``
+        (pkg/scheduler/framework/preemption/executor.go): the condition ``DisruptionTarget=True``
+        reason ``PreemptionByScheduler`` (message ``<schedulerName>: preempting to accommodate a
+        higher priority pod``) patched on ``victim`` unless it has it (``UpdatePodCondition``), then
+        its DELETE with its UID as precondition. ``SUCCESS`` once deleted, ``SKIP`` when a call
+        found it gone (404), ``ERROR`` with the failure (a failed patch skips the DELETE)."""
         if self.executor is None or self.client is None:
-            log.warning("preemption for %s on %s not carried out: not connected", preemptor.key(), node)
-            return
-        self.executor.submit(
-            self._preempt, self.client, preemptor, node, tuple(victims), tuple(unnominate), self.on_preempted
-        )
+            return Status.error(f"preempting {victim.key()} for {preemptor.key()}: not connected")
+        call = partial(self._preempt_pod, self.client, preemptor, node, victim)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, call)
 
     @staticmethod
-    def _preempt(
-        client: KubeClient,
-        preemptor: PodInfo,
-        node: str,
-        victims: tuple[PodInfo, ...],
-        unnominate: tuple[PodInfo, ...],
-        on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None,
-    ) -> None:
+    def _preempt_pod(client: KubeClient, preemptor: PodInfo, node: str, victim: PodInfo) -> Status:
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -334,25 +322,47 @@ class ClusterConnection:
             "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
             "lastTransitionTime": rfc3339_time(time.time()),
         }
-        for victim in victims:
-            try:
-                client.set_pod_condition(victim.namespace, victim.name, condition)
-            except APIError as exc:
-                if exc.status == 404:
-                    continue  # gone already
-                log.warning("marking %s as a preemption victim failed: %s", victim.key(), exc)
-            try:
-                client.delete_pod(victim.namespace, victim.name, victim.uid)
-                log.info("preempted %s on %s for %s", victim.key(), node, preemptor.key())
-                if on_preempted is not None:
-                    on_preempted(victim, preemptor, node)
-            except APIError as exc:
-                log.warning("preempting %s on %s for %s failed: %s", victim.key(), node, preemptor.key(), exc)
-        for pod in unnominate:
+        try:
+            client.set_pod_condition(victim.namespace, victim.name, condition)
+        except APIError as exc:
+            if exc.status == 404:
+                log.info("victim %s of %s on %s is already deleted", victim.key(), preemptor.key(), node)
+                return Status(Code.SKIP)
+            log.warning("could not add DisruptionTarget to %s (preemptor %s): %s", victim.key(), preemptor.key(), exc)
+            return Status.error(f"adding DisruptionTarget to {victim.key()}: {exc}")
+        try:
+            client.delete_pod(victim.namespace, victim.name, victim.uid)  # a 404 is no error there
+        except APIError as exc:
+            log.warning("preempting %s on %s for %s failed: %s", victim.key(), node, preemptor.key(), exc)
+            return Status.error(f"deleting {victim.key()}: {exc}")
+        log.info("preempted %s on %s for %s", victim.key(), node, preemptor.key())
+        return SUCCESS
+
+    async def clear_nominated_node_name(self, pods: Sequence[PodInfo]) -> Status:
+        """On the API executor, ``clearNominatedNodeName`` (executor.go): each pod with a
+        ``status.nominatedNodeName`` has it cleared; ``ERROR`` with the failures joined."""
+        pods = [p for p in pods if p.nominated_node_name]
+        if not pods:
+            return SUCCESS
+        if self.executor is None or self.client is None:
+            return Status.error("clearing nominations: not connected")
+        call = partial(self._clear_nominations, self.client, tuple(pods))
+        return await asyncio.get_running_loop().run_in_executor(self.executor, call)
+
+    @staticmethod
+    def _clear_nominations(client: KubeClient, pods: tuple[PodInfo, ...]) -> Status:
+        errors = []
+        for pod in pods:
             try:
                 client.set_nominated_node(pod.namespace, pod.name, "")
             except APIError as exc:
-                log.warning("clearing the nomination of %s to %s failed: %s", pod.key(), node, exc)
+                errors.append(f"clearing the nomination of {pod.key()}: {exc}")
+        return Status.error(", ".join(errors)) if errors else SUCCESS
+
+    def preempted(self, victim: PodInfo, preemptor: PodInfo, node: str, in_memory: bool = False) -> None:
+        """The ``Preempted`` Event on ``victim``: :attr:`on_preempted` told."""
+        if self.on_preempted is not None:
+            self.on_preempted(victim, preemptor, node, in_memory)
 
     # -- leadership ---------------------------------------------------------------------------------
 
@@ -370,7 +380,7 @@ class ClusterConnection:
     def connect(
         self,
         client: KubeClient | None = None,
-        on_preempted: Callable[[PodInfo, PodInfo, str], None] | None = None,
+        on_preempted: Callable[[PodInfo, PodInfo, str, bool], None] | None = None,
     ) -> list[Any]:
         """Load credentials (unless ``client`` is given: :func:`cluster_client`) and build the
         background workers that keep the cache current: the reflectors (nodes, pods, and PodGroups,

@@ -12,13 +12,14 @@ composition root registers the needs before the cache is filled.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from app.framework.nominator import PodNominator
 from app.framework.objects import LabelSelector
-from app.framework.status import Status
+from app.framework.status import SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef
 from app.framework.volumes import VolumeLister, VolumeWrite, VolumeWriteResult
 from app.framework.waiting import WaitingPods
@@ -272,14 +273,24 @@ class ClusterHandle(Protocol):
         nothing selects it; ``None`` unless a plugin declared ``spread_selectors``."""
         ...
 
-    def preempt(
-        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
-    ) -> None:
-        """Carry out a preemption (``prepareCandidate``): delete ``victims`` (each with its UID as
-        precondition), clear the ``status.nominatedNodeName`` of the pods in ``unnominate`` (the
-        lower-priority pods nominated to ``node``: they may no longer fit there). The preemptor's
-        own nomination is the scheduler's to write (``handleSchedulingFailure``). Does not block:
-        the API calls run off the event loop; failures are logged."""
+    async def preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo) -> Status:
+        """The API calls of one victim of a preemption (``Executor.PreemptPod``,
+        pkg/scheduler/framework/preemption/executor.go, v1.36.3): the condition
+        ``DisruptionTarget=True`` reason ``PreemptionByScheduler`` patched on ``victim`` (unless it
+        has it), then its DELETE with its UID as precondition. ``SUCCESS`` once deleted; ``SKIP``
+        when the victim is gone already (a 404 at either call: no Event); ``ERROR`` with the
+        failure otherwise (a failed patch skips the DELETE). Runs off the event loop."""
+        ...
+
+    async def clear_nominated_node_name(self, pods: Sequence[PodInfo]) -> Status:
+        """``clearNominatedNodeName``: ``status.nominatedNodeName`` of each of ``pods`` (that has
+        one) cleared; ``ERROR`` with every failure joined, else ``SUCCESS``."""
+        ...
+
+    def preempted(self, victim: PodInfo, preemptor: PodInfo, node: str, in_memory: bool = False) -> None:
+        """The ``Preempted`` Event on ``victim`` ("Preempted by pod <uid> on node <node>", with
+        `` (in kube-scheduler memory).`` for a victim rejected at Permit, ``in_memory``). Does not
+        block."""
         ...
 
 
@@ -363,10 +374,18 @@ class NoCluster:
         """Nothing watched."""
         return None
 
-    def preempt(
-        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
-    ) -> None:
-        """Cannot be carried out: there is no API server."""
+    async def preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo) -> Status:
+        """An ``ERROR``: there is no API server to delete through."""
+        return Status.error("the profile has no cluster state (a cluster: section) to preempt through")
+
+    async def clear_nominated_node_name(self, pods: Sequence[PodInfo]) -> Status:
+        """An ``ERROR`` for any pod: there is no API server."""
+        if not pods:
+            return SUCCESS
+        return Status.error("the profile has no cluster state (a cluster: section) to write through")
+
+    def preempted(self, victim: PodInfo, preemptor: PodInfo, node: str, in_memory: bool = False) -> None:
+        """No Event: nothing to write to."""
 
 
 class _NoNodes:
@@ -423,6 +442,16 @@ class Handle:
         self.cluster: ClusterHandle = cluster if cluster is not None else NO_CLUSTER
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         self.nominator = nominator if nominator is not None else PodNominator()
+        #: the scheduling queue of the profile's standalone scheduler (``PodActivator``), set by it
+        self.pod_activator: PodActivator | None = None
+        #: the event loop the profile's standalone scheduler runs on, set by it when it starts:
+        #: where work begun in a cycle run off the loop (a preemption's) continues
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """``Activate``: ``pods`` to the active queue of :attr:`pod_activator` (none: nothing)."""
+        if self.pod_activator is not None:
+            self.pod_activator.activate(pods)
 
     @property
     def has_cluster(self) -> bool:

@@ -1,49 +1,10 @@
 """DefaultPreemption: kube-scheduler's PostFilter, for a pod no node passed Filter
 (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go and
-pkg/scheduler/framework/preemption/preemption.go, v1.36.3; its victims deleted in the cycle, as
-with ``SchedulerAsyncPreemption`` off).
+pkg/scheduler/framework/preemption/preemption.go, v1.36.3; the victims preempted off the cycle by
+:mod:`app.plugins.preemption_executor`, as with ``SchedulerAsyncPreemption`` on, v1.36's default).
 
-- **Eligibility** (``PodEligibleToPreemptOthers``): a pod with ``preemptionPolicy: Never`` does not
-  preempt ("not eligible due to preemptionPolicy=Never."); nor does a pod nominated to a node where
-  a lower-priority pod is already terminating because of a preemption ("not eligible due to a
-  terminating pod on the nominated node."; ``podTerminatingByPreemption`` with
-  PodDisruptionConditions: ``deletionTimestamp`` set and a ``DisruptionTarget``
-  condition ``True`` with reason ``PreemptionByScheduler``: :attr:`PodInfo.terminating_by_preemption`),
-  unless Filter found that node UnschedulableAndUnresolvable.
-- **Candidates** (``findCandidates``, ``nodesWherePreemptionMightHelp``): only the nodes Filter
-  rejected as ``Unschedulable``; an ``UnschedulableAndUnresolvable`` node, or one without a status,
-  gets "Preemption is not helpful for scheduling" (nodes of any other status are left out). From
-  a random offset (``GetOffsetAndNumCandidates``) the dry run (``DryRunPreemption``) visits them
-  until it holds ``numCandidates`` candidates, one of them without PDB violations
-  (``minCandidateNodesPercentage`` 10 % of the nodes, at least ``minCandidateNodesAbsolute`` 100;
-  the candidates with and without violations are each kept up to that many, those without first).
-- **Victims on a node** (``SelectVictimsOnNode``), on a copy of the node and of the cycle's state:
-  every pod of lower priority is removed (``RemovePod`` of the PreFilter extensions keeps the
-  state true); when the pod still does not fit (the profile's
-  ``RunFilterPluginsWithNominatedPods``: first with the pods nominated to the node of equal or
-  higher priority, the pod itself excepted, counted as running there, then, when there were any
-  and it passed, without them; it fits only if both pass), the node is no candidate (its Filter
-  status); else the removed pods are put back one by one (``AddPod``), most important first
-  (``MoreImportantPod``: higher priority, then the earlier ``status.startTime``),
-  PodDisruptionBudget-violating ones first, and each that still lets the pod fit (both passes) is
-  reprieved; the others are removed again and are the victims. No lower-priority pod: "No
-  preemption victims found for incoming pod" (UnschedulableAndUnresolvable).
-- **PodDisruptionBudgets** (``filterPodsWithPDBViolation``): walking the potential victims most
-  important first, each budget of the pod's namespace whose non-empty selector matches the pod's
-  labels, and that does not list the pod in ``status.disruptedPods``, loses one of its
-  ``status.disruptionsAllowed``; a pod that takes any such budget below zero violates it. Those
-  are reprieved first; the ones that still must go are the candidate's PDB violations.
-- **The candidate** (``SelectCandidate``, ``pickOneNodeForPreemption``): the fewest PDB
-  violations, then the lowest highest-priority victim, the lowest sum of priorities, the fewest
-  victims, the latest earliest start time of the highest-priority victims, then the first.
-- **Preparing it** (``prepareCandidate``): a victim waiting at Permit is rejected there
-  ("preempted"); the others are marked ``DisruptionTarget=True`` (``PreemptionByScheduler``) and
-  deleted (UID preconditions); the lower-priority pods nominated to the node lose their
-  nomination (``getLowerPriorityNominatedPods`` of the nominator, ``ClearNominatedNodeName``);
-  through the cluster state (:meth:`~app.framework.handle.ClusterHandle.preempt`). The result
-  nominates the pod to the node: the scheduler records it in the nominator at once and writes
-  ``status.nominatedNodeName`` (``handleSchedulingFailure``). Pods nominated to a node count there
-  for pods of lower or equal priority, so the room is kept for it.
+What each step does (eligibility, candidates, victims on a node, PodDisruptionBudgets, the
+candidate, preparing it) is in :class:`DefaultPreemption`'s docstring.
 
 Every message gets upstream's ``preemption: `` prefix (``PostFilter``). The result carries
 upstream's ``NominatingInfo`` (:class:`~app.framework.runtime.NominatingInfo`): the chosen node, or
@@ -83,11 +44,13 @@ from app.framework import (
     PodInfo,
     PolicyRule,
     Status,
+    features,
 )
 from app.framework.labels import label_selector_matches
 from app.framework.nominator import CLEAR_NOMINATED_NODE, NOMINATING_NOOP, NominatingInfo
 from app.framework.status import fit_error_message
 from app.framework.validation import aggregate
+from app.plugins.preemption_executor import ASYNC_PREEMPTION_GATE, Executor
 
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -98,6 +61,9 @@ TERMINATING = "not eligible due to a terminating pod on the nominated node."
 PREFIX = "preemption: "
 _NOT_HELPFUL = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
 _NO_VICTIMS = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_VICTIMS,))
+#: PreEnqueue's answer while the pod's preemption is in flight
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+_WAITING_FOR_PREEMPTION = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_PREEMPTION,), NAME)
 #: ``math.MaxInt32 + 1``: added to each victim's priority in the sum (so negative ones count)
 _PRIORITY_OFFSET = 2**31
 
@@ -202,7 +168,52 @@ def nodes_where_preemption_might_help(
 
 
 class DefaultPreemption:
-    """PostFilter (see the module doc). ``rng``: the dry run's random offset (tests pass their own)."""
+    """PostFilter and PreEnqueue (see the module doc). ``rng``: the dry run's random offset (tests
+    pass their own).
+
+    - **Eligibility** (``PodEligibleToPreemptOthers``): a pod with ``preemptionPolicy: Never`` does not
+      preempt ("not eligible due to preemptionPolicy=Never."); nor does a pod nominated to a node where
+      a lower-priority pod is already terminating because of a preemption ("not eligible due to a
+      terminating pod on the nominated node."; ``podTerminatingByPreemption`` with
+      PodDisruptionConditions: ``deletionTimestamp`` set and a ``DisruptionTarget``
+      condition ``True`` with reason ``PreemptionByScheduler``: :attr:`PodInfo.terminating_by_preemption`),
+      unless Filter found that node UnschedulableAndUnresolvable.
+    - **Candidates** (``findCandidates``, ``nodesWherePreemptionMightHelp``): only the nodes Filter
+      rejected as ``Unschedulable``; an ``UnschedulableAndUnresolvable`` node, or one without a status,
+      gets "Preemption is not helpful for scheduling" (nodes of any other status are left out). From
+      a random offset (``GetOffsetAndNumCandidates``) the dry run (``DryRunPreemption``) visits them
+      until it holds ``numCandidates`` candidates, one of them without PDB violations
+      (``minCandidateNodesPercentage`` 10 % of the nodes, at least ``minCandidateNodesAbsolute`` 100;
+      the candidates with and without violations are each kept up to that many, those without first).
+    - **Victims on a node** (``SelectVictimsOnNode``), on a copy of the node and of the cycle's state:
+      every pod of lower priority is removed (``RemovePod`` of the PreFilter extensions keeps the
+      state true); when the pod still does not fit (the profile's
+      ``RunFilterPluginsWithNominatedPods``: first with the pods nominated to the node of equal or
+      higher priority, the pod itself excepted, counted as running there, then, when there were any
+      and it passed, without them; it fits only if both pass), the node is no candidate (its Filter
+      status); else the removed pods are put back one by one (``AddPod``), most important first
+      (``MoreImportantPod``: higher priority, then the earlier ``status.startTime``),
+      PodDisruptionBudget-violating ones first, and each that still lets the pod fit (both passes) is
+      reprieved; the others are removed again and are the victims. No lower-priority pod: "No
+      preemption victims found for incoming pod" (UnschedulableAndUnresolvable).
+    - **PodDisruptionBudgets** (``filterPodsWithPDBViolation``): walking the potential victims most
+      important first, each budget of the pod's namespace whose non-empty selector matches the pod's
+      labels, and that does not list the pod in ``status.disruptedPods``, loses one of its
+      ``status.disruptionsAllowed``; a pod that takes any such budget below zero violates it. Those
+      are reprieved first; the ones that still must go are the candidate's PDB violations.
+    - **The candidate** (``SelectCandidate``, ``pickOneNodeForPreemption``): the fewest PDB
+      violations, then the lowest highest-priority victim, the lowest sum of priorities, the fewest
+      victims, the latest earliest start time of the highest-priority victims, then the first.
+    - **Preparing it** (``actuatePodPreemption``, :class:`~app.plugins.preemption_executor.Executor`):
+      the victims are preempted (a victim waiting at Permit rejected there, the others marked
+      ``DisruptionTarget=True`` and deleted) and the lower-priority pods nominated to the node lose
+      their nomination, in a task off the cycle; the result nominates the pod to the node at once:
+      the scheduler records it in the nominator and writes ``status.nominatedNodeName``
+      (``handleSchedulingFailure``). Until its preemption is done the pod is kept out of the active
+      queue: PreEnqueue says "waiting for the preemption for this pod to be finished"
+      (UnschedulableAndUnresolvable) while ``IsPodRunningPreemption``. Pods nominated to a node count
+      there for pods of lower or equal priority, so the room is kept for it.
+    """
 
     name = NAME
 
@@ -213,6 +224,8 @@ class DefaultPreemption:
         self.handle = handle
         self.waiting_pods = handle.waiting_pods
         self._rng = rng or random.Random()
+        #: carries out the chosen candidate (``preemption.Executor``)
+        self.executor = Executor(handle, self.cluster, NAME, features.current().enabled(ASYNC_PREEMPTION_GATE))
 
     def num_candidates(self, nodes: int) -> int:
         """``calculateNumCandidates``."""
@@ -343,20 +356,13 @@ class DefaultPreemption:
             return candidates[0]
         return pick_one_node(candidates, datetime.now(UTC).timestamp())
 
-    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
-        """``prepareCandidate``: reject the victims waiting at Permit, evict the others, and clear
-        the nomination of the lower-priority pods nominated to the node."""
-        deleted = []
-        for victim in candidate.victims:  # a victim waiting at Permit is rejected, not deleted
-            waiting = self.waiting_pods.get(victim.uid)
-            if waiting is not None:
-                waiting.reject(NAME, "preempted")
-            else:
-                deleted.append(victim)
-        # lower-priority pods nominated to the node may no longer fit there (getLowerPriorityNominatedPods)
-        nominated = self.handle.nominated_pods_for_node(candidate.name)
-        lower = [p for p in nominated if p.priority < pod.priority and p.uid != pod.uid]
-        self.cluster.preempt(pod, candidate.name, deleted, lower)
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """``PreEnqueue``: ``UnschedulableAndUnresolvable`` "waiting for the preemption for this
+        pod to be finished" while the pod's preemption is in flight
+        (:meth:`Executor.is_pod_running_preemption`), else ``SUCCESS`` (always with the gate off)."""
+        if self.executor.asynchronous and self.executor.is_pod_running_preemption(pod.uid):
+            return _WAITING_FOR_PREEMPTION
+        return SUCCESS
 
     def preempt(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[NominatingInfo, Status]:
         """``Evaluator.Preempt``: the result and why there is no nominated node (messages without
@@ -383,7 +389,9 @@ class DefaultPreemption:
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return NOMINATING_NOOP, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-        self.prepare_candidate(best, pod)
+        status = self.executor.actuate(pod, best.name, best.victims)
+        if not status.is_success():
+            return NOMINATING_NOOP, status
         return NominatingInfo(best.name), SUCCESS
 
     def post_filter(

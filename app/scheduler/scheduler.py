@@ -167,6 +167,7 @@ class Scheduler(TaskWorker):
         self.queue = queue
         self.options = options or SchedulerOptions()
         self.effects = SchedulerEffects(framework.profile, queue, cluster, reports or Reports())
+        framework.pod_activator = queue  # the framework's Activate (an async preemption's failure)
         self._admission = self.options.admission or cluster.bind_admission
         self._index = f"scheduler/{name}"
         self.cache.add_index(PodIndex(self._index, self._key))
@@ -188,6 +189,7 @@ class Scheduler(TaskWorker):
         """The loop of the module doc, until stopped; then the binding cycles in flight are waited
         for (within the stop's join: any left then are abandoned with the loop, their reservations
         expire), so a leader releases its Lease only once no Binding of its own can still land."""
+        self.framework.loop = asyncio.get_running_loop()
         while not self.stopping.is_set():
             if not await self.step():
                 with contextlib.suppress(TimeoutError):
@@ -216,6 +218,8 @@ class Scheduler(TaskWorker):
         pod = self.queue.pop()
         if pod is None:
             return False
+        if self.effects.kept_out(pod, self.framework.pre_enqueue_plugins):
+            return True
         await self.schedule_one(pod)
         await asyncio.sleep(0)  # let the binding tasks move
         return True

@@ -51,6 +51,8 @@ class MemoryCluster:
         #: the pods nominated to nodes; :meth:`seed` records the pending pods that say they are
         self.nominator = PodNominator(self.pod)
         self.preemptions: list[tuple[str, str, list[str]]] = []
+        self.refuse_preemption: dict[str, Status] = {}
+        self.preempted_events: list[tuple[str, str, str, bool]] = []
         self._volumes: VolumeStores | None = None
         #: every :meth:`update_volume` write, in order; ``refuse_volume_write``: answer them with that error
         self.volume_writes: list[VolumeWrite] = []
@@ -191,13 +193,27 @@ class MemoryCluster:
         unless a plugin declared ``spread_selectors``."""
         return self._selectors.default_selector(pod) if self._selectors is not None else None
 
-    def preempt(
-        self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], unnominate: Sequence[PodInfo] = ()
-    ) -> None:
-        """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])`` and in
-        :attr:`unnominated` (the uids whose nomination is cleared)."""
-        self.preemptions.append((preemptor.uid, node, [v.uid for v in victims]))
-        self.unnominated.extend(p.uid for p in unnominate)
+    async def preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo) -> Status:
+        """Recorded in :attr:`preemptions` as ``(preemptor uid, node, [victim uids])`` (a victim
+        of the same preemptor and node as the last entry joins it); ``refuse_preemption``: the
+        victim UIDs answered with that status instead (``SKIP``: gone already)."""
+        refused = self.refuse_preemption.get(victim.uid)
+        if refused is not None:
+            return refused
+        if self.preemptions and self.preemptions[-1][:2] == (preemptor.uid, node):
+            self.preemptions[-1][2].append(victim.uid)
+        else:
+            self.preemptions.append((preemptor.uid, node, [victim.uid]))
+        return SUCCESS
+
+    async def clear_nominated_node_name(self, pods: Sequence[PodInfo]) -> Status:
+        """Recorded in :attr:`unnominated` (the uids whose nomination is cleared)."""
+        self.unnominated.extend(p.uid for p in pods if p.nominated_node_name)
+        return SUCCESS
+
+    def preempted(self, victim: PodInfo, preemptor: PodInfo, node: str, in_memory: bool = False) -> None:
+        """Recorded in :attr:`preempted_events` as ``(victim uid, preemptor uid, node, in_memory)``."""
+        self.preempted_events.append((victim.uid, preemptor.uid, node, in_memory))
 
 
 __all__ = ["MemoryCluster"]

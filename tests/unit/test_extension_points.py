@@ -421,7 +421,9 @@ def test_the_shipped_configurations_keep_their_plugin_lists(config_file: str) ->
     """The lists recorded before every point became configurable (the code of a120c15), point by
     point and in order: the default configuration, the examples, the e2e configurations; the
     standalone examples then changed only with v1.36.3's default profile (EBSLimits, GCEPDLimits
-    and AzureDiskLimits out, NodeDeclaredFeatures in: issue 35)."""
+    and AzureDiskLimits out, NodeDeclaredFeatures in: issue 35), and DefaultPreemption joined
+    their PreEnqueue (v1.36.3's default_preemption.go is a PreEnqueuePlugin since async
+    preemption, KEP 4832: it keeps a preemptor out while its victims are being deleted)."""
     assert _lists_of(REPO / config_file) == json.loads(RECORDED.read_text())[config_file]
 
 

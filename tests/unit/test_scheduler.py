@@ -307,7 +307,8 @@ def test_every_scheduler_profile_starts_from_kube_schedulers_default_plugins() -
         ("ImageLocality", 1),
     ]
     assert [ep.name for ep in fw.queue_sort_plugins] == ["PrioritySort"]
-    assert [ep.name for ep in fw.pre_enqueue_plugins] == ["SchedulingGates"]
+    # v1.36.3's DefaultPreemption is a PreEnqueuePlugin (async preemption, KEP 4832)
+    assert [ep.name for ep in fw.pre_enqueue_plugins] == ["SchedulingGates", "DefaultPreemption"]
     assert [ep.name for ep in fw.bind_plugins] == ["DefaultBinder"]
     # multiPoint's disabled and a point's own list, as KubeSchedulerConfiguration's mergePlugins
     fw = _default_profile_framework(

@@ -207,9 +207,17 @@ def test_a_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
         preemption.waiting_pods.add(waiting)
         nominated, _ = preempt(rt, fw, pod_doc("high", "default", cpu="4", priority=100))
         assert nominated == "n1"
+        # v1.33+ (SchedulerAsyncPreemption, executor.go prepareCandidateAsync): off the cycle
+        assert rt.preemptions == []
+        await preemption.executor.wait()
         assert rt.preemptions == [("uid-default-high", "n1", ["uid-default-bound"])]  # only the bound one deleted
         result = await waiting.result
         assert (result.code, result.reasons, result.plugin) == (Code.UNSCHEDULABLE, ("preempted",), "DefaultPreemption")
+        # executor.go PreemptPod: the Event of a victim rejected at Permit says so
+        assert sorted(rt.preempted_events) == [
+            ("uid-default-bound", "uid-default-high", "n1", False),
+            ("uid-default-waiting", "uid-default-high", "n1", True),
+        ]
 
     asyncio.run(scenario())
 
