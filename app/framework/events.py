@@ -120,6 +120,15 @@ class ObservedEvent(NamedTuple):
     new: Any = None
 
 
+def objects_as(old: Any, new: Any, kind: type[Any] | tuple[type[Any], ...]) -> tuple[Any, Any]:
+    """``util.As[T](oldObj, newObj)`` (pkg/scheduler/util/utils.go): the event's objects when each
+    is ``None`` or a ``kind``; raises ``TypeError`` otherwise (a hint's error: ``Queue``)."""
+    for obj in (old, new):
+        if obj is not None and not isinstance(obj, kind):
+            raise TypeError(f"unexpected object of type {type(obj).__name__}")
+    return old, new
+
+
 def with_hints(events: tuple[ClusterEvent, ...] | list[ClusterEvent]) -> tuple[ClusterEventWithHint, ...]:
     """Registrations without hints (a plugin that returns plain events: always queue)."""
     return tuple(ClusterEventWithHint(e) for e in events)
@@ -150,5 +159,6 @@ __all__ = [
     "ObservedEvent",
     "QueueingHint",
     "QueueingHintFn",
+    "objects_as",
     "with_hints",
 ]
