@@ -37,7 +37,7 @@ from app.bootstrap.preflight import check_configuration, report_refusal
 from app.cluster.connection import ClusterConnection, cluster_client
 from app.cluster.leader import LeaderElectionSettings, Leadership, LeaseElector
 from app.config import Configuration, EventsConfig, SchedulingConfig
-from app.framework.events import ANY_EVENT, ClusterEvent
+from app.framework.events import ANY_EVENT, ClusterEvent, ClusterEventWithHint
 from app.framework.profile import Profile, parse_duration
 from app.framework.runtime import Framework
 from app.framework.types import PodInfo
@@ -434,11 +434,13 @@ def _lease_admission(cluster: ClusterConnection) -> Callable[[], str | None]:
     return admission
 
 
-def _registered(framework: Framework) -> Callable[[str], Sequence[ClusterEvent]]:
-    """The scheduling queue's ``registered(plugin)``: the plugin's ``EventsToRegister``, every event
-    for a name the profile does not know (another profile's cluster-wide Reserve, the cluster state)."""
+def _registered(framework: Framework) -> Callable[[str], Sequence[ClusterEventWithHint]]:
+    """The scheduling queue's ``registered(plugin)``: the plugin's ``EventsToRegister`` with its
+    hints, every event for a name the profile does not know (another profile's cluster-wide
+    Reserve, the cluster state)."""
     events = framework.events_to_register()
-    return lambda plugin: events.get(plugin, (ANY_EVENT,))
+    anything = (ClusterEventWithHint(ANY_EVENT),)
+    return lambda plugin: events.get(plugin, anything)
 
 
 def _interest(frameworks: Sequence[Framework]) -> tuple[ClusterEvent, ...]:
@@ -447,7 +449,7 @@ def _interest(frameworks: Sequence[Framework]) -> tuple[ClusterEvent, ...]:
     seen: dict[ClusterEvent, None] = {}
     for framework in frameworks:
         for events in framework.events_to_register().values():
-            seen.update(dict.fromkeys(events))
+            seen.update(dict.fromkeys(e.event for e in events))
     return tuple(seen)
 
 

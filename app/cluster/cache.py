@@ -20,18 +20,19 @@ bytes, other resources as counts.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from app.cluster.events import Change, ClusterEvents, node_change
+from app.cluster.events import Change, ClusterEvents, node_events, pod_events
 from app.cluster.health import SyncHealth
 from app.cluster.node_tree import NodeTree
 from app.cluster.snapshot import NamespaceLabels, Snapshot, account
 from app.framework import objects
-from app.framework.events import NODE, POD, WILDCARD, ActionType
+from app.framework.events import ASSIGNED_POD, NODE, WILDCARD, ActionType
 from app.framework.handle import ClusterNeeds, PodIndex, PoolSpec, Reservation
 from app.framework.status import Status
 from app.framework.types import EMPTY_USAGE, Interner, NodeInfo, NodeUsage, PodInfo
@@ -209,13 +210,13 @@ class Cache:
 
     def upsert_node(self, node: objects.Node) -> None:
         """An ADDED or MODIFIED node; a change of what scheduling reads is a cluster event
-        (:func:`node_change`), a status heartbeat is none."""
+        (:func:`node_events`, with the old and the new node), a status heartbeat is none."""
         name = node.metadata.name if node.metadata is not None else None
         if not name:
             return
         with self._lock:
             old = self._views.get(name)
-            action = node_change(old, node)
+            events = node_events(old, node)
             if old is None:
                 self._tree.add_node(name, _labels(node))
                 self._order = None
@@ -223,8 +224,8 @@ class Cache:
                 self._order = None
             self._views[name] = node
             self._dirty.add(name)
-            if action:
-                self.events.record_event(NODE, action, frees=True)
+            if events:
+                self.events.record_events(events, frees=True, old=old, new=node)
             self._touch()
 
     def delete_node(self, node: objects.Node) -> None:
@@ -236,7 +237,7 @@ class Cache:
                 self._tree.remove_node(name, _labels(old))
                 self._order = None
                 self._dirty.add(name)
-                self.events.record_event(NODE, ActionType.DELETE)
+                self.events.record_event(NODE, ActionType.DELETE, old=old)
                 self._touch()
 
     # -- writes from the pod reflector -------------------------------------------------------------
@@ -273,10 +274,10 @@ class Cache:
         with self._lock:
             if pod.node_name:
                 prior = self._pods.get(pod.uid)
-                if prior is None or prior.node_name != pod.node_name:
-                    self.events.record_event(POD, ActionType.ADD)  # assigned to a node (AssignedPodAdd)
-                elif prior.labels != pod.labels:
-                    self.events.record_event(POD, ActionType.UPDATE_POD_LABEL)
+                if prior is None or prior.node_name != pod.node_name:  # assigned to a node (AssignedPodAdd)
+                    self.events.record_event(ASSIGNED_POD, ActionType.ADD, new=pod)
+                elif prior is not pod:  # AssignedPodUpdate, one event per property changed
+                    self.events.record_events(pod_events(prior, pod), old=prior, new=pod)
             self._pods[pod.uid] = pod
             self._index_pod(pod)
             self._settle_assumption(pod.uid, pod)
@@ -287,7 +288,8 @@ class Cache:
         """A DELETED pod: whatever it held (bound or assumed) is freed."""
         with self._lock:
             if pod.uid in self._placed:
-                self.events.record_event(POD, ActionType.DELETE, frees=True)
+                old = self._pods.get(pod.uid) or pod
+                self.events.record_event(ASSIGNED_POD, ActionType.DELETE, frees=True, old=old)
             self._pods.pop(pod.uid, None)
             self._unindex_pod(pod.uid)
             self._ledger.pop(pod.uid, None)
@@ -432,7 +434,8 @@ class Cache:
                 del self._ledger[uid]
                 self._recount(uid)
                 self.events.pod_changed(uid)
-                self.events.record_event(POD, ActionType.DELETE, uid, frees=True)  # the reserved room is free again
+                # the reserved room is free again (EventAssignedPodDelete with the assumed pod)
+                self.events.record_event(ASSIGNED_POD, ActionType.DELETE, uid, True, _on_node(existing.pod, node))
                 self._touch()
 
     # -- internals (hold the lock) -----------------------------------------------------------------
@@ -503,6 +506,7 @@ class Cache:
         expired = [uid for uid, a in self._ledger.items() if a.deadline <= now]
         for uid in expired:
             a = self._ledger.pop(uid)
+            self.events.record_event(ASSIGNED_POD, ActionType.DELETE, frees=True, old=_on_node(a.pod, a.node))
             self.events.pod_changed(uid)
             self.expired += 1
             log.warning(
@@ -514,7 +518,6 @@ class Cache:
             self._recount(uid)
         self._next_deadline = min((a.deadline for a in self._ledger.values()), default=float("inf"))
         if expired:
-            self.events.record_event(POD, ActionType.DELETE, frees=True)
             self._touch()
 
     def _effective(self, uid: str) -> tuple[str, PodInfo] | None:
@@ -596,6 +599,16 @@ def _labels(node: objects.Node) -> Mapping[str, str] | None:
 
 def _nominated_node(pod: PodInfo) -> str | None:
     return pod.nominated_node_name if pod.nominated_node_name and not pod.node_name else None
+
+
+def _on_node(pod: PodInfo, node: str) -> PodInfo:
+    """The assumed pod as kube-scheduler's assumed copy (``spec.nodeName`` set): the old object of
+    the Delete event of its forgotten or expired reservation."""
+    if pod.node_name == node:
+        return pod
+    placed = copy.copy(pod)
+    placed.node_name = node
+    return placed
 
 
 __all__ = ["NOMINATED", "TERMINAL_PHASES", "Cache", "ReserveCheck"]

@@ -11,10 +11,11 @@ stores add their kinds' events: :meth:`ClusterEvents.record_event`). Three reade
   gone) into its queue (``SchedulingQueue.apply``: ``addPodToSchedulingQueue``,
   ``updatePodInSchedulingQueue``, ``deletePodFromSchedulingQueue``); an assumed pod is left out
   until its assumption ends (``IsAssumedPod``);
-- it moves its parked pods on the numbered cluster events (:meth:`~ClusterEvents.events_since`:
-  ``SchedulingQueue.move_on``, ``MoveAllToActiveOrBackoffQueue`` with the rejecting plugins'
-  queueing hints), and a failed pod goes to backoffQ when an event of interest happened during
-  its attempt (``SchedulingQueue.failed``, upstream's ``moveRequestCycle``);
+- it moves its parked pods on the numbered cluster events, each with its old and new object
+  (:meth:`~ClusterEvents.events_since`: ``SchedulingQueue.move_on``,
+  ``MoveAllToActiveOrBackoffQueue`` with the rejecting plugins' queueing hints), and replays
+  the events of a pod's attempt against it when it fails (``SchedulingQueue.failed``,
+  ``determineSchedulingHintForInFlightPod``);
 - in extender mode, kube-scheduler's parked pods: when capacity may have been freed
   (:attr:`ClusterEvents.freed_generation`), the :class:`~app.cluster.requeue.Requeuer`
   annotates the pods a filter rejected on every node, which moves them (``PriorityQueue.Update``).
@@ -27,43 +28,82 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from app.framework import objects
-from app.framework.events import ActionType, ClusterEvent
+from app.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ActionType, ClusterEvent, ObservedEvent
 from app.framework.types import PodInfo
 
 #: How many cluster events are kept at least for the schedulers' queues
 #: (:meth:`ClusterEvents.events_since`); a queue that falls further behind moves every parked pod.
+#: Each keeps references to its old and new objects (the cache's own records, never copies), so
+#: at most ``2 x EVENT_LOG_SIZE`` superseded records stay alive for it.
 EVENT_LOG_SIZE = 4096
 
 #: a change of a followed index: the pod's UID and its record, ``None`` when it left the key
 Change = tuple[str, "PodInfo | None"]
 
 
-def node_change(old: objects.Node | None, new: objects.Node) -> ActionType:
-    """The cluster event of a node's ADDED/MODIFIED (kube-scheduler's
-    ``nodeSchedulingPropertiesChange``, pkg/scheduler/eventhandlers.go): ``ADD`` for a new node;
-    for a changed one the union of ``UPDATE_NODE_TAINT`` (taints or ``spec.unschedulable``),
-    ``UPDATE_NODE_ALLOCATABLE``, ``UPDATE_NODE_LABEL`` and ``UPDATE_NODE_ANNOTATION``; ``0`` when
-    none of those changed (a status heartbeat). Conditions are not kept, so never
-    ``UPDATE_NODE_CONDITION``."""
+def node_events(old: objects.Node | None, new: objects.Node) -> list[ClusterEvent]:
+    """The cluster events of a node's ADDED/MODIFIED (v1.36.3 pkg/scheduler/framework/events.go
+    ``NodeSchedulingPropertiesChange``, in its extractors' order): ``Node/Add`` for a new node;
+    for a changed one ``UpdateNodeTaint`` when ``spec.unschedulable`` was turned off,
+    ``UpdateNodeAllocatable``, ``UpdateNodeLabel``, ``UpdateNodeTaint`` (taints),
+    ``UpdateNodeAnnotation``, ``UpdateNodeDeclaredFeature``; none for a status heartbeat.
+    Conditions are not kept, so never ``UpdateNodeCondition``."""
     if old is None:
-        return ActionType.ADD
-    action = ActionType(0)
+        return [_NODE_ADD]
+    out: list[ClusterEvent] = []
     old_meta, new_meta = old.metadata or objects.EMPTY_META, new.metadata or objects.EMPTY_META
     old_spec, new_spec = old.spec or _NO_SPEC, new.spec or _NO_SPEC
-    if bool(old_spec.unschedulable) != bool(new_spec.unschedulable) or (old_spec.taints or []) != (
-        new_spec.taints or []
-    ):
-        action |= ActionType.UPDATE_NODE_TAINT
-    if (old.status.allocatable if old.status else None) != (new.status.allocatable if new.status else None):
-        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    old_status, new_status = old.status or _NO_STATUS, new.status or _NO_STATUS
+    if bool(old_spec.unschedulable) != bool(new_spec.unschedulable) and not new_spec.unschedulable:
+        out.append(_node(ActionType.UPDATE_NODE_TAINT))
+    if (old_status.allocatable or {}) != (new_status.allocatable or {}):
+        out.append(_node(ActionType.UPDATE_NODE_ALLOCATABLE))
     if (old_meta.labels or {}) != (new_meta.labels or {}):
-        action |= ActionType.UPDATE_NODE_LABEL
+        out.append(_node(ActionType.UPDATE_NODE_LABEL))
+    if (old_spec.taints or []) != (new_spec.taints or []):
+        out.append(_node(ActionType.UPDATE_NODE_TAINT))
     if (old_meta.annotations or {}) != (new_meta.annotations or {}):
-        action |= ActionType.UPDATE_NODE_ANNOTATION
-    return action
+        out.append(_node(ActionType.UPDATE_NODE_ANNOTATION))
+    if (old_status.declared_features or []) != (new_status.declared_features or []):
+        out.append(_node(ActionType.UPDATE_NODE_DECLARED_FEATURE))
+    return out
+
+
+def pod_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
+    """The cluster events of a pod's update (v1.36.3 pkg/scheduler/framework/events.go
+    ``PodSchedulingPropertiesChange``): on ``AssignedPod`` when ``new`` is on a node, else on
+    ``UnschedulablePod``, ``UpdatePodLabel``, ``UpdatePodScaleDown`` (a request lowered or
+    dropped), ``UpdatePodSchedulingGatesEliminated``, ``UpdatePodToleration`` (their count
+    changed), in that order; the general ``Update`` when none of those."""
+    resource = ASSIGNED_POD if new.node_name else UNSCHEDULED_POD
+    out: list[ClusterEvent] = []
+    if old.labels != new.labels:
+        out.append(ClusterEvent(resource, ActionType.UPDATE_POD_LABEL))
+    if _scaled_down(old, new):
+        out.append(ClusterEvent(resource, ActionType.UPDATE_POD_SCALE_DOWN))
+    if old.scheduling_gates and not new.scheduling_gates:
+        out.append(ClusterEvent(resource, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED))
+    if len(old.tolerations) != len(new.tolerations):
+        out.append(ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATIONS))
+    return out or [ClusterEvent(resource, ActionType.UPDATE)]
+
+
+def _scaled_down(old: PodInfo, new: PodInfo) -> bool:
+    """``extractPodScaleDown``: a request of ``old`` that ``new`` lowers or drops."""
+    try:
+        new_requests = new.requests
+        return any(name not in new_requests or value > new_requests[name] for name, value in old.requests.items())
+    except ValueError:  # an unparsable quantity: no judgement
+        return False
+
+
+def _node(action: ActionType) -> ClusterEvent:
+    return ClusterEvent(NODE, action)
 
 
 _NO_SPEC = objects.NodeSpec()
+_NO_STATUS = objects.NodeStatus()
+_NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
 
 
 class PodSource(Protocol):
@@ -97,7 +137,7 @@ class ClusterEvents:
         self._pods = pods
         self._lock = threading.Lock()
         #: ``_events[i]`` is event number ``_events_base + i``
-        self._events: list[ClusterEvent] = []
+        self._events: list[ObservedEvent] = []
         #: the pod UID whose own change each event is (its reservation dropped), ``""`` for others
         self._origins: list[str] = []
         self._events_base = 1
@@ -114,18 +154,42 @@ class ClusterEvents:
 
     # -- written by the cache and the storage stores --------------------------------------------------
 
-    def record_event(self, resource: str, action: ActionType, origin: str = "", frees: bool = False) -> None:
-        """Record one cluster event (``framework.GVK`` ``resource``, ``action``): the cache's
-        nodes and pods, or another watched kind (a storage object of :mod:`app.cluster.volumes`).
-        ``origin``: the pod UID whose own reservation the event is (its Unreserve is no event for
-        itself). ``frees``: capacity may have been freed (:attr:`freed_generation`). The log keeps
-        the last :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
+    def record_event(
+        self,
+        resource: str,
+        action: ActionType,
+        origin: str = "",
+        frees: bool = False,
+        old: object = None,
+        new: object = None,
+    ) -> None:
+        """Record one cluster event (``fwk.EventResource`` ``resource``, ``action``) with its
+        objects (``old``: ``None`` for an Add; ``new``: ``None`` for a Delete; the records the
+        cache or the store holds, kept by reference): the cache's nodes and pods, or another
+        watched kind (a storage object of :mod:`app.cluster.volumes`). ``origin``: the pod UID
+        whose own reservation the event is (its Unreserve is no event for itself). ``frees``:
+        capacity may have been freed (:attr:`freed_generation`). The log keeps the last
+        :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
+        self.record_events((ClusterEvent(resource, action),), origin, frees, old, new)
+
+    def record_events(
+        self,
+        events: Iterable[ClusterEvent],
+        origin: str = "",
+        frees: bool = False,
+        old: object = None,
+        new: object = None,
+    ) -> None:
+        """:meth:`record_event` for each of ``events``, all of the same objects (a node's or a
+        pod's update is one event per property changed, as upstream's handlers call
+        ``MoveAllToActiveOrBackoffQueue`` once per event)."""
         with self._lock:
             if frees:
                 self.freed_generation += 1
-            self.event_seq += 1
-            self._events.append(ClusterEvent(resource, action))
-            self._origins.append(origin)
+            for event in events:
+                self.event_seq += 1
+                self._events.append(ObservedEvent(event, old, new))
+                self._origins.append(origin)
             if len(self._events) > 2 * EVENT_LOG_SIZE:
                 drop = len(self._events) - EVENT_LOG_SIZE
                 del self._events[:drop]
@@ -184,13 +248,14 @@ class ClusterEvents:
             self._feeds[name] = {}
         return self._pods.unassumed(name, key, dirty)
 
-    def events_since(self, seq: int, origin: str = "") -> tuple[int, list[ClusterEvent] | None]:
-        """``(last, events)``: the cluster events after number ``seq`` up to number ``last``;
+    def events_since(self, seq: int, origin: str = "") -> tuple[int, list[ObservedEvent] | None]:
+        """``(last, events)``: the cluster events after number ``seq`` up to number ``last``, each
+        with its old and new object;
         ``events`` is ``None`` when some of them are no longer kept (treat it as every event).
-        The events: a node added, deleted or changed in what scheduling reads (allocatable,
-        labels, taints, ``spec.unschedulable``, annotations); a pod assigned to a node (Add), one
-        whose labels changed (UpdatePodLabel), one deleted or gone terminal, a reservation
-        forgotten or expired (Delete); a relist (every event); a storage object's change.
+        The events: a node added, deleted or changed in what scheduling reads
+        (:func:`node_events`); an ``AssignedPod`` added (bound), updated (:func:`pod_events`),
+        deleted or gone terminal, a reservation forgotten or expired (Delete, the assumed
+        record as ``old``); a relist (the wildcard event); a storage object's change.
         ``origin``: leave out the events of that pod's own reservation."""
         with self._lock:
             if seq >= self.event_seq:
@@ -205,4 +270,4 @@ class ClusterEvents:
             return self.event_seq, self._events[first:]
 
 
-__all__ = ["EVENT_LOG_SIZE", "Change", "ClusterEvents", "PodSource", "node_change"]
+__all__ = ["EVENT_LOG_SIZE", "Change", "ClusterEvents", "PodSource", "node_events", "pod_events"]

@@ -43,6 +43,7 @@ from app.framework.events import (
     PERSISTENT_VOLUME_CLAIM,
     STORAGE_CLASS,
     ActionType,
+    ClusterEvent,
 )
 from app.framework.volumes import (
     CLAIM_ANNOTATIONS,
@@ -86,7 +87,7 @@ _TYPES: dict[str, type[Any]] = {
 }
 _ACTIONS = {"ADDED": ActionType.ADD, "MODIFIED": ActionType.UPDATE, "DELETED": ActionType.DELETE}
 #: a relist: objects may have been added, changed or deleted
-_RELIST = ActionType.ADD | ActionType.UPDATE | ActionType.DELETE
+_RELIST = (ActionType.ADD, ActionType.UPDATE, ActionType.DELETE)
 
 
 def _cut(
@@ -276,7 +277,8 @@ class VolumeStores:
                 self._capacity_list = tuple(self._objects[CAPACITIES].values())
             waiters = self._changed()
         self._notify(waiters)
-        self.events.record_event(GVK[kind], _RELIST)
+        # a relist: an Add, an Update and a Delete of unknown objects (hints judging no object queue)
+        self.events.record_events(ClusterEvent(GVK[kind], action) for action in _RELIST)
 
     def apply(self, kind: str, event: str, item: Any) -> None:
         """A watch event (``ADDED``, ``MODIFIED``, ``DELETED``) of ``kind``."""
@@ -301,7 +303,7 @@ class VolumeStores:
         self._notify(waiters)
         action = _ACTIONS.get(event)
         if action is not None:
-            self.events.record_event(GVK[kind], action)
+            self.events.record_event(GVK[kind], action, old=old, new=None if event == "DELETED" else item)
 
     def _changed(self) -> list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]:
         """Count a change and take the waiters (under the lock)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from app.framework.events import ClusterEvent
+from app.framework.events import ClusterEvent, ClusterEventWithHint
 from app.framework.nominator import NominatingInfo
 from app.framework.status import SUCCESS, Status
 from app.framework.types import (
@@ -279,8 +279,11 @@ class PostBindPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
-    """The cluster events that may make a pod this plugin rejected schedulable
-    (``framework.EnqueueExtensions.EventsToRegister``): the scheduling queue moves a parked pod
-    back only on an event one of its rejecting plugins registered."""
+    """The cluster events that may make a pod this plugin rejected schedulable, each with its
+    queueing hint (``fwk.EnqueueExtensions.EventsToRegister``, v1.36.3
+    staging/src/k8s.io/kube-scheduler/framework/interface.go): the scheduling queue moves a
+    parked pod back only when a hint of one of its rejecting plugins returns ``Queue`` for an
+    event that happened (a plain :class:`ClusterEvent`: registered without a hint, always
+    ``Queue``; an empty list: no event moves it, only the pool's flush)."""
 
-    def events_to_register(self) -> Sequence[ClusterEvent]: ...
+    def events_to_register(self) -> Sequence[ClusterEventWithHint | ClusterEvent]: ...

@@ -38,7 +38,16 @@ from pydantic import field_validator
 
 from app.framework import objects
 from app.framework.args import PluginArgs
-from app.framework.events import NODE, ActionType, ClusterEvent
+from app.framework.events import (
+    NODE,
+    QUEUE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    objects_as,
+)
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.scores import MAX_NODE_SCORE, default_normalize_score
@@ -458,7 +467,13 @@ class NodeAffinityArgs(PluginArgs):
 
 
 #: the cluster events that may make a pod this plugin rejected schedulable
-_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),)
+#: v1.36.3 ``EventsToRegister``: Node Add|UpdateNodeLabel (no UpdateNodeTaint without preCheck)
+_NODE_EVENT = ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+
+
+def _name_labels(node: objects.Node) -> tuple[str, Mapping[str, str]]:
+    meta = node.metadata or objects.EMPTY_META
+    return meta.name or "", meta.labels or {}
 
 
 class NodeAffinity:
@@ -548,9 +563,27 @@ class NodeAffinity:
         """``DefaultNormalizeScore(MaxNodeScore, false, scores)``."""
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
-        return _EVENTS
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
+        """``isSchedulableAfterNodeChange`` (v1.36.3 node_affinity.go): ``Skip`` for a node the
+        scheduler-enforced affinity or the pod's required affinity does not match, or that
+        matched already; ``Queue`` for a matching node added, or one that matches only now."""
+        original, modified = objects_as(old, new, objects.Node)
+        if modified is None:
+            raise TypeError("no new node")
+        name, labels = _name_labels(modified)
+        if self.added_required is not None and not terms_match(self.added_required, name, labels):
+            return QUEUE_SKIP
+        required = required_node_affinity(pod)
+        if not required.matches(name, labels):
+            return QUEUE_SKIP
+        if original is None:
+            return QUEUE
+        return QUEUE_SKIP if required.matches(*_name_labels(original)) else QUEUE
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3): Node Add|UpdateNodeLabel judged by
+        :meth:`is_schedulable_after_node_change`."""
+        return (ClusterEventWithHint(_NODE_EVENT, self.is_schedulable_after_node_change),)
 
 
 PLUGIN = PluginEntry(

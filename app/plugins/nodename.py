@@ -32,7 +32,8 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
 
 
 #: the cluster events that may make a pod this plugin rejected schedulable
-_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),)
+#: v1.36.3 ``EventsToRegister``: Node Add without a hint (preCheck is gone with queueing hints)
+_EVENTS = (ClusterEvent(NODE, ActionType.ADD),)
 
 
 class NodeName:
@@ -48,7 +49,7 @@ class NodeName:
         return SUCCESS if fits(pod, node) else _REJECTED
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|Update."""
+        """``EventsToRegister`` (v1.36.3 node_name.go): Node Add, no hint (always ``Queue``)."""
         return _EVENTS
 
 

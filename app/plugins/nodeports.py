@@ -20,7 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework.events import (
+    NODE,
+    POD,
+    QUEUE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    objects_as,
+)
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
@@ -37,13 +47,6 @@ DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 _NO_FREE_PORTS = Status(Code.UNSCHEDULABLE, (ERR_REASON,), reason_code="NodePortsConflict")
 
 HostPort = tuple[str, str, int]
-
-_EVENTS = (
-    # the pods' ports are immutable: only a deletion frees one
-    ClusterEvent(POD, ActionType.DELETE),
-    # v1.30 without queueing hints registers node Add|Update (kubernetes issue #110175)
-    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),
-)
 
 
 def check_conflict(used: frozenset[HostPort], ip: str, protocol: str, port: int) -> bool:
@@ -69,6 +72,29 @@ def fits_ports(want: Sequence[HostPort], node: NodeInfo) -> bool:
     if not used:
         return True
     return not any(check_conflict(used, ip, protocol, port) for ip, protocol, port in want)
+
+
+def is_schedulable_after_pod_deleted(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodDeleted`` (v1.36.3 node_ports.go): ``Queue`` when the deleted pod
+    was on a node (or nominated to one) and held a host port the pod asks for."""
+    deleted, _ = objects_as(old, None, PodInfo)
+    if deleted is None:
+        raise TypeError("no deleted pod")
+    if not deleted.node_name and not deleted.nominated_node_name:
+        return QUEUE_SKIP
+    in_use = frozenset(deleted.host_ports)
+    if not in_use:
+        return QUEUE_SKIP
+    conflicts = any(check_conflict(in_use, ip, protocol, port) for ip, protocol, port in pod.host_ports)
+    return QUEUE if conflicts else QUEUE_SKIP
+
+
+#: v1.36.3 ``EventsToRegister``: the pods' ports are immutable, so only a deletion frees one;
+#: Node Add without a hint (preCheck is gone with queueing hints)
+_EVENTS = (
+    ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), is_schedulable_after_pod_deleted),
+    ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+)
 
 
 class NodePorts:
@@ -101,8 +127,9 @@ class NodePorts:
             return _not_found()
         return SUCCESS if fits_ports(want, node) else _NO_FREE_PORTS
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Pod Delete, Node Add|Update."""
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3): Pod Delete judged by
+        :func:`is_schedulable_after_pod_deleted`, Node Add."""
         return _EVENTS
 
 

@@ -17,7 +17,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.framework import objects
-from app.framework.events import NODE, ActionType, ClusterEvent
+from app.framework.events import (
+    NODE,
+    POD,
+    QUEUE,
+    SKIP,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    objects_as,
+)
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Code, Status
@@ -42,7 +52,42 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
 
 
 #: the cluster events that may make a pod this plugin rejected schedulable
-_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),)
+
+
+def is_schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange`` (v1.36.3 node_unschedulable.go): ``Queue`` for a node
+    uncordoned, or added schedulable."""
+    original, modified = objects_as(old, new, objects.Node)
+    if modified is None:
+        raise TypeError("no new node")
+    now = _cordoned(modified)
+    if (original is not None and _cordoned(original) and not now) or (original is None and not now):
+        return QUEUE
+    return SKIP
+
+
+def is_schedulable_after_pod_toleration_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodTolerationChange`` (v1.36.3 node_unschedulable.go): ``Queue`` when
+    the pod itself now tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
+    _, modified = objects_as(old, new, PodInfo)
+    if modified is None:
+        raise TypeError("no new pod")
+    return QUEUE if modified.uid == pod.uid and tolerates_unschedulable(modified) else SKIP
+
+
+def _cordoned(node: objects.Node) -> bool:
+    return bool(node.spec is not None and node.spec.unschedulable)
+
+
+#: v1.36.3 ``EventsToRegister`` with queueing hints (no UpdateNodeLabel without preCheck)
+_EVENTS = (
+    ClusterEventWithHint(
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), is_schedulable_after_node_change
+    ),
+    ClusterEventWithHint(
+        ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATIONS), is_schedulable_after_pod_toleration_change
+    ),
+)
 
 
 class NodeUnschedulable:
@@ -62,8 +107,9 @@ class NodeUnschedulable:
             return _REJECTED
         return SUCCESS
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Node Add|UpdateNodeTaint."""
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3): Node Add|UpdateNodeTaint and Pod UpdatePodToleration,
+        each with its hint."""
         return _EVENTS
 
 

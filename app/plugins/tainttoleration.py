@@ -28,7 +28,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from app.framework import objects
-from app.framework.events import NODE, ActionType, ClusterEvent
+from app.framework.events import (
+    NODE,
+    POD,
+    QUEUE,
+    SKIP,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    objects_as,
+)
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.scores import MAX_NODE_SCORE, default_normalize_score
@@ -73,8 +83,42 @@ def untolerated_status(key: str = "", value: str = "") -> Status:
     return _UNTOLERATED
 
 
-#: the cluster events that may make a pod this plugin rejected schedulable
-_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),)
+def is_schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange`` (v1.36.3 taint_toleration.go): ``Queue`` when the added or
+    updated node had an untolerated NoSchedule/NoExecute taint (or is new) and has none now."""
+    original, modified = objects_as(old, new, objects.Node)
+    if modified is None:
+        raise TypeError("no new node")
+    was_untolerated = (
+        original is None or find_matching_untolerated_taint(_taints(original), pod.tolerations) is not None
+    )
+    is_untolerated = find_matching_untolerated_taint(_taints(modified), pod.tolerations) is not None
+    return QUEUE if was_untolerated and not is_untolerated else SKIP
+
+
+def is_schedulable_after_pod_toleration_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodTolerationChange`` (v1.36.3 taint_toleration.go): ``Queue`` when
+    the pod itself got a toleration, ``Skip`` for another pod."""
+    _, modified = objects_as(old, new, PodInfo)
+    if modified is None:
+        raise TypeError("no new pod")
+    return QUEUE if modified.uid == pod.uid else SKIP
+
+
+def _taints(node: objects.Node) -> list[objects.Taint]:
+    return (node.spec.taints if node.spec is not None else None) or []
+
+
+#: the cluster events that may make a pod this plugin rejected schedulable (v1.36.3
+#: ``EventsToRegister`` with queueing hints: preCheck is gone, so no UpdateNodeLabel)
+_EVENTS = (
+    ClusterEventWithHint(
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), is_schedulable_after_node_change
+    ),
+    ClusterEventWithHint(
+        ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATIONS), is_schedulable_after_pod_toleration_change
+    ),
+)
 
 
 class TaintToleration:
@@ -114,8 +158,10 @@ class TaintToleration:
         """``DefaultNormalizeScore(MaxNodeScore, true, scores)``: fewer intolerable taints score higher."""
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (without queueing hints): Node Add|Update."""
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3): Node Add|UpdateNodeTaint judged by
+        :func:`is_schedulable_after_node_change`, Pod UpdatePodToleration by
+        :func:`is_schedulable_after_pod_toleration_change`."""
         return _EVENTS
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from app.cluster.events import EVENT_LOG_SIZE, node_change
+from app.cluster.events import EVENT_LOG_SIZE, node_events, pod_events
 from app.framework import objects
-from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ActionType, ClusterEvent
 from app.framework.handle import PodIndex
 from app.framework.types import PodInfo
 from tests.cluster.conftest import Clock, node_object, pod_record, synced_cache
+from tests.support.apiserver import pod
 
 PENDING = "test/pending"
 
@@ -33,16 +34,40 @@ def test_cluster_events_follow_what_scheduling_reads() -> None:
     cache.upsert_node(labelled)
     cache.upsert_node(node_object("n9"))
     seq, events = cache.events.events_since(seq)
-    assert events == [ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL), ClusterEvent(NODE, ActionType.ADD)]
-    assert node_change(node_object("n1"), node_object("n1", cpu="64")) == ActionType.UPDATE_NODE_ALLOCATABLE
+    assert events is not None
+    assert [e.event for e in events] == [
+        ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL),
+        ClusterEvent(NODE, ActionType.ADD),
+    ]
+    # each event carries the cache's own old and new objects (v1.36.3 updateNodeInCache)
+    assert events[0].new is labelled and events[0].old is not None and events[1].old is None
+    assert node_events(node_object("n1"), node_object("n1", cpu="64")) == [
+        ClusterEvent(NODE, ActionType.UPDATE_NODE_ALLOCATABLE)
+    ]
     cache.upsert_pod(pod_record(cache, "pending", cpu="1"))  # not assigned: no event for other pods
     bound = pod_record(cache, "pending", cpu="1", node_name="n1")
     cache.upsert_pod(bound)
     cache.upsert_pod(bound)  # the same again: nothing scheduling reads changed
-    cache.delete_pod(bound)
-    assert cache.events.events_since(seq)[1] == [
-        ClusterEvent(POD, ActionType.ADD),
-        ClusterEvent(POD, ActionType.DELETE),
+    doc = pod("pending", cpu="1", node_name="n1")
+    doc["metadata"]["labels"] = {"app": "x"}
+    relabelled = cache.record(msgspec.convert(doc, objects.Pod))
+    cache.upsert_pod(relabelled)
+    cache.delete_pod(relabelled)
+    seen = cache.events.events_since(seq)[1] or []
+    assert [e.event for e in seen] == [
+        ClusterEvent(ASSIGNED_POD, ActionType.ADD),
+        ClusterEvent(ASSIGNED_POD, ActionType.UPDATE_POD_LABEL),
+        ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
+    ]
+    assert (seen[0].old, seen[0].new) == (None, bound) and (seen[1].old, seen[1].new) == (bound, relabelled)
+    assert seen[2].old is relabelled and seen[2].new is None
+    # PodSchedulingPropertiesChange: an unscheduled pod's update with no property changed is Update
+    pending = pod_record(cache, "pending", cpu="1")
+    assert pod_events(pending, pod_record(cache, "pending", cpu="1")) == [
+        ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE)
+    ]
+    assert pod_events(pending, pod_record(cache, "pending", cpu="500m")) == [
+        ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE_POD_SCALE_DOWN)
     ]
     last = cache.events.event_seq
     for i in range(2 * EVENT_LOG_SIZE + 1):
@@ -113,4 +138,6 @@ def test_freed_capacity_is_counted_and_a_pods_own_reservation_left_out() -> None
     cache.forget_pod(p.uid, "n1")
     assert events.freed_generation == freed + 2
     assert events.events_since(seq, origin=p.uid)[1] == []
-    assert events.events_since(seq)[1] == [ClusterEvent(POD, ActionType.DELETE)]
+    forgotten = events.events_since(seq)[1] or []
+    assert [e.event for e in forgotten] == [ClusterEvent(ASSIGNED_POD, ActionType.DELETE)]
+    assert forgotten[0].old.uid == p.uid and forgotten[0].old.node_name == "n1"  # the assumed copy

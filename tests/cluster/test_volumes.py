@@ -75,22 +75,24 @@ def test_claims_volumes_classes_and_csinodes_sync_compactly_and_record_events(ap
         wait_for(
             lambda: stores.claim("default", "late") is not None and stores.csi_node("n1") is not None, what="events"
         )
-        _, events = cluster.events.events_since(seen)
-        assert events is not None
+        _, observed = cluster.events.events_since(seen)
+        assert observed is not None
+        events = [e.event for e in observed]
         assert ClusterEvent(CSI_NODE, ActionType.ADD) in events
         assert ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD) in events
         # what VolumeBinding registered moves a pod it parked
         registered = VolumeBinding.events_to_register(None)  # type: ignore[arg-type]
-        assert any(r.matches(e) for r in registered for e in events)
+        assert any(r.event.matches(e) for r in registered for e in events)
         seen = cluster.events.event_seq
         api.put("persistentvolumes", volume("pv-a", storage_class_name="fast"))
         wait_for(lambda: [v.name for v in stores.volumes_of_class("fast")] == ["pv-a"], what="the class index")
         assert stores.volumes_of_class("standard") == []
         api.delete("storageclasses", "standard")
         wait_for(lambda: stores.storage_class("standard") is None, what="the deletion")
-        _, events = cluster.events.events_since(seen)
-        assert ClusterEvent(PERSISTENT_VOLUME, ActionType.UPDATE) in (events or [])
-        assert ClusterEvent(STORAGE_CLASS, ActionType.DELETE) in (events or [])
+        _, observed = cluster.events.events_since(seen)
+        events = [e.event for e in observed or []]
+        assert ClusterEvent(PERSISTENT_VOLUME, ActionType.UPDATE) in events
+        assert ClusterEvent(STORAGE_CLASS, ActionType.DELETE) in events
         assert any(r.startswith("GET /apis/storage.k8s.io/v1/csistoragecapacities?") for r in api.requests)
     finally:
         disconnect(cluster, supervisor)

@@ -46,14 +46,17 @@ def test_queue_orders_by_priority_then_arrival_and_backs_off_errors() -> None:
     q.sync([low, high, later_high])
     assert [q.pop(), q.pop(), q.pop()] == [high, later_high, low]
     assert q.pop() is None
-    q.failed("h", unschedulable=False)  # an error: backoff 1 s after the first attempt
+    q.failed("h", unschedulable=False)  # an error: the error backoffQ, 1 s after the first error
+    # the error backoffQ is never popped early (v1.33+ popBackoff takes the backoffQ of rejected pods)
     assert q.get("h").where == BACKOFF and q.pop() is None  # type: ignore[union-attr]
+    clock.now += 1  # v1.33+ (KEP-5142, backoff_queue.go alignToWindow): backing off through the end's 1 s window
+    assert q.pop() is None
     clock.now += 1
     assert q.pop() is high
-    q.failed("h", unschedulable=False)  # second attempt: 2 s
-    clock.now += 1.5
+    q.failed("h", unschedulable=False)  # a second error in a row: 2 s
+    clock.now += 2.9
     assert q.pop() is None
-    clock.now += 0.6
+    clock.now += 0.1
     assert q.pop() is high
     assert [q.backoff(n) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 4, 8, 10, 10]
 
@@ -79,9 +82,9 @@ def test_unschedulable_pods_wait_for_an_event_their_update_a_sibling_or_the_flus
     q.activate([pod("a", uid="a")])  # PodsToActivate: a sibling of its pod group is waiting at Permit
     assert q.pop().uid == "a"  # type: ignore[union-attr]
     q.failed("a", unschedulable=True, plugins=["P"])
-    clock.now += 299
+    clock.now += 300  # flushUnschedulablePodsLeftover: parked longer than 5 minutes, not as long
     assert q.pop() is None
-    clock.now += 1
+    clock.now += 0.5
     assert q.pop().uid == "a"  # type: ignore[union-attr]  # the periodic flush
     q.done("a")
     q.sync([b])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from app.framework.events import ANY_EVENT, ClusterEvent
+from app.framework.events import ANY_EVENT, ClusterEventWithHint
 from app.framework.handle import ClusterHandle
 from app.framework.interfaces import (
     BatchFilterPlugin,
@@ -119,14 +119,19 @@ class Framework(FilterPoints, ScorePoints, BindingCycle):
             (ep.name, ep.plugin) for ep in lists.pre_filter if isinstance(ep.plugin, PreFilterExtensions)
         )
 
-    def events_to_register(self) -> dict[str, tuple[ClusterEvent, ...]]:
-        """Plugin name -> the cluster events that may make a pod it rejected schedulable
-        (``EnqueueExtensions.EventsToRegister``; a plugin that does not implement it is woken by
-        every event, :data:`~app.framework.events.ANY_EVENT`, as upstream registers it)."""
-        out: dict[str, tuple[ClusterEvent, ...]] = {}
+    def events_to_register(self) -> dict[str, tuple[ClusterEventWithHint, ...]]:
+        """Plugin name -> the cluster events that may make a pod it rejected schedulable, each
+        with its queueing hint (``EnqueueExtensions.EventsToRegister``, the queue's
+        ``queueingHintMap``; a plain event registers without a hint; a plugin that does not
+        implement it is woken by every event, :data:`~app.framework.events.ANY_EVENT`, as
+        upstream registers it)."""
+        out: dict[str, tuple[ClusterEventWithHint, ...]] = {}
         for plugin in self.plugins:
             register = getattr(plugin, "events_to_register", None)
-            out[plugin.name] = tuple(register()) if callable(register) else (ANY_EVENT,)
+            events = tuple(register()) if callable(register) else (ANY_EVENT,)
+            out[plugin.name] = tuple(
+                e if isinstance(e, ClusterEventWithHint) else ClusterEventWithHint(e) for e in events
+            )
         return out
 
 

@@ -36,8 +36,19 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from app.framework import objects
 from app.framework.args import PluginArgs
-from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework.events import (
+    NODE,
+    POD,
+    QUEUE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    objects_as,
+)
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.fit import shortages
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
@@ -113,10 +124,63 @@ class NodeResourcesFitArgs(PluginArgs):
         return groups
 
 
-#: the cluster events that may make a pod this plugin rejected schedulable
+def is_schedulable_after_pod_event(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodEvent`` (v1.36.3 fit.go, InPlacePodVerticalScaling on): a deleted
+    pod that was on a node (or nominated to one) queues; an update queues when it is the pod's
+    own scale-down, or a scale-down on a node of a resource the pod requests
+    (``isSchedulableAfterPodScaleDown``)."""
+    original, modified = objects_as(old, new, PodInfo)
+    if modified is None:
+        if original is None:
+            raise TypeError("no pod")
+        return QUEUE if original.node_name or original.nominated_node_name else QUEUE_SKIP
+    if modified.uid == pod.uid:
+        return QUEUE
+    if not modified.node_name or original is None:
+        return QUEUE_SKIP
+    before, after = original.requests, modified.requests
+    for name, value in pod.requests.items():
+        if value and before.get(name, 0) > after.get(name, 0):
+            return QUEUE
+    return QUEUE_SKIP
+
+
+def is_schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange`` (v1.36.3 fit.go): ``Skip`` unless the pod fits the added
+    or updated node empty (``isFit``); ``Queue`` for an added node, and for an updated one whose
+    allocatable grew in a resource the pod requests or in pods (``haveAnyRequestedResourcesIncreased``)."""
+    original, modified = objects_as(old, new, objects.Node)
+    if modified is None:
+        raise TypeError("no new node")
+    requests = pod.requests
+    short = shortages([NodeInfo(_node_name(modified), modified)], requests)[0]
+    if short is None or short[0]:
+        return QUEUE_SKIP
+    if original is None:
+        return QUEUE
+    before = NodeInfo(_node_name(original), original).allocatable
+    after = NodeInfo(_node_name(modified), modified).allocatable
+    if after.get(PODS, 0) > before.get(PODS, 0):
+        return QUEUE
+    for name, value in requests.items():
+        if value and name != PODS and after.get(name, 0) > before.get(name, 0):
+            return QUEUE
+    return QUEUE_SKIP
+
+
+def _node_name(node: objects.Node) -> str:
+    return (node.metadata.name if node.metadata is not None else None) or ""
+
+
+#: the cluster events that may make a pod this plugin rejected schedulable (v1.36.3
+#: ``EventsToRegister``: Pod Delete|UpdatePodScaleDown, Node Add|UpdateNodeAllocatable)
 _EVENTS = (
-    ClusterEvent(POD, ActionType.DELETE),
-    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE),
+    ClusterEventWithHint(
+        ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN), is_schedulable_after_pod_event
+    ),
+    ClusterEventWithHint(
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE), is_schedulable_after_node_change
+    ),
 )
 
 
@@ -187,8 +251,11 @@ class NodeResourcesFit:
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Nothing to undo: the assumption is the framework's."""
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (without queueing hints): Pod Delete, Node Add|Update."""
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3): Pod Delete|UpdatePodScaleDown judged by
+        :func:`is_schedulable_after_pod_event`, Node Add|UpdateNodeAllocatable by
+        :func:`is_schedulable_after_node_change` (no DeviceClass: DRA extended resources are
+        not implemented)."""
         return _EVENTS
 
 

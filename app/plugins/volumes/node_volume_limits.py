@@ -39,7 +39,16 @@ from dataclasses import dataclass
 
 from app.framework import objects
 from app.framework.errors import SchedulerExtenderError
-from app.framework.events import CSI_NODE, NODE, PERSISTENT_VOLUME_CLAIM, POD, ActionType, ClusterEvent
+from app.framework.events import (
+    CSI_NODE,
+    NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    with_hints,
+)
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
@@ -261,10 +270,11 @@ class CSILimits:
             return csi_name_from_in_tree_name(provisioner), handle
         return provisioner, handle
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): CSINode Add, Pod Delete,
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister``, v1.30's events without hint functions (every matching event
+        queues; v1.36.3's hints for this plugin are not ported yet): CSINode Add, Pod Delete,
         PersistentVolumeClaim Add."""
-        return _CSI_EVENTS
+        return with_hints(_CSI_EVENTS)
 
 
 def _translated(pv: PersistentVolume, csi_node: CSINode | None) -> PersistentVolume | None:
@@ -454,9 +464,10 @@ class NonCSILimits:
         sc = self.volumes.storage_class(name)
         return sc is not None and sc.provisioner == self.volume_filter.plugin
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30): Node Add, Pod Delete."""
-        return _NON_CSI_EVENTS
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister``, v1.30's events without hint functions (every matching event
+        queues; v1.36.3's hints for this plugin are not ported yet): Node Add, Pod Delete."""
+        return with_hints(_NON_CSI_EVENTS)
 
 
 class EBSLimits(NonCSILimits):

@@ -49,6 +49,8 @@ from app.framework.events import (
     STORAGE_CLASS,
     ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
+    with_hints,
 )
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
@@ -320,11 +322,12 @@ class VolumeBinding:
             return Status.error(str(exc))
         return SUCCESS
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): StorageClass, PersistentVolumeClaim
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister``, v1.30's events without hint functions (every matching event
+        queues; v1.36.3's hints for this plugin are not ported yet): StorageClass, PersistentVolumeClaim
         and PersistentVolume Add|Update, Node Add|UpdateNodeLabel|UpdateNodeTaint, CSINode,
         CSIDriver and CSIStorageCapacity Add|Update."""
-        return _EVENTS
+        return with_hints(_EVENTS)
 
 
 PLUGIN = PluginEntry(

@@ -27,7 +27,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.framework import objects
-from app.framework.events import NODE, PERSISTENT_VOLUME_CLAIM, POD, ActionType, ClusterEvent
+from app.framework.events import (
+    NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    with_hints,
+)
 from app.framework.handle import Handle
 from app.framework.interfaces import PreFilterStateExtensions
 from app.framework.registry import PluginEntry
@@ -218,10 +226,11 @@ class VolumeRestrictions(PreFilterStateExtensions):
             return Status.error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState')
         return _RWOP_CONFLICT if pre.conflicting_pvc_ref_count > 0 else SUCCESS
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Pod Delete, Node
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister``, v1.30's events without hint functions (every matching event
+        queues; v1.36.3's hints for this plugin are not ported yet): Pod Delete, Node
         Add|UpdateNodeTaint|UpdateNodeLabel, PersistentVolumeClaim Add."""
-        return _EVENTS
+        return with_hints(_EVENTS)
 
 
 PLUGIN = PluginEntry(

@@ -31,6 +31,8 @@ from app.framework.events import (
     STORAGE_CLASS,
     ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
+    with_hints,
 )
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
@@ -181,11 +183,12 @@ class VolumeZone:
             return Status.error(NO_NODE)
         return SUCCESS if fits_zones(topologies, node) else _CONFLICT
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): StorageClass Add, Node
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister``, v1.30's events without hint functions (every matching event
+        queues; v1.36.3's hints for this plugin are not ported yet): StorageClass Add, Node
         Add|UpdateNodeLabel|UpdateNodeTaint, PersistentVolumeClaim and PersistentVolume
         Add|Update."""
-        return _EVENTS
+        return with_hints(_EVENTS)
 
 
 PLUGIN = PluginEntry(

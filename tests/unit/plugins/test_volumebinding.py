@@ -456,6 +456,6 @@ def test_registration_and_events() -> None:
     needs = PLUGIN.needs(VolumeBindingArgs(), 5.0)  # type: ignore[misc]
     assert needs.volumes and needs.csi_storage_capacities
     events = VolumeBinding.events_to_register(None)  # type: ignore[arg-type]
-    assert ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE) in events
+    assert ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE) in [e.event for e in events]
     with pytest.raises(ValueError, match="VolumeBinding needs cluster state"):
         VolumeBinding(VolumeBindingArgs(), Handle("p"))
