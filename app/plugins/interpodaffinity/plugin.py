@@ -43,7 +43,7 @@ class InterPodAffinityArgs(PluginArgs):
 
 #: the cluster events that may make a pod this plugin rejected schedulable
 _EVENTS = (
-    ClusterEvent(POD, ActionType.ALL),
+    ClusterEvent(POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
     ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
 )
 
@@ -59,7 +59,9 @@ class InterPodAffinity(Filtering, Scoring):
         self.ignore_preferred_terms_of_existing_pods = args.ignore_preferred_terms_of_existing_pods
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Pod All, Node Add|UpdateNodeLabel."""
+        """``EventsToRegister`` (interpodaffinity/plugin.go, v1.36.3, queueing hints on): Pod
+        Add|UpdatePodLabel|Delete, Node Add|UpdateNodeLabel. Its hint functions are not ported yet:
+        every matching event moves the pod (Queue)."""
         return _EVENTS
 
 

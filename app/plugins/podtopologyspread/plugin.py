@@ -137,8 +137,12 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[objects.TopologySpreadConstraint, ...] = (
 
 #: the cluster events that may make a pod this plugin rejected schedulable
 _EVENTS = (
-    ClusterEvent(POD, ActionType.ALL),
-    ClusterEvent(NODE, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE),
+    ClusterEvent(
+        POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE
+    ),
+    ClusterEvent(
+        NODE, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+    ),
 )
 
 
@@ -173,7 +177,9 @@ class PodTopologySpread(Filtering, Scoring):
         super().__init__(defaults, system_defaulted, default_selector)
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister`` (v1.30, queueing hints off): Pod All, Node Add|Delete|Update."""
+        """``EventsToRegister`` (podtopologyspread/plugin.go, v1.36.3, queueing hints on): Pod
+        Add|UpdatePodLabel|UpdatePodToleration|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint.
+        Its hint functions are not ported yet: every matching event moves the pod (Queue)."""
         return _EVENTS
 
 
