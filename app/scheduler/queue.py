@@ -22,12 +22,9 @@
   ``determineSchedulingHintForInFlightPod``): a ``Queue`` sends it to backoffQ (or activeQ once
   its backoff is over) instead of the pool.
 
-The pods come in as changes (:meth:`SchedulingQueue.apply`), so a scheduling cycle costs the
-queue O(log n): activeQ and the backoffQs are heaps, the pool a FIFO by parking time, and a pod's
-place is checked on the way out (an entry left behind by a move is skipped). The backoffQ and
-the pool are flushed as the queue is popped, not by upstream's 1 s and 30 s timers.
-
-Not thread-safe: its scheduler, on the event loop, owns it.
+The pods come in as changes (:meth:`SchedulingQueue.apply`); a cycle costs the queue O(log n)
+(heaps, the pool a FIFO, stale entries skipped on the way out), flushed as it is popped rather than
+by upstream's 1 s and 30 s timers. Not thread-safe: its scheduler, on the event loop, owns it.
 """
 
 from __future__ import annotations
