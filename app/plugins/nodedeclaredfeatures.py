@@ -22,8 +22,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.framework import features
-from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework import features, objects
+from app.framework.events import (
+    NODE,
+    POD,
+    QUEUE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    objects_as,
+)
+from app.framework.events import (
+    SKIP as QUEUE_SKIP,
+)
 from app.framework.handle import Handle
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
@@ -36,7 +48,41 @@ _REJECTED = Status(
     Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSATISFIED_REQUIREMENTS,), reason_code="NodeFeatureMissing"
 )
 _NO_NODE_STATUS = Status.error(NO_NODE)
-_EVENTS = (ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE), ClusterEvent(POD, ActionType.UPDATE))
+
+
+def is_schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange`` (v1.36.3 nodedeclaredfeatures.go): ``Skip`` when an
+    updated node's ``status.declaredFeatures`` are the same list as before, else ``Queue``."""
+    original, modified = objects_as(old, new, objects.Node)
+    if modified is None:
+        raise TypeError("no new node")
+    if original is not None and _declared_list(original) == _declared_list(modified):
+        return QUEUE_SKIP
+    return QUEUE
+
+
+def is_schedulable_after_pod_update(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodUpdate`` (v1.36.3 nodedeclaredfeatures.go): ``Skip`` for another
+    pod, and for the pod itself when the features it needs (``InferForPodScheduling``) did not
+    change; ``Queue`` when they did."""
+    original, modified = objects_as(old, new, PodInfo)
+    if modified is None or original is None:
+        raise TypeError("no old or new pod")
+    if modified.uid != pod.uid:
+        return QUEUE_SKIP
+    return QUEUE_SKIP if original.declared_features == modified.declared_features else QUEUE
+
+
+def _declared_list(node: objects.Node) -> list[str]:
+    return list((node.status.declared_features if node.status is not None else None) or [])
+
+
+_EVENTS = (
+    ClusterEventWithHint(
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE), is_schedulable_after_node_change
+    ),
+    ClusterEventWithHint(ClusterEvent(POD, ActionType.UPDATE), is_schedulable_after_pod_update),
+)
 
 
 def declared(node: NodeInfo) -> frozenset[str]:
@@ -71,8 +117,9 @@ class NodeDeclaredFeatures:
             return _NO_NODE_STATUS
         return SUCCESS if pod.declared_features <= declared(node) else _REJECTED
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """``EventsToRegister``: Node Add and update (its declared features), the pod's own update;
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3): Node Add|UpdateNodeDeclaredFeature judged by
+        :func:`is_schedulable_after_node_change`, Pod Update by :func:`is_schedulable_after_pod_update`;
         none with the gate off."""
         return _EVENTS if self.enabled else ()
 

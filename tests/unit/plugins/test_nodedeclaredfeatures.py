@@ -12,8 +12,15 @@ import msgspec
 import pytest
 
 from app.framework import SUCCESS, Code, CycleState, NodeInfo, PodInfo, features, objects
+from app.framework.events import NODE, POD, QUEUE, ActionType, ClusterEvent
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.types import RESTART_ALL_CONTAINERS, USER_NAMESPACES_HOST_NETWORK
-from app.plugins.nodedeclaredfeatures import ERR_REASON_UNSATISFIED_REQUIREMENTS, NodeDeclaredFeatures
+from app.plugins.nodedeclaredfeatures import (
+    ERR_REASON_UNSATISFIED_REQUIREMENTS,
+    NodeDeclaredFeatures,
+    is_schedulable_after_node_change,
+    is_schedulable_after_pod_update,
+)
 
 A, B, C = RESTART_ALL_CONTAINERS, USER_NAMESPACES_HOST_NETWORK, "ExtendWebSocketsToKubelet"
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -106,3 +113,47 @@ def test_the_gate_takes_it_out_of_the_default_profile() -> None:
     off = features.FeatureGates({"NodeDeclaredFeatures": False})
     assert "NodeDeclaredFeatures" not in dict(default_plugins(off))
     assert plugin(False).events_to_register() == () and plugin(True).events_to_register()
+
+
+def _with_uid(info: PodInfo, uid: str) -> PodInfo:
+    info.uid = uid
+    return info
+
+
+# TestEnqueueExtensionsNodeUpdate (nodedeclaredfeatures_test.go, v1.36.3)
+@pytest.mark.parametrize(
+    ("name", "old", "new", "want"),
+    [
+        ("Node Add with feature", None, ("FeatureA",), QUEUE),
+        ("Node Update (Features Added)", (), ("FeatureA",), QUEUE),
+        ("Node Update (Features Unchanged)", ("FeatureA",), ("FeatureA",), QUEUE_SKIP),
+    ],
+)
+def test_node_update_hint(name: str, old: tuple[str, ...] | None, new: tuple[str, ...], want: int) -> None:
+    original = node(*old).node if old is not None else None
+    assert is_schedulable_after_node_change(pod(), original, node(*new).node) == want
+
+
+# TestEnqueueExtensionsPodUpdate (nodedeclaredfeatures_test.go, v1.36.3): the mock feature's
+# inference stands for a real one here (A: a RestartAllContainers rule)
+@pytest.mark.parametrize(
+    ("name", "old", "new", "uid", "want"),
+    [
+        ("Pod Update adds requirement", (), (A,), "123", QUEUE),
+        ("Pod Update removes requirement", (A,), (), "123", QUEUE),
+        ("Pod Update with no change in requirements", (), (), "123", QUEUE_SKIP),
+        ("Updated pod not the same as target pod", (A,), (), "456", QUEUE_SKIP),
+    ],
+)
+def test_pod_update_hint(name: str, old: tuple[str, ...], new: tuple[str, ...], uid: str, want: int) -> None:
+    target = _with_uid(pod(), "123")
+    assert is_schedulable_after_pod_update(target, _with_uid(pod(*old), uid), _with_uid(pod(*new), uid)) == want
+
+
+def test_the_hints_are_registered_with_upstreams_events() -> None:
+    events = {e.event: e.hint for e in plugin(True).events_to_register()}
+    assert events == {
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE): is_schedulable_after_node_change,
+        ClusterEvent(POD, ActionType.UPDATE): is_schedulable_after_pod_update,
+    }
+    assert plugin(False).events_to_register() == ()
