@@ -46,6 +46,8 @@ from app.framework import (
     Status,
     features,
 )
+from app.framework.events import POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.labels import label_selector_matches
 from app.framework.nominator import CLEAR_NOMINATED_NODE, NOMINATING_NOOP, NominatingInfo
 from app.framework.status import fit_error_message
@@ -165,6 +167,14 @@ def nodes_where_preemption_might_help(
         elif status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             unhelpful[node.name] = _NOT_HELPFUL
     return potential, unhelpful
+
+
+def is_pod_schedulable_after_pod_deletion(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isPodSchedulableAfterPodDeletion`` (v1.36.3 default_preemption.go): always ``Skip``."""
+    return QUEUE_SKIP
+
+
+_EVENTS = (ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), is_pod_schedulable_after_pod_deletion),)
 
 
 class DefaultPreemption:
@@ -363,6 +373,13 @@ class DefaultPreemption:
         if self.executor.asynchronous and self.executor.is_pod_running_preemption(pod.uid):
             return _WAITING_FOR_PREEMPTION
         return SUCCESS
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """``EventsToRegister`` (v1.36.3 default_preemption.go): with async preemption, Pod Delete
+        judged by :func:`is_pod_schedulable_after_pod_deletion`, always ``Skip`` (a preemptor's
+        other rejecting plugins decide when it is tried again); none with the gate off (PreEnqueue
+        then rejects nothing)."""
+        return _EVENTS if self.executor.asynchronous else ()
 
     def preempt(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[NominatingInfo, Status]:
         """``Evaluator.Preempt``: the result and why there is no nominated node (messages without

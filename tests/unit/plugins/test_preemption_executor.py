@@ -242,6 +242,26 @@ def test_pre_enqueue(asynchronous: bool, pod: str, expected: Status) -> None:
     assert (status.code, status.reasons) == (expected.code, expected.reasons)
 
 
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_events_to_register_is_pod_delete_always_skipped(asynchronous: bool) -> None:
+    """``EventsToRegister`` (default_preemption.go, v1.36.3): with async preemption, Pod Delete
+    whose hint always says Skip (the preemptor's other rejecting plugins decide); none with it
+    off. Without a registration the queue would wake the preemptor on every event and park it
+    again at PreEnqueue."""
+    from app.framework.events import POD, ActionType, ClusterEvent
+    from app.framework.events import SKIP as QUEUE_SKIP
+
+    plugin = DefaultPreemption(DefaultPreemptionArgs(), Handle("p", cluster=MemoryCluster()))
+    plugin.executor.asynchronous = asynchronous
+    registered = plugin.events_to_register()
+    if not asynchronous:
+        assert registered == ()
+        return
+    ((event,),) = [registered]
+    assert event.event == ClusterEvent(POD, ActionType.DELETE) and event.hint is not None
+    assert event.hint(PREEMPTOR, PREEMPTOR, None) == QUEUE_SKIP
+
+
 def test_a_popped_preemptor_whose_preemption_runs_is_parked_not_tried() -> None:
     """v1.36.3's queue runs PreEnqueue as a pod moves to activeQ (scheduling_queue.go
     moveToActiveQ): a preemptor whose preemption is in flight is not tried; it waits in the
