@@ -852,3 +852,20 @@ def test_pod_topology_spread_registers_its_hints() -> None:
     honor = podtopologyspread.has_constraint_with_node_taints_policy_honor
     assert honor(plugin.constraints(_mk("p", spread=_HONOR), "DoNotSchedule"))
     assert not honor(plugin.constraints(_mk("p", spread=_IGNORE), "DoNotSchedule"))
+
+
+def test_inter_pod_affinity_hint_matches_namespace_selectors_without_namespace_labels() -> None:
+    """``podMatchesAllAffinityTerms`` passes no namespace labels and the hint does not merge the
+    ``namespaceSelector`` (filtering.go, plugin.go v1.36.3): an added pod in a namespace the
+    selector would select is ``Skip`` (the pod waits for the flush); ``{}`` selects every
+    namespace, and a ``DoesNotExist`` selector matches the absent labels."""
+
+    def target(ns_selector: dict[str, Any]) -> PodInfo:
+        term = {"labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": ns_selector, "topologyKey": "h"}
+        return _mk("p", namespace="apps", affinity=[term])
+
+    added = _mk("db", node="n1", namespace="archive", labels={"app": "db"})
+    hint = interpodaffinity.is_schedulable_after_pod_change
+    assert hint(target({"matchLabels": {"tier": "archive"}}), None, added) == SKIP
+    assert hint(target({}), None, added) == QUEUE
+    assert hint(target({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}), None, added) == QUEUE
