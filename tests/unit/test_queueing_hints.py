@@ -23,7 +23,7 @@ from app.framework.events import (
     ClusterEventWithHint,
     ObservedEvent,
 )
-from app.plugins import nodeports, nodeunschedulable, tainttoleration
+from app.plugins import interpodaffinity, nodeports, nodeunschedulable, podtopologyspread, tainttoleration
 from app.plugins.nodeaffinity import NodeAffinity
 from app.plugins.noderesources import fit
 from app.scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, SchedulingQueue
@@ -279,3 +279,593 @@ def test_the_flush_is_the_safety_net_and_errors_do_not_pop_early() -> None:
     assert q.pop() is not None
     q.failed("p", unschedulable=False)  # an error
     assert q.get("p").where == BACKOFF and q.pop() is None  # type: ignore[union-attr]
+
+
+# -- InterPodAffinity and PodTopologySpread: their plugin_test.go tables (v1.36.3) ----------------
+#
+# Pods as ``st.MakePod()`` builds them (no namespace unless given): ``_mk`` takes the wrapper's
+# calls as keywords; a row is (name, target pod, old object, new object, want).
+
+
+def _mk(
+    uid: str = "",
+    *,
+    node: str = "",
+    nominated: str = "",
+    namespace: str = "",
+    labels: dict[str, str] | None = None,
+    affinity: list[dict[str, Any]] | None = None,
+    anti: list[dict[str, Any]] | None = None,
+    spread: list[dict[str, Any]] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
+) -> PodInfo:
+    spec: dict[str, Any] = {"nodeName": node} if node else {}
+    aff: dict[str, Any] = {}
+    if affinity:
+        aff["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": affinity}
+    if anti:
+        aff["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": anti}
+    if aff:
+        spec["affinity"] = aff
+    if spread:
+        spec["topologySpreadConstraints"] = spread
+    if tolerations:
+        spec["tolerations"] = tolerations
+    doc = {
+        "metadata": {"name": "p", "uid": uid, "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
+        "status": {"nominatedNodeName": nominated} if nominated else {},
+    }
+    return PodInfo(msgspec.convert(doc, objects.Pod))
+
+
+def _term_in(key: str, topology_key: str, values: list[str]) -> dict[str, Any]:
+    """``PodAffinityIn`` / ``PodAntiAffinityIn``: a required term, ``key In values``."""
+    expr = {"key": key, "operator": "In", "values": values}
+    return {"labelSelector": {"matchExpressions": [expr]}, "topologyKey": topology_key}
+
+
+def _term_exists(key: str, topology_key: str) -> dict[str, Any]:
+    """``PodAffinityExists``: a required term, ``key Exists``."""
+    return {"labelSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]}, "topologyKey": topology_key}
+
+
+def _term_labels(topology_key: str, match_labels: dict[str, str]) -> dict[str, Any]:
+    """``PodAntiAffinity(topologyKey, &LabelSelector{MatchLabels: ...})``."""
+    return {"labelSelector": {"matchLabels": match_labels}, "topologyKey": topology_key}
+
+
+_SCAN = ["securityscan", "value2"]
+_AFF = {"affinity": [_term_in("service", "region", _SCAN)]}
+_ANTI = {"anti": [_term_in("service", "region", _SCAN)]}
+_SCAN_LABEL = {"service": "securityscan"}
+
+# interpodaffinity/plugin_test.go Test_isSchedulableAfterPodChange
+IPA_POD_ROWS = [
+    (
+        "add a pod which matches the pod affinity",
+        _mk("p", **_AFF),
+        None,
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        QUEUE,
+    ),
+    ("add an un-scheduled pod", _mk("p", **_AFF), None, _mk("other", labels=_SCAN_LABEL), SKIP),
+    (
+        "add a pod which doesn't match the pod affinity",
+        _mk("p", **_AFF),
+        None,
+        _mk("other", node="fake-node", labels={"aaa": "a"}),
+        SKIP,
+    ),
+    (
+        "update a pod from non-match to match pod affinity",
+        _mk("p", **_AFF),
+        _mk("other", node="fake-node", labels={"aaa": "a"}),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        QUEUE,
+    ),
+    (
+        "the updating pod matches target pod's affinity both before and after label changes",
+        _mk("p", **_AFF),
+        _mk("other", node="fake-node", labels={"service": "value2"}),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        SKIP,
+    ),
+    (
+        "update an un-scheduled pod",
+        _mk("p", **_AFF),
+        _mk("other", labels={"aaa": "a"}),
+        _mk("other", labels=_SCAN_LABEL),
+        SKIP,
+    ),
+    (
+        "update a pod from match to non-match the pod affinity",
+        _mk("p", **_AFF),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        _mk("other", node="fake-node", labels={"aaa": "a"}),
+        SKIP,
+    ),
+    (
+        "update a pod from match to non-match pod's affinity - multiple terms case",
+        _mk("p", affinity=[_term_exists("aaa", "hostname"), _term_exists("bbb", "hostname")]),
+        _mk("other", node="fake-node", labels={"aaa": "a"}),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        SKIP,
+    ),
+    (
+        "update a pod from non-match to match pod's affinity - multiple terms case",
+        _mk("p", affinity=[_term_exists("aaa", "hostname"), _term_exists("bbb", "hostname")]),
+        _mk("other", node="fake-node", labels={"aaa": "a"}),
+        _mk("other", node="fake-node", labels={"aaa": "", "bbb": ""}),
+        QUEUE,
+    ),
+    (
+        "updated pod is the target pod",
+        _mk("p", labels={"foo": "baz"}),
+        _mk("p", labels={"foo": "bar"}),
+        _mk("p", labels={"foo": "baz"}),
+        QUEUE,
+    ),
+    (
+        "modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity",
+        _mk("p", **_ANTI),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        _mk("other", node="fake-node", labels={"service": "aaaa"}),
+        QUEUE,
+    ),
+    (
+        "modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity",
+        _mk("p", **_ANTI),
+        _mk("other", node="fake-node", labels={"service": "bbb"}),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        SKIP,
+    ),
+    (
+        "delete a pod which doesn't match pod's anti-affinity",
+        _mk("p", **_ANTI),
+        _mk("other", node="fake-node", labels={"aaa": "a"}),
+        None,
+        SKIP,
+    ),
+    (
+        "delete a pod which matches pod's anti-affinity",
+        _mk("p", **_ANTI),
+        _mk("other", node="fake-node", labels=_SCAN_LABEL),
+        None,
+        QUEUE,
+    ),
+    (
+        "delete a pod with anti-affinity that matches pending pod",
+        _mk(labels=_SCAN_LABEL),
+        _mk(node="fake-node", **_ANTI),
+        None,
+        QUEUE,
+    ),
+    (
+        "delete a pod with anti-affinity that doesn't match pending pod",
+        _mk(labels={"service": "foo"}),
+        _mk(node="fake-node", **_ANTI),
+        None,
+        SKIP,
+    ),
+    (
+        (
+            "delete a pod which doesn't match pending pod's anti-affinity "
+            "and has anti-affinity that doesn't match pending pod"
+        ),
+        _mk(labels={"service": "foo"}, **_ANTI),
+        _mk(node="fake-node", labels={"service": "foo"}, **_ANTI),
+        None,
+        SKIP,
+    ),
+    (
+        "delete a nominated pod which doesn't match pod's anti-affinity",
+        _mk(**_ANTI),
+        _mk(nominated="fake-node", labels={"aaa": "a"}),
+        None,
+        SKIP,
+    ),
+    (
+        "delete a nominated pod which matches pod's anti-affinity",
+        _mk(**_ANTI),
+        _mk(nominated="fake-node", labels=_SCAN_LABEL),
+        None,
+        QUEUE,
+    ),
+]
+
+_ZONE_AFF = {"affinity": [_term_in("service", "zone", _SCAN)]}
+_REGION_AFF = {"affinity": [_term_in("service", "region", _SCAN)]}
+_ZONE_ANTI = {"anti": [_term_labels("zone", {"another": "label"})]}
+
+
+def _node(**labels: str) -> objects.Node:
+    return node_obj("node-a", labels=labels)
+
+
+# interpodaffinity/plugin_test.go Test_isSchedulableAfterNodeChange
+IPA_NODE_ROWS = [
+    ("add a new node with matched pod affinity topologyKey", _mk(**_ZONE_AFF), None, _node(zone="zone1"), QUEUE),
+    ("add a new node without matched topologyKey", _mk(**_REGION_AFF), None, _node(zone="zone1"), SKIP),
+    ("update node label but not topologyKey", _mk(**_ZONE_AFF), _node(aaa="a"), _node(aaa="b"), SKIP),
+    (
+        "update node label that isn't related to the pod affinity",
+        _mk(**_ZONE_AFF),
+        _node(zone="zone1"),
+        _node(zone="zone1", **{"unrelated-label": "unrelated"}),
+        SKIP,
+    ),
+    (
+        "update node with different affinity topologyKey value",
+        _mk(**_ZONE_AFF),
+        _node(zone="zone1"),
+        _node(zone="zone2"),
+        QUEUE,
+    ),
+    ("update node to have the affinity topology label", _mk(**_ZONE_AFF), _node(aaa="a"), _node(zone="zone1"), QUEUE),
+    ("add a new node with matched pod anti-affinity topologyKey", _mk(**_ZONE_ANTI), None, _node(zone="zone1"), QUEUE),
+    ("add a new node without matched pod anti-affinity topologyKey", _mk(**_ZONE_ANTI), None, _node(), QUEUE),
+    (
+        "update node label that isn't related to the pod anti-affinity",
+        _mk(**_ZONE_ANTI),
+        _node(zone="zone1"),
+        _node(zone="zone1", **{"unrelated-label": "unrelated"}),
+        SKIP,
+    ),
+    (
+        "update node with different anti-affinity topologyKey value",
+        _mk(**_ZONE_ANTI),
+        _node(zone="zone1"),
+        _node(zone="zone2"),
+        QUEUE,
+    ),
+    (
+        "update node to have the anti-affinity topology label",
+        _mk(**_ZONE_ANTI),
+        _node(aaa="a"),
+        _node(zone="zone1"),
+        SKIP,
+    ),
+    (
+        "update node label not to have anti-affinity topology label",
+        _mk(**_ZONE_ANTI),
+        _node(zone="zone1"),
+        _node(aaa="a"),
+        QUEUE,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "target", "old", "new", "want"), IPA_POD_ROWS, ids=[r[0] for r in IPA_POD_ROWS])
+def test_inter_pod_affinity_pod_change(name: str, target: PodInfo, old: object, new: object, want: int) -> None:
+    assert interpodaffinity.is_schedulable_after_pod_change(target, old, new) == want
+
+
+@pytest.mark.parametrize(("name", "target", "old", "new", "want"), IPA_NODE_ROWS, ids=[r[0] for r in IPA_NODE_ROWS])
+def test_inter_pod_affinity_node_change(name: str, target: PodInfo, old: object, new: object, want: int) -> None:
+    assert interpodaffinity.is_schedulable_after_node_change(target, old, new) == want
+
+
+def test_inter_pod_affinity_registers_its_hints() -> None:
+    """``EventsToRegister`` with queueing hints on: no UpdateNodeTaint; each event has its hint;
+    a wrong object is an error (``Queue``)."""
+    plugin = interpodaffinity.InterPodAffinity(interpodaffinity.InterPodAffinityArgs(), None)  # type: ignore[arg-type]
+    events = plugin.events_to_register()
+    assert [(e.event, e.hint) for e in events] == [
+        (
+            ClusterEvent(POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+            interpodaffinity.is_schedulable_after_pod_change,
+        ),
+        (
+            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+            interpodaffinity.is_schedulable_after_node_change,
+        ),
+    ]
+    target = _mk("p", **_ZONE_AFF)
+    assert _hint(interpodaffinity.is_schedulable_after_pod_change, target, None, "not-a-pod") == QUEUE
+    assert _hint(interpodaffinity.is_schedulable_after_node_change, target, "not-a-node", _node()) == QUEUE
+    bad = _mk(
+        "p",
+        affinity=[{"labelSelector": {"matchExpressions": [{"key": "k", "operator": "Bad"}]}, "topologyKey": "zone"}],
+    )
+    with pytest.raises(ValueError):  # GetAffinityTerms' error: Queue
+        interpodaffinity.is_schedulable_after_node_change(bad, _node(aaa="a"), _node(aaa="b"))
+
+
+def _spread(topology_key: str, selector_key: str, taints_policy: str | None = None) -> dict[str, Any]:
+    """``SpreadConstraint(1, topologyKey, DoNotSchedule, Exists(selector_key), nil, nil, taints_policy, nil)``."""
+    c: dict[str, Any] = {
+        "maxSkew": 1,
+        "topologyKey": topology_key,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchExpressions": [{"key": selector_key, "operator": "Exists"}]},
+    }
+    if taints_policy is not None:
+        c["nodeTaintsPolicy"] = taints_policy
+    return c
+
+
+_ZONE_FOO = [_spread("zone", "foo")]
+_ZONE_NODE_FOO = [_spread("zone", "foo"), _spread("node", "foo")]
+_ZONE_FOO_NODE_BAR = [_spread("zone", "foo"), _spread("node", "bar")]
+
+
+def _tainted(key: str, **labels: str) -> objects.Node:
+    return node_obj("node-a", labels=labels, taints=[{"key": key, "value": "bbb", "effect": "NoSchedule"}])
+
+
+# podtopologyspread/plugin_test.go Test_isSchedulableAfterNodeChange
+PTS_NODE_ROWS = [
+    ("node updates label which matches topologyKey", _ZONE_FOO, _node(zone="zone1"), _node(zone="zone2"), QUEUE),
+    (
+        "node that doesn't match topologySpreadConstraints updates non-related label",
+        _ZONE_FOO,
+        _node(foo="bar1"),
+        _node(foo="bar2"),
+        SKIP,
+    ),
+    (
+        "node that match topologySpreadConstraints adds non-related label",
+        _ZONE_NODE_FOO,
+        _node(zone="zone1", node="node1", foo="bar"),
+        _node(zone="zone1", node="node1"),
+        SKIP,
+    ),
+    ("create node with non-related labels", _ZONE_FOO, None, _node(foo="bar"), SKIP),
+    ("create node with related labels", _ZONE_FOO, None, _node(zone="zone1"), QUEUE),
+    ("delete node with non-related labels", _ZONE_FOO, _node(foo="bar"), None, SKIP),
+    ("delete node with related labels", _ZONE_FOO, _node(zone="zone1"), None, QUEUE),
+    (
+        "add node with related labels that only match one of topologySpreadConstraints",
+        _ZONE_NODE_FOO,
+        None,
+        _node(zone="zone1"),
+        SKIP,
+    ),
+    (
+        "add node with related labels that match all topologySpreadConstraints",
+        _ZONE_NODE_FOO,
+        None,
+        _node(zone="zone1", node="node1"),
+        QUEUE,
+    ),
+    (
+        "update node with related labels that only match one of topologySpreadConstraints",
+        _ZONE_NODE_FOO,
+        _node(zone="zone1"),
+        _node(zone="zone1"),
+        SKIP,
+    ),
+    (
+        "update node with related labels that match all topologySpreadConstraints",
+        _ZONE_NODE_FOO,
+        _node(zone="zone1", node="node1"),
+        _node(zone="zone1", node="node2"),
+        QUEUE,
+    ),
+    (
+        "update node with different taints that match all topologySpreadConstraints",
+        _ZONE_NODE_FOO,
+        _tainted("aaa", zone="zone1", node="node1"),
+        _tainted("ccc", zone="zone1", node="node1"),
+        QUEUE,
+    ),
+    (
+        "update node with different taints that only match one of topologySpreadConstraints",
+        _ZONE_NODE_FOO,
+        _tainted("aaa", node="node1"),
+        _tainted("ccc", node="node1"),
+        SKIP,
+    ),
+]
+
+_FOO = {"foo": ""}
+_UNSCHEDULABLE_TOLERATION = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+_HONOR = [_spread("zone", "foo", "Honor"), _spread("node", "bar")]
+_IGNORE = [_spread("zone", "foo", "Ignore"), _spread("node", "bar")]
+
+# podtopologyspread/plugin_test.go Test_isSchedulableAfterPodChange: (name, constraints, old, new, want);
+# the target pod is UID "p" with label foo and the row's constraints
+PTS_POD_ROWS = [
+    (
+        "add pod with labels match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        None,
+        _mk("p2", node="fake-node", labels=_FOO),
+        QUEUE,
+    ),
+    ("add un-scheduled pod", _ZONE_FOO, None, _mk("p2", labels=_FOO), SKIP),
+    ("update un-scheduled pod", _ZONE_FOO, _mk("p2", labels={"bar": ""}), _mk("p2", labels=_FOO), SKIP),
+    ("delete un-scheduled pod", _ZONE_FOO, _mk("p2", labels=_FOO), None, SKIP),
+    (
+        "add pod with different namespace",
+        _ZONE_FOO,
+        None,
+        _mk("p2", node="fake-node", namespace="fake-namespace", labels=_FOO),
+        SKIP,
+    ),
+    (
+        "add pod with labels don't match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        None,
+        _mk("p2", node="fake-node", labels={"bar": ""}),
+        SKIP,
+    ),
+    (
+        "delete pod with labels that match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node", labels=_FOO),
+        None,
+        QUEUE,
+    ),
+    (
+        "delete nominated pod with labels that don't match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", nominated="fake-node", labels={"bar": ""}),
+        None,
+        SKIP,
+    ),
+    (
+        "delete nominated pod with labels that match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", nominated="fake-node", labels=_FOO),
+        None,
+        QUEUE,
+    ),
+    (
+        "delete pod with labels that don't match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node", labels={"bar": ""}),
+        None,
+        SKIP,
+    ),
+    (
+        "update pod's non-related label",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": "bar1"}),
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}),
+        SKIP,
+    ),
+    (
+        "add pod's label that matches topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node"),
+        _mk("p2", node="fake-node", labels=_FOO),
+        QUEUE,
+    ),
+    (
+        "delete pod label that matches topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node", labels=_FOO),
+        _mk("p2", node="fake-node"),
+        QUEUE,
+    ),
+    (
+        "change pod's label that matches topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node", labels={"foo": "foo1"}),
+        _mk("p2", node="fake-node", labels={"foo": "foo2"}),
+        SKIP,
+    ),
+    (
+        "change pod's label that doesn't match topologySpreadConstraints selector",
+        _ZONE_FOO,
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": "bar1"}),
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}),
+        SKIP,
+    ),
+    (
+        "add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",
+        _ZONE_FOO_NODE_BAR,
+        _mk("p2", node="fake-node", labels=_FOO),
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}),
+        QUEUE,
+    ),
+    (
+        "change pod's label that doesn't match topologySpreadConstraints selector with multi topologySpreadConstraints",
+        _ZONE_FOO_NODE_BAR,
+        _mk("p2", node="fake-node", labels=_FOO),
+        _mk("p2", node="fake-node", labels={"foo": "", "baz": ""}),
+        SKIP,
+    ),
+    (
+        "change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",
+        _ZONE_FOO_NODE_BAR,
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": ""}),
+        _mk("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}),
+        SKIP,
+    ),
+    (
+        "the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new toleration",
+        _HONOR,
+        _mk("p", labels=_FOO),
+        _mk("p", labels=_FOO, tolerations=_UNSCHEDULABLE_TOLERATION),
+        QUEUE,
+    ),
+    (
+        (
+            "the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor "
+            "and has got a new toleration"
+        ),
+        _IGNORE,
+        _mk("p", labels=_FOO),
+        _mk("p", labels=_FOO, tolerations=_UNSCHEDULABLE_TOLERATION),
+        SKIP,
+    ),
+    (
+        (
+            "the unschedulable Pod has topologySpreadConstraint "
+            "and has got a new label matching the selector of the constraint"
+        ),
+        _IGNORE,
+        _mk("p"),
+        _mk("p", labels=_FOO),
+        QUEUE,
+    ),
+    (
+        "the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label",
+        _IGNORE,
+        _mk("p"),
+        _mk("p", labels={"unrelated": ""}),
+        SKIP,
+    ),
+]
+
+
+def _spread_plugin() -> podtopologyspread.PodTopologySpread:
+    """As upstream's tables set it up: ``defaultingType: List`` without default constraints."""
+    return podtopologyspread.PodTopologySpread(podtopologyspread.PodTopologySpreadArgs(defaulting_type="List"))
+
+
+@pytest.mark.parametrize(
+    ("name", "constraints", "old", "new", "want"), PTS_NODE_ROWS, ids=[r[0] for r in PTS_NODE_ROWS]
+)
+def test_pod_topology_spread_node_change(
+    name: str, constraints: list[Any], old: object, new: object, want: int
+) -> None:
+    target = _mk("p", spread=constraints)
+    assert _spread_plugin().is_schedulable_after_node_change(target, old, new) == want
+
+
+@pytest.mark.parametrize(("name", "constraints", "old", "new", "want"), PTS_POD_ROWS, ids=[r[0] for r in PTS_POD_ROWS])
+def test_pod_topology_spread_pod_change(name: str, constraints: list[Any], old: object, new: object, want: int) -> None:
+    target = _mk("p", labels=_FOO, spread=constraints)
+    assert _spread_plugin().is_schedulable_after_pod_change(target, old, new) == want
+
+
+def test_pod_topology_spread_registers_its_hints() -> None:
+    """``EventsToRegister`` with queueing hints on (UpdatePodToleration included), each event with
+    its hint; the helpers as plugin.go's; a wrong object is an error (``Queue``)."""
+    plugin = _spread_plugin()
+    events = plugin.events_to_register()
+    pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE
+    node_actions = ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+    assert [e.event for e in events] == [ClusterEvent(POD, pod_actions), ClusterEvent(NODE, node_actions)]
+    assert [e.hint for e in events] == [plugin.is_schedulable_after_pod_change, plugin.is_schedulable_after_node_change]
+    target = _mk("p", labels=_FOO, spread=_ZONE_FOO)
+    assert _hint(plugin.is_schedulable_after_pod_change, target, "not-a-pod", None) == QUEUE
+    assert _hint(plugin.is_schedulable_after_node_change, target, None, "not-a-node") == QUEUE
+    involved = podtopologyspread.involved_in_topology_spreading
+    assert involved(_mk("p"), target)  # the pod itself, even unscheduled
+    assert not involved(_mk("x", namespace="other", node="n"), target)
+    assert involved(_mk("x", nominated="n"), target)
+    honor = podtopologyspread.has_constraint_with_node_taints_policy_honor
+    assert honor(plugin.constraints(_mk("p", spread=_HONOR), "DoNotSchedule"))
+    assert not honor(plugin.constraints(_mk("p", spread=_IGNORE), "DoNotSchedule"))
+
+
+def test_inter_pod_affinity_hint_matches_namespace_selectors_without_namespace_labels() -> None:
+    """``podMatchesAllAffinityTerms`` passes no namespace labels and the hint does not merge the
+    ``namespaceSelector`` (filtering.go, plugin.go v1.36.3): an added pod in a namespace the
+    selector would select is ``Skip`` (the pod waits for the flush); ``{}`` selects every
+    namespace, and a ``DoesNotExist`` selector matches the absent labels."""
+
+    def target(ns_selector: dict[str, Any]) -> PodInfo:
+        term = {"labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": ns_selector, "topologyKey": "h"}
+        return _mk("p", namespace="apps", affinity=[term])
+
+    added = _mk("db", node="n1", namespace="archive", labels={"app": "db"})
+    hint = interpodaffinity.is_schedulable_after_pod_change
+    assert hint(target({"matchLabels": {"tier": "archive"}}), None, added) == SKIP
+    assert hint(target({}), None, added) == QUEUE
+    assert hint(target({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}), None, added) == QUEUE

@@ -7,7 +7,8 @@ Ports kube-scheduler's plugin, pkg/scheduler/framework/plugins/interpodaffinity/
 - :mod:`~app.plugins.interpodaffinity.scoring` (``scoring.go``): PreScore, Score and
   NormalizeScore (the preferred terms' weights per topology pair);
 - :mod:`~app.plugins.interpodaffinity.plugin` (``plugin.go``): the args and their validation, the
-  plugin class and its registration (:data:`PLUGIN`);
+  plugin class, its events and its registration (:data:`PLUGIN`);
+- :mod:`~app.plugins.interpodaffinity.hints` (``plugin.go``, v1.36.3): the queueing hints;
 - :mod:`~app.plugins.interpodaffinity.common`: what both halves share, the pod's affinity terms
   (``AffinityTerm`` of pkg/scheduler/framework/types.go) and their namespaces.
 
@@ -25,6 +26,7 @@ from app.plugins.interpodaffinity.common import (
     pod_parse_error,
     preferred_terms,
     required_terms,
+    terms_error,
 )
 from app.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -34,6 +36,7 @@ from app.plugins.interpodaffinity.filtering import (
     Pair,
     PreFilterState,
 )
+from app.plugins.interpodaffinity.hints import is_schedulable_after_node_change, is_schedulable_after_pod_change
 from app.plugins.interpodaffinity.plugin import (
     MAX_HARD_POD_AFFINITY_WEIGHT,
     MIN_HARD_POD_AFFINITY_WEIGHT,
@@ -62,8 +65,11 @@ __all__ = [
     "Scoring",
     "cluster_nodes",
     "existing_term_matches",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_change",
     "namespace_lookup",
     "pod_parse_error",
     "preferred_terms",
     "required_terms",
+    "terms_error",
 ]

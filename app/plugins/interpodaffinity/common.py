@@ -34,8 +34,9 @@ NO_NODE_STATUS = Status.error(NO_NODE)
 # -- parse errors (framework.NewPodInfo: metav1.LabelSelectorAsSelector of each term) -------------
 
 
-def _terms_error(terms: Sequence[objects.PodAffinityTerm | None]) -> str | None:
-    """``getAffinityTerms``: the first term whose labelSelector, then namespaceSelector, fails."""
+def terms_error(terms: Sequence[objects.PodAffinityTerm | None]) -> str | None:
+    """``GetAffinityTerms``' error: the first term whose labelSelector, then namespaceSelector,
+    fails to parse (``None`` when all parse)."""
     for term in terms:
         if term is None:
             continue
@@ -58,7 +59,7 @@ def pod_parse_error(pod: PodInfo) -> str | None:
         ("preferredAffinityTerms", [w.pod_affinity_term for w in preferred_terms(pa)]),
         ("preferredAntiAffinityTerms", [w.pod_affinity_term for w in preferred_terms(anti)]),
     ):
-        err = _terms_error(terms)
+        err = terms_error(terms)
         if err is not None:
             errors.append(f"{label}: {err}")
     return aggregate(errors) if errors else None
@@ -182,4 +183,5 @@ __all__ = [
     "pod_parse_error",
     "preferred_terms",
     "required_terms",
+    "terms_error",
 ]

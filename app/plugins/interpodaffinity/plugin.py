@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from pydantic import Field, field_validator
 
 from app.framework.args import PluginArgs
-from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.plugins.interpodaffinity.common import NAME
 from app.plugins.interpodaffinity.filtering import Filtering
+from app.plugins.interpodaffinity.hints import is_schedulable_after_node_change, is_schedulable_after_pod_change
 from app.plugins.interpodaffinity.scoring import Scoring
 
 #: the bounds of ``hardPodAffinityWeight`` (validation_pluginargs.go ``validateHardPodAffinityWeight``)
@@ -41,10 +42,16 @@ class InterPodAffinityArgs(PluginArgs):
         return weight
 
 
-#: the cluster events that may make a pod this plugin rejected schedulable
+#: the cluster events that may make a pod this plugin rejected schedulable, with their hints
+#: (v1.36.3 ``EventsToRegister``, queueing hints on: no UpdateNodeTaint)
 _EVENTS = (
-    ClusterEvent(POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
-    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+    ClusterEventWithHint(
+        ClusterEvent(POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+        is_schedulable_after_pod_change,
+    ),
+    ClusterEventWithHint(
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), is_schedulable_after_node_change
+    ),
 )
 
 
@@ -58,10 +65,10 @@ class InterPodAffinity(Filtering, Scoring):
         self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = args.ignore_preferred_terms_of_existing_pods
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """``EventsToRegister`` (interpodaffinity/plugin.go, v1.36.3, queueing hints on): Pod
-        Add|UpdatePodLabel|Delete, Node Add|UpdateNodeLabel. Its hint functions are not ported yet:
-        every matching event moves the pod (Queue)."""
+        Add|UpdatePodLabel|Delete with ``isSchedulableAfterPodChange``, Node Add|UpdateNodeLabel
+        with ``isSchedulableAfterNodeChange`` (:mod:`~app.plugins.interpodaffinity.hints`)."""
         return _EVENTS
 
 

@@ -11,7 +11,9 @@ on):
 - :mod:`~app.plugins.podtopologyspread.scoring` (``scoring.go``): PreScore, Score and
   NormalizeScore, for the ``ScheduleAnyway`` constraints;
 - :mod:`~app.plugins.podtopologyspread.plugin` (``plugin.go``): the args and their validation,
-  the system default constraints, the plugin class and its registration (:data:`PLUGIN`).
+  the system default constraints, the plugin class, its events and its registration
+  (:data:`PLUGIN`);
+- :mod:`~app.plugins.podtopologyspread.hints` (``plugin.go``, v1.36.3): the queueing hints.
 
 The names of each module are importable from this package.
 """
@@ -46,6 +48,13 @@ from app.plugins.podtopologyspread.filtering import (
     Filtering,
     PreFilterState,
 )
+from app.plugins.podtopologyspread.hints import (
+    Hints,
+    has_constraint_with_node_taints_policy_honor,
+    involved_in_topology_spreading,
+    node_labels_match_spread_constraints,
+    pod_labels_match_spread_constraints,
+)
 from app.plugins.podtopologyspread.plugin import (
     LIST_DEFAULTING,
     PLUGIN,
@@ -78,6 +87,7 @@ __all__ = [
     "DefaultConstraint",
     "DefaultSelector",
     "Filtering",
+    "Hints",
     "LabelMatcher",
     "PodTopologySpread",
     "PodTopologySpreadArgs",
@@ -93,8 +103,12 @@ __all__ = [
     "defaulting_applies",
     "filter_constraints",
     "go_round",
+    "has_constraint_with_node_taints_policy_honor",
     "has_untolerated_schedule_taint",
+    "involved_in_topology_spreading",
     "match_node_inclusion_policies",
+    "node_labels_match_spread_constraints",
+    "pod_labels_match_spread_constraints",
     "required_node_affinity",
     "topology_normalizing_weight",
 ]

@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 
 from app.framework import objects
 from app.framework.args import PluginArgs
-from app.framework.events import NODE, POD, ActionType, ClusterEvent
+from app.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.registry import PluginEntry
 from app.framework.validation import is_qualified_name
@@ -38,6 +38,7 @@ from app.plugins.podtopologyspread.common import (
     DefaultSelector,
 )
 from app.plugins.podtopologyspread.filtering import Filtering
+from app.plugins.podtopologyspread.hints import Hints
 from app.plugins.podtopologyspread.scoring import Scoring
 
 #: ``config.PodTopologySpreadConstraintsDefaulting`` values
@@ -135,18 +136,17 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[objects.TopologySpreadConstraint, ...] = (
 )
 
 
-#: the cluster events that may make a pod this plugin rejected schedulable
-_EVENTS = (
-    ClusterEvent(
-        POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE
-    ),
-    ClusterEvent(
-        NODE, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
-    ),
+#: the cluster events that may make a pod this plugin rejected schedulable (v1.36.3
+#: ``EventsToRegister``, queueing hints on: UpdatePodToleration included)
+_POD_EVENT = ClusterEvent(
+    POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE
+)
+_NODE_EVENT = ClusterEvent(
+    NODE, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
 )
 
 
-class PodTopologySpread(Filtering, Scoring):
+class PodTopologySpread(Filtering, Scoring, Hints):
     """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter (``DoNotSchedule``,
     :class:`Filtering`), PreScore + Score + NormalizeScore (``ScheduleAnyway``, :class:`Scoring`);
     see the package doc.
@@ -176,11 +176,15 @@ class PodTopologySpread(Filtering, Scoring):
             default_selector = handle.cluster.default_selector
         super().__init__(defaults, system_defaulted, default_selector)
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """``EventsToRegister`` (podtopologyspread/plugin.go, v1.36.3, queueing hints on): Pod
-        Add|UpdatePodLabel|UpdatePodToleration|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint.
-        Its hint functions are not ported yet: every matching event moves the pod (Queue)."""
-        return _EVENTS
+        Add|UpdatePodLabel|UpdatePodToleration|Delete with ``isSchedulableAfterPodChange``, Node
+        Add|Delete|UpdateNodeLabel|UpdateNodeTaint with ``isSchedulableAfterNodeChange``
+        (:class:`~app.plugins.podtopologyspread.hints.Hints`)."""
+        return (
+            ClusterEventWithHint(_POD_EVENT, self.is_schedulable_after_pod_change),
+            ClusterEventWithHint(_NODE_EVENT, self.is_schedulable_after_node_change),
+        )
 
 
 def defaulting_applies(args: PodTopologySpreadArgs | None) -> bool:
