@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.cluster.connection import ClusterConnection
-from app.framework import PODS_TO_ACTIVATE, CycleState, EnabledPlugin, PodInfo, Status
+from app.framework import PODS_TO_ACTIVATE, CycleState, PodInfo, Status
 from app.framework.nominator import NominatingInfo, NominatingMode
 from app.kube.timefmt import rfc3339_time
 from app.observe.decisions import Decision
@@ -191,26 +191,6 @@ class SchedulerEffects:
         (pkg/registry/core/pod/strategy.go ``applySchedulingGatedCondition``); no Event."""
         self.pod_status.condition(pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
         log.info("pod %s/%s: waiting for its scheduling gates", pod.namespace, pod.name, extra={"pod": pod.key()})
-
-    def kept_out(self, pod: PodInfo, pre_enqueue: Sequence[EnabledPlugin]) -> bool:
-        """Whether a PreEnqueue plugin refuses the popped ``pod`` now (DefaultPreemption while
-        its preemption is in flight): v1.36.3's queue runs PreEnqueue each time a pod would enter
-        the active queue (pkg/scheduler/backend/queue/scheduling_queue.go ``moveToActiveQ``,
-        ``runPreEnqueuePlugins``), this queue when a pod arrives. A refused pod is not tried: it
-        goes back to the unschedulable pool with the refusing plugin added to its unschedulable
-        plugins (``GatingPlugin``), its attempt not counted, until an event moves it."""
-        for ep in pre_enqueue:
-            status: Status = ep.plugin.pre_enqueue(pod)  # type: ignore[attr-defined]
-            if status.is_success():
-                continue
-            entry = self.queue.get(pod.uid)
-            if entry is None:
-                return True
-            entry.attempts = max(entry.attempts - 1, 0)
-            self.queue.failed(pod.uid, True, {*entry.unschedulable_plugins, ep.name}, ())
-            log.info("pod %s/%s: %s (%s)", pod.namespace, pod.name, status.message, ep.name, extra={"pod": pod.key()})
-            return True
-        return False
 
     # -- outcomes ----------------------------------------------------------------------------------
 

@@ -243,14 +243,30 @@ class SchedulingQueue:
             else:
                 token, uid = item.seq, item.uid
             found = pods.get(uid)
-            if found is not None and found.token == token and found.where == ACTIVE:
+            if found is not None and found.token == token and found.where == ACTIVE and not self._refused(found, now):
                 return self._in_flight(found)
         while self._backoff:
             _, _, _, token, uid = heapq.heappop(self._backoff)
             found = pods.get(uid)
-            if found is not None and found.token == token and found.where == BACKOFF:
+            if found is not None and found.token == token and found.where == BACKOFF and not self._refused(found, now):
                 return self._in_flight(found)
         return None
+
+    def _refused(self, entry: QueuedPod, now: float) -> bool:
+        """``runPreEnqueuePlugins`` before a pod is tried again (v1.36.3 scheduling_queue.go runs
+        them in ``moveToActiveQ``/``moveToBackoffQ``; here as the pod leaves for its attempt, the
+        same pods): a pod a PreEnqueue plugin refuses now (DefaultPreemption while its preemption
+        runs) is parked, not tried, with that plugin among its unschedulable plugins (its
+        ``GatingPlugin``) until an event moves it."""
+        if self._pre_enqueue is None or entry.attempts == 0:  # a new pod was checked as it arrived
+            return False
+        status = self._pre_enqueue(entry.pod)
+        if status.is_success():
+            return False
+        if status.plugin:
+            entry.unschedulable_plugins = entry.unschedulable_plugins | {status.plugin}
+        self._park(entry, now)
+        return True
 
     def _in_flight(self, entry: QueuedPod) -> PodInfo:
         self._place(entry, IN_FLIGHT)
@@ -514,7 +530,7 @@ def pre_enqueue_of(plugins: Sequence[Any]) -> PreEnqueue | None:
         for plugin in plugins:
             status: Status = plugin.pre_enqueue(pod)
             if not status.is_success():
-                return status
+                return status if status.plugin else status.with_plugin(plugin.name)
         return SUCCESS
 
     return check

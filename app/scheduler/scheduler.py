@@ -218,8 +218,6 @@ class Scheduler(TaskWorker):
         pod = self.queue.pop()
         if pod is None:
             return False
-        if self.effects.kept_out(pod, self.framework.pre_enqueue_plugins):
-            return True
         await self.schedule_one(pod)
         await asyncio.sleep(0)  # let the binding tasks move
         return True

@@ -266,25 +266,23 @@ def test_a_popped_preemptor_whose_preemption_runs_is_parked_not_tried() -> None:
     """v1.36.3's queue runs PreEnqueue as a pod moves to activeQ (scheduling_queue.go
     moveToActiveQ): a preemptor whose preemption is in flight is not tried; it waits in the
     unschedulable pool with DefaultPreemption among its unschedulable plugins, its attempt not
-    counted."""
-    from app.scheduler.effects import Reports, SchedulerEffects
-    from tests.unit.helpers import enabled
+    counted; once the preemption is over, an event that moves it lets it be tried."""
+    from app.scheduler.queue import pre_enqueue_of
 
     rt = MemoryCluster()
     plugin = DefaultPreemption(DefaultPreemptionArgs(), Handle("p", cluster=rt))
     now = [0.0]
-    queue = SchedulingQueue(clock=lambda: now[0])
+    queue = SchedulingQueue(clock=lambda: now[0], pre_enqueue=pre_enqueue_of([plugin]))
     queue.apply([(PREEMPTOR.uid, PREEMPTOR)])
     popped = queue.pop()
     assert popped is not None
     queue.failed(PREEMPTOR.uid, True, {"NodeResourcesFit"}, None)  # its PostFilter preempted
     plugin.executor.preempting.add(PREEMPTOR.uid)
-    effects = SchedulerEffects("p", queue, rt, Reports())  # type: ignore[arg-type]
     now[0] = 2.0
-    assert queue.pop() is not None  # back from backoff (an event during its cycle)
-    assert effects.kept_out(PREEMPTOR, [enabled(plugin)]) is True
+    assert queue.pop() is None  # back from backoff (an event during its cycle), refused at PreEnqueue
     entry = queue.get(PREEMPTOR.uid)
     assert entry is not None and entry.where == UNSCHEDULABLE and entry.attempts == 1
     assert entry.unschedulable_plugins == {"NodeResourcesFit", "DefaultPreemption"}
     plugin.executor.preempting.clear()
-    assert effects.kept_out(PREEMPTOR, [enabled(plugin)]) is False
+    queue.activate([PREEMPTOR])
+    assert queue.pop() is PREEMPTOR and entry.attempts == 2
