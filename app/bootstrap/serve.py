@@ -152,7 +152,7 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
     if cluster is not None and client is not None:
         record = partial(service.record, pod_events=False)  # a scheduler posts kube-scheduler's own
         for s in standalone:
-            scheduler = _scheduler(s, assembly, cluster, client, record, metrics, app.worker)
+            scheduler = _scheduler(s, assembly, cluster, record, metrics, app.worker)
             schedulers[s.name] = scheduler  # what its elector waits for
             leading.append((scheduler, s.elector))
     running = Running(leading)
@@ -366,7 +366,6 @@ def _scheduler(
     parts: Standalone,
     assembly: Assembly,
     cluster: ClusterConnection,
-    client: KubeClient,
     record: Callable[[Decision], None],
     metrics: SchedulerMetrics,
     worker: Executor,
