@@ -1,8 +1,7 @@
 """The root of the project's own exceptions.
 
-Every error this project raises on purpose derives from :class:`SchedulerExtenderError`, so a
-caller can tell "the project refused this, with a message meant for a person" from a bug. The
-tree (``ARCHITECTURE.md`` lists it too)::
+Every error raised on purpose derives from :class:`SchedulerExtenderError`, so a caller can tell
+a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it too)::
 
     SchedulerExtenderError
     ├── ConfigError            app.config: an invalid configuration, every problem with its path
@@ -23,7 +22,8 @@ tree (``ARCHITECTURE.md`` lists it too)::
     ├── SelectorError          app.plugins.podtopologyspread.common: a LabelSelector upstream refuses (also ValueError)
     ├── TranslationError       app.plugins.volumes.translation: csi-translation-lib refuses a volume (also ValueError)
     ├── BinderError            app.plugins.volumes.binder: a volume binder step failed
-    └── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
+    ├── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
+    └── AllocationError        app.plugins.dynamicresources.structured: invalid allocation input (ValueError)
 
 Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch
 the builtin.
