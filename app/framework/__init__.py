@@ -43,6 +43,8 @@ from app.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from app.framework.nominator import (
     CLEAR_NOMINATED_NODE,
@@ -145,6 +147,8 @@ __all__ = [
     "ReservePlugin",
     "SchedulerExtenderError",
     "ScorePlugin",
+    "SignFragment",
+    "SignPlugin",
     "Status",
     "Victims",
     "WaitingPod",

@@ -69,7 +69,9 @@ GATES: dict[str, Gate] = {
 }
 
 #: the gates whose both values this scheduler implements
-HONOURED = frozenset({"InPlacePodLevelResourcesVerticalScaling", "NodeDeclaredFeatures", "PodLevelResources"})
+HONOURED = frozenset(
+    {"InPlacePodLevelResourcesVerticalScaling", "NodeDeclaredFeatures", "OpportunisticBatching", "PodLevelResources"}
+)
 
 
 def describe(name: str) -> str:

@@ -16,7 +16,7 @@ configured ``failurePolicy`` (``Fail`` or ``Ignore``), see :mod:`app.framework.r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from app.framework.events import ClusterEvent, ClusterEventWithHint
 from app.framework.nominator import NominatingInfo
@@ -287,3 +287,18 @@ class EnqueueExtensions(Plugin, Protocol):
     ``Queue``; an empty list: no event moves it, only the pool's flush)."""
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint | ClusterEvent]: ...
+
+
+#: A signature fragment (``fwk.SignFragment``): ``(key, value)``, the value JSON-serializable.
+SignFragment = tuple[str, Any]
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """kube-scheduler's ``SignPlugin`` (v1.36.3 staging/src/k8s.io/kube-scheduler/framework/
+    interface.go, KEP-5598 opportunistic batching): what of the pod this plugin's PreFilter,
+    Filter, PreScore and Score read, as fragments. Two pods with equal fragments from every
+    plugin of the profile are judged alike on the same nodes. A status that is not ``SUCCESS``
+    (``Unschedulable``: "pods with X are not signable") makes the pod unsignable."""
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]: ...

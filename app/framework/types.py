@@ -762,11 +762,13 @@ class PluginScore:
 @dataclass(slots=True)
 class NodePluginScores:
     """A node's scores (``framework.NodePluginScores``): each plugin's weighted score and their
-    sum, ``total_score``, what ``selectHost`` compares."""
+    sum, ``total_score``, what the node is chosen by; ``randomizer`` breaks ties (v1.36.3 sets it
+    only when extenders score: :class:`~app.framework.scores.SortedNodeScores`)."""
 
     name: str
     scores: list[PluginScore] = field(default_factory=list)
     total_score: int = 0
+    randomizer: int = 0
 
 
 @dataclass(slots=True)

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from app.framework import signers
 from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SUCCESS, Status
@@ -129,6 +131,10 @@ class ImageLocality:
     """PreScore + Score (see the module doc). Takes no args; stateless."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (image_locality.go, v1.36.3): the distinct normalized image names, sorted."""
+        return [(signers.IMAGE_NAMES, sorted({normalized_image_name(i) for i in pod.images}))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         pass

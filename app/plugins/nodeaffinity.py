@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from pydantic import field_validator
 
-from app.framework import objects
+from app.framework import SignFragment, objects, signers
 from app.framework.args import PluginArgs
 from app.framework.events import (
     NODE,
@@ -480,6 +480,10 @@ class NodeAffinity:
     """PreFilter, Filter, PreScore, Score and NormalizeScore (see the module doc)."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (node_affinity.go, v1.36.3): the node affinity and ``spec.nodeSelector``."""
+        return signers.node_affinity_fragments(pod), SUCCESS
 
     def __init__(self, args: NodeAffinityArgs | None = None, handle: Handle | None = None) -> None:
         added = parse_added_affinity(args.added_affinity) if args is not None and args.added_affinity else None

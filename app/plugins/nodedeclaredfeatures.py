@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.framework import features, objects
+from app.framework import features, objects, signers
 from app.framework.events import (
     NODE,
     POD,
@@ -37,6 +37,7 @@ from app.framework.events import (
     SKIP as QUEUE_SKIP,
 )
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
@@ -97,6 +98,10 @@ class NodeDeclaredFeatures:
     gate when built, as upstream's ``New``."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (nodedeclaredfeatures.go, v1.36.3): the features the pod needs."""
+        return [(signers.FEATURES, sorted(pod.declared_features))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         self.enabled = features.current().enabled("NodeDeclaredFeatures")

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.framework import signers
 from app.framework.events import NODE, ActionType, ClusterEvent
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
@@ -40,6 +42,10 @@ class NodeName:
     """Filter (see the module doc). Takes no args."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (node_name.go, v1.36.3): ``spec.nodeName``."""
+        return [(signers.NODE_NAME, pod.node_name)], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         pass

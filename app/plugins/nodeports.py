@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.framework import signers
 from app.framework.events import (
     NODE,
     POD,
@@ -32,6 +33,7 @@ from app.framework.events import (
 )
 from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PreFilterResult
@@ -101,6 +103,10 @@ class NodePorts:
     """PreFilter + Filter (see the module doc). Takes no args; stateless."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (node_ports.go, v1.36.3): the host ports."""
+        return [(signers.HOST_PORTS, signers.host_ports(pod))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         pass

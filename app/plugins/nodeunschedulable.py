@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.framework import objects
+from app.framework import objects, signers
 from app.framework.events import (
     NODE,
     POD,
@@ -29,6 +29,7 @@ from app.framework.events import (
     objects_as,
 )
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SUCCESS, Code, Status
 from app.framework.taints import NO_SCHEDULE, tolerations_tolerate_taint
@@ -94,6 +95,10 @@ class NodeUnschedulable:
     """Filter (see the module doc). Takes no args."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (node_unschedulable.go, v1.36.3): the tolerations."""
+        return [(signers.TOLERATIONS, signers.tolerations(pod))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         pass

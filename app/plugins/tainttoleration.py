@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from app.framework import objects
+from app.framework import objects, signers
 from app.framework.events import (
     NODE,
     POD,
@@ -40,6 +40,7 @@ from app.framework.events import (
     objects_as,
 )
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.scores import MAX_NODE_SCORE, default_normalize_score
 from app.framework.status import SUCCESS, Code, Status
@@ -125,6 +126,10 @@ class TaintToleration:
     """Filter, PreScore, Score and NormalizeScore (see the module doc). Takes no args."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (taint_toleration.go, v1.36.3): the tolerations."""
+        return [(signers.TOLERATIONS, signers.tolerations(pod))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         pass

@@ -149,6 +149,8 @@ class SchedulingQueue:
         #: every event some plugin registered (``isEventOfInterest``)
         self.interest = tuple(interest)
         self._pods: dict[str, QueuedPod] = {}
+        #: pods popped so far (``SchedulingCycle()``): the cycle number opportunistic batching compares
+        self.scheduling_cycle = 0
         self._counts = dict.fromkeys((ACTIVE, BACKOFF, UNSCHEDULABLE, GATED, IN_FLIGHT), 0)
         #: activeQ: ``(-priority, added, token, uid)`` or :class:`_Ordered`
         self._active: list[Any] = []
@@ -269,6 +271,7 @@ class SchedulingQueue:
         return True
 
     def _in_flight(self, entry: QueuedPod) -> PodInfo:
+        self.scheduling_cycle += 1  # Pop: ``p.schedulingCycle++``
         self._place(entry, IN_FLIGHT)
         entry.attempts += 1
         entry.in_flight_events = []

@@ -7,12 +7,12 @@ kube-scheduler's pkg/scheduler/schedule_one.go (v1.36.3):
   :meth:`~Scheduler.schedule_one` (``ScheduleOne``): the scheduling cycle, then, on success, the
   binding cycle as an asyncio task on the same loop;
 - ``schedulingCycle`` → ``schedulingAlgorithm`` → ``schedulePod``: PreFilter; the pod's
-  nominated node first; else Filter over the nodes in the node tree's order (zone by zone),
-  from where the previous search stopped, until ``numFeasibleNodesToFind`` passed, each node
-  judged with the pods nominated to it; one feasible node is chosen at once, more are scored
-  (``TotalScore``: the sum of weight x 0..100) and ``selectHost`` picks among the highest with
-  reservoir sampling; a pod no node fits runs PostFilter (DefaultPreemption). Filter and Score
-  run on the loop over up to :data:`INLINE_NODES` nodes, else in the verb worker thread. Then
+  nominated node (or opportunistic batching's hint) first; else Filter over the nodes in the node
+  tree's order from where the previous search stopped, until ``numFeasibleNodesToFind`` passed,
+  each node judged with the pods nominated to it; one feasible node is chosen at once, more are
+  scored (``TotalScore``: weight x 0..100 summed) and the best of their heap chosen
+  (``sortedNodeScores``); a pod no node fits runs PostFilter (DefaultPreemption). Filter and
+  Score run on the loop over up to :data:`INLINE_NODES` nodes, else in the verb worker thread. Then
   ``prepareForBindingCycle``: Reserve (the pod assumed with every Reserve plugin, atomically)
   and Permit;
 - ``bindingCycle``: WaitOnPermit, PreBind, Bind, PostBind;
@@ -25,8 +25,8 @@ kube-scheduler's pkg/scheduler/schedule_one.go (v1.36.3):
   reserves nothing before its ``admission`` (the cluster state synced, the warm-up after a start
   or a takeover, :meth:`ClusterConnection.bind_admission`).
 
-A node a PreFilterResult excludes is not evaluated and has no status: the FitError counts it in
-``0/N`` but gives it no reason (v1.30.12).
+A node a PreFilterResult excludes is not evaluated: its FitError status is
+``node(s) didn't satisfy plugin(s) [...]`` naming the plugins that narrowed (v1.36.3).
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TypeVar
 
@@ -54,9 +53,11 @@ from app.framework import (
     PodIndex,
     PodInfo,
     Status,
+    features,
 )
 from app.framework.nominator import CLEAR_NOMINATED_NODE
 from app.framework.runtime import Framework, ScoreResult, filter_error
+from app.framework.scores import SortedNodeScores
 from app.framework.status import Diagnosis, FitError, absent_nodes_status
 from app.lifecycle import TaskWorker
 from app.scheduler.effects import Reports, SchedulerEffects, SchedulerMetrics, truncate_message
@@ -69,8 +70,6 @@ T = TypeVar("T")
 
 #: ``ErrNoNodesAvailable``
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-#: ``numberOfHighestScoredNodesToReport``: the top nodes selectHost lists (schedulePod drops them)
-NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT = 3
 #: kube-scheduler's ``minFeasibleNodesToFind`` and ``minFeasibleNodesPercentageToFind``.
 MIN_FEASIBLE_NODES_TO_FIND, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 100, 5
 #: Scheduling cycles over at most this many nodes run Filter and Score on the event loop; larger
@@ -95,30 +94,6 @@ def num_feasible_nodes_to_find(
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(
-    node_scores: Sequence[NodePluginScores], count: int, rng: random.Random
-) -> tuple[str, list[NodePluginScores]]:
-    """kube-scheduler's ``selectHost``: the node with the highest ``total_score``, each of the
-    nodes that tie for it with the same chance (reservoir sampling), and the top ``count`` nodes by
-    ``total_score``, the chosen one first. Raises ``ValueError`` (``empty priorityList``) for no
-    nodes."""
-    if not node_scores:
-        raise ValueError("empty priorityList")
-    chosen, best, ties = 0, node_scores[0].total_score, 1
-    for i in range(1, len(node_scores)):
-        total = node_scores[i].total_score
-        if total > best:
-            chosen, best, ties = i, total, 1
-        elif total == best:
-            ties += 1
-            if rng.randrange(ties) == 0:  # replace the candidate with probability 1/ties
-                chosen = i
-    ordered = sorted(range(len(node_scores)), key=lambda i: -node_scores[i].total_score)
-    position = ordered.index(chosen)
-    ordered[0], ordered[position] = ordered[position], ordered[0]
-    return node_scores[chosen].name, [node_scores[i] for i in ordered[:count]]
-
-
 def _always() -> bool:
     return True
 
@@ -128,13 +103,12 @@ class SchedulerOptions:
     """How a :class:`Scheduler` runs: ``percentage_of_nodes_to_score`` (0: kube-scheduler's
     adaptive default); ``worker``: the executor of the verb worker thread, where cycles over more
     than :data:`INLINE_NODES` nodes run Filter, Score and PostFilter (``None``: on the loop);
-    ``rng``: selectHost's draws among ties; ``is_leader()``: whether to schedule now (leader
+    ``is_leader()``: whether to schedule now (leader
     election); ``admission()``: why nothing may be reserved yet, ``None`` when it may (default:
     the cluster's :meth:`~ClusterConnection.bind_admission`)."""
 
     percentage_of_nodes_to_score: int = 0
     worker: Executor | None = None
-    rng: random.Random = field(default_factory=random.Random)
     is_leader: Callable[[], bool] = _always
     admission: Callable[[], str | None] | None = None
 
@@ -343,7 +317,11 @@ class Scheduler(TaskWorker):
     def schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[ScheduleResult, Status]:
         """``schedulePod`` on a fresh snapshot: the nodes that fit (:meth:`find_nodes_that_fit_pod`);
         none: a FitError (``0/N``, every node of the snapshot counted; code ``Unschedulable``);
-        one: that node; more: :meth:`prioritize_nodes` and :func:`select_host`. An empty cluster
+        one: that node; more: :meth:`prioritize_nodes`, the best of their
+        :class:`~app.framework.scores.SortedNodeScores` (v1.36.3 has no ``selectHost`` draw: among
+        equal totals the heap's order decides). With OpportunisticBatching, the pod's signature,
+        the batch's hint and the ranking kept for the next pod (:mod:`app.framework.runtime.batch`).
+        An empty cluster
         is ``ErrNoNodesAvailable`` (``UnschedulableAndUnresolvable``, no FitError); an ``ERROR``
         of PreFilter, Filter, PreScore or Score is returned as it is. The result keeps what was
         evaluated (see :class:`ScheduleResult`)."""
@@ -352,27 +330,42 @@ class Scheduler(TaskWorker):
         nodes = snapshot.list()
         if not nodes:
             return ScheduleResult(), Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NO_NODES_AVAILABLE,))
-        feasible, diagnosis, status = self.find_nodes_that_fit_pod(state, pod, nodes)
+        batching = self.framework.batchable_plugins is not None and features.current().enabled("OpportunisticBatching")
+        cycle, signature = self.queue.scheduling_cycle, self.framework.sign_pod(pod) if batching else None
+        feasible, diagnosis, hint, status = self.find_nodes_that_fit_pod(state, pod, nodes, batching, signature, cycle)
         if not status.is_success():
             return ScheduleResult(feasible=feasible, diagnosis=diagnosis), status
         if not feasible:
             return ScheduleResult(diagnosis=diagnosis), fit_error_status(FitError(len(nodes), diagnosis))
         if len(feasible) == 1:  # when only one node passes, it is the one
+            if batching:
+                self.framework.batch.store_schedule_results(signature, hint, feasible[0].name, None, cycle)
             return ScheduleResult(feasible[0].name, feasible=feasible, diagnosis=diagnosis), SUCCESS
         priority_list, scores, status = self.prioritize_nodes(state, pod, feasible)
         if not status.is_success():
             return ScheduleResult(feasible=feasible, diagnosis=diagnosis), status
         # schedulePod keeps the host only (``host, _, err := selectHost(...)``)
-        host, _ = select_host(priority_list, NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT, self.options.rng)
+        ranking = SortedNodeScores(priority_list)  # v1.36.3: the heap's best, no random draw
+        host = ranking.pop()
+        if batching:
+            self.framework.batch.store_schedule_results(signature, hint, host, ranking, cycle)
         return ScheduleResult(host, feasible=feasible, diagnosis=diagnosis, scores=scores), SUCCESS
 
     def find_nodes_that_fit_pod(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
-    ) -> tuple[list[NodeInfo], Diagnosis, Status]:
-        """``findNodesThatFitPod``: the feasible nodes, the :class:`Diagnosis` of the others and
-        ``SUCCESS`` or an ``ERROR``. PreFilter (a rejection gives every node its status and no node
-        is feasible); the pod's nominated node first (:meth:`evaluate_nominated_node`); else the
-        nodes the PreFilterResult allows (the others left without a status), searched from
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        batching: bool = False,
+        signature: bytes | None = None,
+        cycle: int = 0,
+    ) -> tuple[list[NodeInfo], Diagnosis, str, Status]:
+        """``findNodesThatFitPod``: the feasible nodes, the :class:`Diagnosis` of the others, the
+        batch's node hint (``""``: none) and ``SUCCESS`` or an ``ERROR``. PreFilter (a rejection
+        gives every node its status and no node is feasible); with ``batching``, the batch's hint
+        for the pod's ``signature`` in the queue's scheduling ``cycle``; the pod's nominated node,
+        else the hint, first (:meth:`evaluate_nominated_node`); else the nodes the PreFilterResult
+        allows (the others with the status of the plugins that narrowed), searched from
         ``nextStartNodeIndex``, which then advances by the nodes processed (feasible and failed)."""
         diagnosis = Diagnosis()
         result, status, narrowed = self.framework.run_pre_filter_plugins(state, pod, nodes)
@@ -380,16 +373,19 @@ class Scheduler(TaskWorker):
         if not status.is_success():
             if not status.is_rejected():
                 message = f'running PreFilter plugin "{status.plugin}": {status.message}'
-                return [], diagnosis, Status(Code.ERROR, (message,), status.plugin, status.reason_code)
+                return [], diagnosis, "", Status(Code.ERROR, (message,), status.plugin, status.reason_code)
             for node in nodes:
                 diagnosis.node_to_status[node.name] = status
             diagnosis.pre_filter_msg = status.message
             diagnosis.add_plugin_status(status)
-            return [], diagnosis, SUCCESS
-        if pod.nominated_node_name:
-            feasible = self.evaluate_nominated_node(state, pod, diagnosis)
+            return [], diagnosis, "", SUCCESS
+        hint = ""
+        if batching and state.snapshot is not None:
+            hint = self.framework.batch.get_node_hint(state, pod, signature, cycle, state.snapshot.get)
+        if pod.nominated_node_name or hint:
+            feasible = self.evaluate_nominated_node(state, pod, diagnosis, hint)
             if feasible:
-                return feasible, diagnosis, SUCCESS
+                return feasible, diagnosis, hint, SUCCESS
         candidates = nodes
         if result is not None and result.node_names is not None:
             names = result.node_names
@@ -399,15 +395,18 @@ class Scheduler(TaskWorker):
         processed = len(feasible) + len(diagnosis.node_to_status)
         if nodes:  # v1.36.3 advances over every node of the snapshot, not the PreFilterResult's
             self.next_start_node_index = (self.next_start_node_index + processed) % len(nodes)
-        return feasible, diagnosis, status
+        return feasible, diagnosis, hint, status
 
-    def evaluate_nominated_node(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> list[NodeInfo]:
-        """``evaluateNominatedNode``: Filter on the pod's nominated node alone (its status, when it
-        fails, goes into ``diagnosis``); ``[]`` when the node is unknown or an error occurred
-        (logged)."""
-        node = state.snapshot.get(pod.nominated_node_name) if state.snapshot is not None else None
+    def evaluate_nominated_node(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis, hint: str = ""
+    ) -> list[NodeInfo]:
+        """``evaluateNominatedNode``: Filter on the pod's nominated node alone, or without one on
+        the batch's ``hint`` (its status, when it fails, goes into ``diagnosis``); ``[]`` when the
+        node is unknown or an error occurred (logged)."""
+        name = pod.nominated_node_name or hint
+        node = state.snapshot.get(name) if state.snapshot is not None else None
         if node is None:
-            log.info("pod %s: nominated node %s not found", pod.key(), pod.nominated_node_name)
+            log.info("pod %s: nominated node %s not found", pod.key(), name)
             return []
         feasible, status = self.find_nodes_that_pass_filters(state, pod, diagnosis, [node])
         if not status.is_success():
@@ -499,6 +498,5 @@ __all__ = [
     "SchedulerMetrics",
     "SchedulerOptions",
     "num_feasible_nodes_to_find",
-    "select_host",
     "truncate_message",
 ]

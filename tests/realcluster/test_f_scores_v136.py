@@ -706,6 +706,8 @@ class Project:
         self.framework = self.service.frameworks[SCHEDULER]
         queue = SchedulingQueue(nominator=self.framework.nominator)
         self.scheduler = Scheduler(SCHEDULER, self.framework, self.service.cluster, queue)
+        #: the node the last scored spec went to by v1.36.3's heap (ties included)
+        self.last_choice = ""
 
     def answer(
         self, nodes: list[Obj], pods: list[Obj], pod: Obj
@@ -714,6 +716,7 @@ class Project:
         ``pod``, as ``schedulePod`` (pkg/scheduler/schedule_one.go) with every node evaluated
         (fewer than 100 nodes: ``numFeasibleNodesToFind`` is all of them)."""
         from app.framework import CycleState, PodInfo, objects
+        from app.framework.scores import SortedNodeScores
         from app.framework.status import FitError
 
         self.cache.seed(
@@ -727,7 +730,7 @@ class Project:
         state = CycleState(snapshot)
         all_nodes = snapshot.list()
         # the scheduler's own findNodesThatFitPod (every node evaluated below 100 nodes)
-        feasible, diagnosis, status = self.scheduler.find_nodes_that_fit_pod(state, info, all_nodes)
+        feasible, diagnosis, _, status = self.scheduler.find_nodes_that_fit_pod(state, info, all_nodes)
         assert status.is_success(), status
         if not feasible:
             fit = FitError(len(all_nodes), diagnosis)
@@ -742,6 +745,8 @@ class Project:
         assert status.is_success(), status
         plugins: dict[str, dict[str, int]] = {}
         totals: dict[str, int] = {}
+        # the node v1.36.3's heap picks from the scores in feasible-node order (sortedNodeScores)
+        self.last_choice = SortedNodeScores(scored.node_plugin_scores()).pop()
         for nps in scored.node_plugin_scores():
             totals[nps.name] = nps.total_score
             for ps in nps.scores:
@@ -848,12 +853,14 @@ class Tally:
     def __init__(self) -> None:
         self.nodes = self.nodes_equal = self.plugins = self.plugins_equal = 0
         self.fits = self.fits_equal = self.chosen = self.chosen_equal = 0
+        self.tied = self.tied_equal = 0
 
     def line(self, specs: int) -> str:
         return (
             f"v1.36.3 agreement: TotalScore {self.nodes_equal}/{self.nodes} nodes, plugin scores "
             f"{self.plugins_equal}/{self.plugins}, FitError {self.fits_equal}/{self.fits}, chosen node "
-            f"{self.chosen_equal}/{self.chosen} (unique best), {specs} specs"
+            f"{self.chosen_equal}/{self.chosen} (unique best), tie broken alike {self.tied_equal}/{self.tied}, "
+            f"{specs} specs"
         )
 
 
@@ -894,6 +901,10 @@ def compare(cluster: Cluster, kube: KubeScheduler, project: Project, spec: Obj, 
             tally.chosen += 1
             tally.chosen_equal += top[0] == chosen
             row["our_choice"] = top[0]
+        elif chosen:  # a tie: the heap decides, over a feasible-node order Go's parallel Filter varies
+            tally.tied += 1
+            tally.tied_equal += project.last_choice == chosen
+            row["tied"], row["our_tie_choice"] = top, project.last_choice
     row["equal"] = (
         message == our_message
         and all(a == b for a, b in row["totals"].values())

@@ -1,5 +1,5 @@
 """The scheduling cycle against kube-scheduler v1.30's tables, as data: pkg/scheduler/schedule_one_test.go
-(kubernetes/kubernetes) — TestSelectHost, TestNumFeasibleNodesToFind, the tests of
+(kubernetes/kubernetes) — Test_SelectHost (v1.36.3's, of ``sortedNodeScores``), TestNumFeasibleNodesToFind, the tests of
 ``findNodesThatPassFilters`` (TestFindFitAllError, TestFindFitSomeError,
 TestFindFitPredicateCallCounts, TestFairEvaluationForNodes, TestPreferNominatedNodeFilterCallCounts),
 the PreFilter cases of TestSchedulerSchedulePod, and Test_prioritizeNodes' plugin cases (the
@@ -12,8 +12,6 @@ as ``makeNodeList`` does."""
 
 from __future__ import annotations
 
-import random
-from collections import Counter
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -35,6 +33,7 @@ from app.framework import (
     plugin_lists,
 )
 from app.framework.runtime import Framework
+from app.framework.scores import SortedNodeScores
 from app.framework.status import Diagnosis
 from app.plugins.imagelocality import ImageLocality
 from app.plugins.noderesources.balanced_allocation import (
@@ -49,7 +48,6 @@ from app.scheduler.scheduler import (
     Scheduler,
     SchedulerOptions,
     num_feasible_nodes_to_find,
-    select_host,
 )
 from tests.support.fakes import ERR_REASON_FAKE, FakeFilter, MatchFilter, TrueFilter
 from tests.unit.helpers import enabled, pod, seed
@@ -127,7 +125,7 @@ def scheduler(
     seed(cache, nodes if nodes is not None else [node_doc(n) for n in names], [])
     runtime: Any = SimpleNamespace(cache=cache, events=cache.events, bind_admission=lambda: None, executor=None)
     queue = SchedulingQueue(nominator=fw.nominator)
-    options = SchedulerOptions(percentage_of_nodes_to_score=percentage, rng=random.Random(1))
+    options = SchedulerOptions(percentage_of_nodes_to_score=percentage)
     return Scheduler("s", fw, runtime, queue, options=options)
 
 
@@ -138,65 +136,56 @@ def lists(**points: Sequence[object]) -> Any:
 def find(sched: Scheduler, p: PodInfo) -> tuple[list[NodeInfo], Diagnosis, Status]:
     """``findNodesThatFitPod`` on a fresh cycle state: the feasible nodes, the diagnosis, the status."""
     state = CycleState(sched.cache.snapshot())
-    return sched.find_nodes_that_fit_pod(state, p, state.snapshot.list())  # type: ignore[union-attr]
+    feasible, diagnosis, _, status = sched.find_nodes_that_fit_pod(state, p, state.snapshot.list())  # type: ignore[union-attr]
+    return feasible, diagnosis, status
 
 
-# -- TestSelectHost -------------------------------------------------------------------------------------
+# -- Test_SelectHost (v1.36.3: sortedNodeScores) ---------------------------------------------------------
 
 
-def nps(*pairs: tuple[str, int]) -> list[NodePluginScores]:
-    return [NodePluginScores(name, total_score=total) for name, total in pairs]
+def nps(*rows: tuple[str, int] | tuple[str, int, int]) -> list[NodePluginScores]:
+    return [NodePluginScores(r[0], total_score=r[1], randomizer=r[2] if len(r) > 2 else 0) for r in rows]
 
 
 SELECT_HOST = [
     pytest.param(
         nps(("node1", 1), ("node2", 2)),
-        2,
-        {"node2"},
-        [["node2", "node1"]],
+        [("node2", 2, 0), ("node1", 1, 0)],
         id="unique properly ordered scores",
     ),
     pytest.param(
-        nps(("node1", 1), ("node2", 2)),
-        100,
-        {"node2"},
-        [["node2", "node1"]],
-        id="numberOfNodeScoresToReturn > len(list)",
-    ),
-    pytest.param(
-        nps(("node2.1", 2), ("node2.2", 2), ("node2.3", 2)),
-        2,
-        {"node2.1", "node2.2", "node2.3"},
-        [[a, b] for a in ("node2.1", "node2.2", "node2.3") for b in ("node2.1", "node2.2", "node2.3") if a != b],
+        nps(("node2.2", 2, 2), ("node2.1", 2, 1), ("node2.3", 2, 3)),
+        [("node2.3", 2, 3), ("node2.2", 2, 2), ("node2.1", 2, 1)],
         id="equal scores",
     ),
     pytest.param(
-        nps(("node3.1", 3), ("node2.1", 2), ("node1.1", 1), ("node3.2", 3)),
-        3,
-        {"node3.1", "node3.2"},
-        [["node3.1", "node3.2", "node2.1"], ["node3.2", "node3.1", "node2.1"]],
+        nps(("node3.1", 3, 1), ("node2.1", 2), ("node1.1", 1), ("node3.2", 3, 2)),
+        [("node3.2", 3, 2), ("node3.1", 3, 1), ("node2.1", 2, 0), ("node1.1", 1, 0)],
         id="out of order scores",
     ),
 ]
 
 
-@pytest.mark.parametrize(("scores", "count", "possible_nodes", "possible_lists"), SELECT_HOST)
-def test_select_host(
-    scores: list[NodePluginScores], count: int, possible_nodes: set[str], possible_lists: list[list[str]]
-) -> None:
-    rng = random.Random(7)
-    seen = Counter()
-    for _ in range(300):  # upstream repeats it 10 times "to increase the randomness"
-        host, top = select_host(scores, count, rng)
-        assert host in possible_nodes
-        assert [n.name for n in top] in possible_lists and top[0].name == host
-        seen[host] += 1
-    assert set(seen) == possible_nodes  # each tie is chosen at times
+@pytest.mark.parametrize(("scores", "want"), SELECT_HOST)
+def test_select_host(scores: list[NodePluginScores], want: list[tuple[str, int, int]]) -> None:
+    """``Test_SelectHost`` (v1.36.3 schedule_one_test.go): the heap pops the nodes best first."""
+    ranking = SortedNodeScores(scores)
+    got = [ranking.pop_score() for _ in range(len(scores))]
+    assert [(name, total, randomizer) for total, randomizer, name in got] == want
+    assert len(ranking) == 0
+    with pytest.raises(IndexError):
+        ranking.pop()
 
 
-def test_select_host_empty_priority_list() -> None:
-    with pytest.raises(ValueError, match="empty priorityList"):
-        select_host([], 1, random.Random(1))
+def test_ties_without_a_randomizer_go_by_the_heap_order() -> None:
+    """Without extenders v1.36.3 sets no ``Randomizer``: among equal totals Go's heap decides,
+    deterministically for one feasible-node order (``heap.Init`` sifts down from the middle, so
+    the first of the list does not always win)."""
+    assert SortedNodeScores(nps(("a", 5), ("b", 5), ("c", 5))).pop() == "a"
+    # heap.Init([a, b, c, d]) swaps nothing; Pop swaps d to the root and sifts it down past b
+    order = SortedNodeScores(nps(("a", 5), ("b", 5), ("c", 5), ("d", 5)))
+    assert [order.pop() for _ in range(4)] == ["a", "d", "c", "b"]
+    assert SortedNodeScores(nps(("a", 1), ("b", 5), ("c", 5))).pop() == "b"
 
 
 # -- TestNumFeasibleNodesToFind -------------------------------------------------------------------------

@@ -3,12 +3,8 @@ the FitError message, selectHost's reservoir sampling, and Lease election with p
 
 from __future__ import annotations
 
-import random
 import time
-from collections import Counter
 from typing import Any
-
-import pytest
 
 from app.cluster.leader import (
     LEADER,
@@ -20,12 +16,11 @@ from app.cluster.leader import (
     LeaseReport,
 )
 from app.extender.verbs import run_filter
-from app.framework import NodeInfo, NodePluginScores, PodInfo, Status
+from app.framework import NodeInfo, PodInfo, Status
 from app.framework.events import ANY_EVENT, NODE, POD, ActionType, ClusterEvent
 from app.framework.status import fit_error_message
 from app.kube.errors import APIError
 from app.scheduler.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
-from app.scheduler.scheduler import select_host
 from tests.unit.helpers import pod, seed
 
 
@@ -105,16 +100,6 @@ def test_fit_error_message_is_kube_schedulers() -> None:
         "2 Insufficient cpu."
     )
     assert fit_error_message(0, []) == "0/0 nodes are available:"
-
-
-def test_select_host_picks_uniformly_among_the_top_scores() -> None:
-    scores = [NodePluginScores(f"n{i}", total_score=t) for i, t in enumerate([3, 7, 7, 1, 7])]
-    rng = random.Random(1)
-    picks = Counter(select_host(scores, 1, rng)[0] for _ in range(6000))
-    assert set(picks) == {"n1", "n2", "n4"}
-    assert all(1800 < n < 2200 for n in picks.values()), picks
-    with pytest.raises(ValueError, match="empty priorityList"):
-        select_host([], 1, rng)
 
 
 class LeaseStore:

@@ -1,9 +1,10 @@
 """The :class:`Framework`: a profile's plugins, one ordered list per extension point, ready to run
-(kube-scheduler's ``frameworkImpl``, pkg/scheduler/framework/runtime/framework.go, v1.30).
+(kube-scheduler's ``frameworkImpl``, pkg/scheduler/framework/runtime/framework.go, v1.36.3).
 
 Its methods are in three modules, one per part of the cycle: :mod:`.filter` (PreFilter, Filter,
 the nominated pods' second pass, the PreFilter extensions, PostFilter), :mod:`.score` (PreScore,
-Score) and :mod:`.binding` (Reserve, Permit, WaitOnPermit, PreBind, Bind, PostBind, Unreserve).
+Score) and :mod:`.binding` (Reserve, Permit, WaitOnPermit, PreBind, Bind, PostBind, Unreserve);
+:mod:`.batch` is opportunistic batching (``SignPod``, the kept ranking).
 QueueSort and PreEnqueue are run by the standalone scheduler's queue (:mod:`app.scheduler.queue`)
 from the lists kept here; the extender's verbs by :mod:`app.extender.verbs`.
 """
@@ -25,9 +26,11 @@ from app.framework.interfaces import (
 )
 from app.framework.nominator import PodNominator
 from app.framework.points import EXTENSION_POINTS, PluginLists
+from app.framework.runtime.batch import OpportunisticBatch, batchable_plugins, sign_pod
 from app.framework.runtime.binding import BindingCycle
 from app.framework.runtime.filter import FilterCall, FilterPoints
 from app.framework.runtime.score import ScoreCall, ScorePoints
+from app.framework.types import PodInfo
 from app.framework.waiting import WaitingPods
 
 #: A profile without plugins (the Framework's default lists)
@@ -118,6 +121,16 @@ class Framework(FilterPoints, ScorePoints, BindingCycle):
         self._extensions = tuple(
             (ep.name, ep.plugin) for ep in lists.pre_filter if isinstance(ep.plugin, PreFilterExtensions)
         )
+        #: the plugins that sign pods (``batchablePlugins``), ``None`` when one of the PreFilter,
+        #: Filter, PreScore or Score plugins does not (``enableSignatures`` false)
+        self.batchable_plugins = batchable_plugins((lists.pre_filter, lists.filter, lists.pre_score, lists.score))
+        #: opportunistic batching's kept ranking (``frameworkImpl.batch``)
+        self.batch = OpportunisticBatch(self.run_filter_plugins)
+
+    def sign_pod(self, pod: PodInfo) -> bytes | None:
+        """``SignPod`` (:func:`~app.framework.runtime.batch.sign_pod`): the pod's signature or
+        ``None``."""
+        return sign_pod(self.batchable_plugins, pod)
 
     def events_to_register(self) -> dict[str, tuple[ClusterEventWithHint, ...]]:
         """Plugin name -> the cluster events that may make a pod it rejected schedulable, each

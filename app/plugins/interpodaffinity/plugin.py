@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import Field, field_validator
 
+from app.framework import SUCCESS, Code, PodInfo, SignFragment, Status, signers
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from app.framework.handle import ClusterNeeds, Handle
@@ -60,6 +61,16 @@ class InterPodAffinity(Filtering, Scoring):
     PreScore + Score + NormalizeScore (:class:`Scoring`); see the package doc."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (interpodaffinity/plugin.go, v1.36.3): unsignable with a pod (anti-)affinity;
+        else the pod's labels, or nothing when ``ignorePreferredTermsOfExistingPods``."""
+        affinity = pod.affinity
+        if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
+            return [], Status(Code.UNSCHEDULABLE, ("pods with InterPodAffinity are not signable",))
+        if self.ignore_preferred_terms_of_existing_pods:
+            return [], SUCCESS
+        return [(signers.LABELS, dict(pod.labels))], SUCCESS
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         self.hard_pod_affinity_weight = args.hard_pod_affinity_weight

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.framework import signers
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
@@ -41,6 +43,10 @@ class NodeResourcesBalancedAllocation:
     """PreScore + Score (see the module doc)."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (balanced_allocation.go, v1.36.3): the pod's requests."""
+        return [(signers.RESOURCES, signers.resources(pod))], SUCCESS
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle: Handle) -> None:
         self.names = [r.name for r in args.resources]

@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app.framework import objects
+from app.framework import objects, signers
 from app.framework.args import PluginArgs
 from app.framework.events import (
     NODE,
@@ -51,6 +51,7 @@ from app.framework.events import (
 from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.fit import shortages
 from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from app.framework.status import SUCCESS, Code, Status
@@ -188,6 +189,11 @@ class NodeResourcesFit:
     """Filter + PreScore + Score + Reserve (see the module doc)."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (fit.go, v1.36.3): the pod's requests (without DRA-backed extended
+        resources here: the DRAExtendedResource case is DynamicResources')."""
+        return [(signers.RESOURCES, signers.resources(pod))], SUCCESS
 
     def __init__(self, args: NodeResourcesFitArgs, handle: Handle) -> None:
         self.ignored = frozenset(args.ignored_resources)

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from app.framework import objects
+from app.framework import SUCCESS, Code, PodInfo, SignFragment, Status, objects
 from app.framework.args import PluginArgs
 from app.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from app.framework.handle import ClusterNeeds, Handle
@@ -158,6 +158,15 @@ class PodTopologySpread(Filtering, Scoring, Hints):
     """
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (podtopologyspread/plugin.go, v1.36.3): unsignable with constraints of its
+        own or default ones (``defaultingType: System`` included); else nothing."""
+        if pod.topology_spread_constraints:
+            return [], Status(Code.UNSCHEDULABLE, ("pods with topology constraints are not signable",))
+        if self.default_constraints:
+            return [], Status(Code.UNSCHEDULABLE, ("pods with default topology constraints are not signable",))
+        return [], SUCCESS
 
     def __init__(
         self,

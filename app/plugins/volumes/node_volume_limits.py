@@ -37,7 +37,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.framework import objects
+from app.framework import objects, signers
 from app.framework.errors import SchedulerExtenderError
 from app.framework.events import (
     CSI_NODE,
@@ -50,6 +50,7 @@ from app.framework.events import (
     with_hints,
 )
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
@@ -139,6 +140,10 @@ class CSILimits:
     """``CSILimits``: PreFilter + Filter (see the module doc). Takes no args."""
 
     name = CSI_NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (nodevolumelimits/csi.go, v1.36.3): the pod's volume sources."""
+        return [(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         _, self.volumes = volume_cluster(handle, CSI_NAME)

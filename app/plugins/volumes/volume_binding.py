@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
 
+from app.framework import signers
 from app.framework.args import PluginArgs
 from app.framework.events import (
     CSI_DRIVER,
@@ -53,6 +54,7 @@ from app.framework.events import (
     with_hints,
 )
 from app.framework.handle import ClusterNeeds, Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
@@ -192,6 +194,10 @@ class VolumeBinding:
     ``shape``; the default one otherwise)."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (volume_binding.go, v1.36.3): the pod's volume sources."""
+        return [(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
     def __init__(
         self,

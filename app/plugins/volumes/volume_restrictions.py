@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.framework import objects
+from app.framework import objects, signers
 from app.framework.events import (
     NODE,
     PERSISTENT_VOLUME_CLAIM,
@@ -37,7 +37,7 @@ from app.framework.events import (
     with_hints,
 )
 from app.framework.handle import Handle
-from app.framework.interfaces import PreFilterStateExtensions
+from app.framework.interfaces import PreFilterStateExtensions, SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PreFilterResult
@@ -190,6 +190,10 @@ class VolumeRestrictions(PreFilterStateExtensions):
 
     name = NAME
     pre_filter_key = PRE_FILTER_STATE_KEY
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (volume_restrictions.go, v1.36.3): the pod's volume sources."""
+        return [(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         _, self.volumes = volume_cluster(handle, NAME)

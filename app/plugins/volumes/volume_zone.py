@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.framework import signers
 from app.framework.events import (
     NODE,
     PERSISTENT_VOLUME,
@@ -35,6 +36,7 @@ from app.framework.events import (
     with_hints,
 )
 from app.framework.handle import Handle
+from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
@@ -154,6 +156,10 @@ class VolumeZone:
     """PreFilter + Filter (see the module doc). Takes no args."""
 
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (volume_zone.go, v1.36.3): the pod's volume sources."""
+        return [(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
     def __init__(self, args: None = None, handle: Handle | None = None) -> None:
         _, self.volumes = volume_cluster(handle, NAME)
