@@ -70,7 +70,13 @@ GATES: dict[str, Gate] = {
 
 #: the gates whose both values this scheduler implements
 HONOURED = frozenset(
-    {"InPlacePodLevelResourcesVerticalScaling", "NodeDeclaredFeatures", "OpportunisticBatching", "PodLevelResources"}
+    {
+        "InPlacePodLevelResourcesVerticalScaling",
+        "NodeDeclaredFeatures",
+        "NominatedNodeNameForExpectation",
+        "OpportunisticBatching",
+        "PodLevelResources",
+    }
 )
 
 

@@ -253,7 +253,11 @@ class PermitPlugin(Plugin, Protocol):
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
     """kube-scheduler's PreBind: runs after Permit, before Bind (async: it may call the API
-    server). A non-success status fails the binding cycle (Unreserve follows)."""
+    server). A non-success status fails the binding cycle (Unreserve follows). A plugin may also
+    define ``pre_bind_pre_flight(state, pod, node_name) -> Status`` (v1.36.3's
+    ``PreBindPreFlight``, cheap, no API call): ``SUCCESS`` when its PreBind has work for the pod,
+    ``SKIP`` when it has none (its PreBind is then not run), or an error; without it the plugin
+    counts as having work."""
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
 

@@ -287,12 +287,14 @@ class Scheduler(TaskWorker):
             self.handle_binding_cycle_error(pod, result, status, started, since)
 
     async def binding_cycle(self, state: CycleState, pod: PodInfo, result: ScheduleResult, started: float) -> Status:
-        """``bindingCycle``: WaitOnPermit, PreBind, Bind, PostBind
+        """``bindingCycle``: the PreBind pre-flights (``status.nominatedNodeName`` written when
+        PreBind has work or the pod waits at Permit), WaitOnPermit, PreBind, Bind, PostBind
         (:meth:`Framework.run_binding_cycle`: a failure has run Unreserve and forgotten the
         assumption, but after a Binding of unknown outcome), recorded as the bind decision; once
         bound, the pods a plugin asked to activate, and the pod scheduled."""
         host = result.suggested_host
-        status = await self.framework.run_binding_cycle(state, pod, host)
+        nominate = partial(self.effects.pod_status.nominated_node, pod)  # nominatedNodeName for expectation
+        status = await self.framework.run_binding_cycle(state, pod, host, nominate=nominate)
         self.effects.decided(pod, "bind", started, node=host, error="" if status.is_success() else status.message)
         if not status.is_success():
             return status

@@ -114,11 +114,13 @@ def test_a_wait_for_first_consumer_claim_is_provisioned_for_the_node_the_pod_is_
         api.put("pods", using(f"web-{i}", f"data-web-{i}"))
     # the Binding must find every claim of its pod bound already
     claims_at_binding: dict[str, list[str]] = {}
+    nominated_at_binding: dict[str, str] = {}
     bind = api.bind
 
     def checked(namespace: str, name: str, body: dict[str, Any]) -> tuple[int, Any]:
         claimed = [v["persistentVolumeClaim"]["claimName"] for v in api.pod(namespace, name)["spec"]["volumes"]]  # type: ignore[index]
         claims_at_binding[name] = [claim_doc(api, c)["spec"].get("volumeName", "") for c in claimed]
+        nominated_at_binding[name] = api.pod(namespace, name)["status"].get("nominatedNodeName", "")  # type: ignore[index]
         return bind(namespace, name, body)
 
     api.bind = checked  # type: ignore[method-assign]
@@ -130,6 +132,8 @@ def test_a_wait_for_first_consumer_claim_is_provisioned_for_the_node_the_pod_is_
             selected = claim_doc(api, f"data-web-{i}")["metadata"]["annotations"]["volume.kubernetes.io/selected-node"]
             assert selected == placed[f"web-{i}"]
             assert all(claims_at_binding[f"web-{i}"]), "the Binding came before the claim was bound"
+            # NominatedNodeNameForExpectation (v1.36.3): PreBind had work, so the node was told first
+            assert nominated_at_binding[f"web-{i}"] == placed[f"web-{i}"]
             pv = claim_doc(api, f"data-web-{i}")["spec"]["volumeName"]
             zone = api.objects["persistentvolumes"][pv]["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
             assert zone[0]["matchExpressions"][0]["values"] == [
@@ -157,6 +161,8 @@ def test_a_pod_whose_volume_is_in_zone_b_is_bound_in_zone_b(
     try:
         placed = wait_for(lambda: len(bound(api)) == 4 and bound(api), seconds=30, what="4 pods bound")
         assert set(placed.values()) <= {"n2", "n3"}
+        # the claim is bound: VolumeBinding's PreBind pre-flight says Skip, so no nominatedNodeName
+        assert all(not api.pod("default", f"reader-{i}")["status"].get("nominatedNodeName") for i in range(4))  # type: ignore[index]
     finally:
         scheduler.stop()
 

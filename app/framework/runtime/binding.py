@@ -1,8 +1,10 @@
 """The cycle after a node is chosen, as ``frameworkImpl`` and ``schedule_one.go`` run it
-(pkg/scheduler/framework/runtime/framework.go, v1.30): Reserve (the pod assumed in the cluster
+(pkg/scheduler/framework/runtime/framework.go, v1.36.3): Reserve (the pod assumed in the cluster
 state and every Reserve plugin, atomically), Permit (a pod may wait, keeping its reservation,
-:mod:`app.framework.waiting`), then the binding cycle: WaitOnPermit, PreBind, Bind (the first bind
-plugin that does not return ``SKIP`` decides), PostBind; any failure after Reserve runs Unreserve
+:mod:`app.framework.waiting`), then the binding cycle: for the standalone scheduler the PreBind
+pre-flights and ``nominatedNodeName`` for expectation, WaitOnPermit, PreBind (the plugins whose
+pre-flight said Skip skipped), Bind (the first bind plugin that does not return ``SKIP``
+decides), PostBind; any failure after Reserve runs Unreserve
 on every Reserve plugin in reverse order and forgets the assumption, except after a Binding whose
 outcome is unknown (:data:`~app.framework.handle.BINDING_UNCERTAIN`).
 """
@@ -11,15 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from app.framework import features
 from app.framework.handle import BINDING_UNCERTAIN, Handle
 from app.framework.interfaces import PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
 from app.framework.points import EnabledPlugin
 from app.framework.runtime.failures import describe, error_text
-from app.framework.status import SUCCESS, Code, Status
+from app.framework.status import SKIP, SUCCESS, Code, Status, code_name
 from app.framework.types import CycleState, NodeInfo, PodInfo
 from app.framework.waiting import MAX_TIMEOUT, WaitingPod
+
+#: CycleState key: the PreBind plugins whose pre-flight said Skip (``SetSkipPreBindPlugins``)
+SKIP_PRE_BIND_PLUGINS = "framework/skip-pre-bind-plugins"
 
 
 class BindingCycle(Handle):
@@ -115,15 +121,51 @@ class BindingCycle(Handle):
             return status
         return Status(Code.ERROR, (f"waiting on permit for pod: {status.message}",), status.plugin)
 
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """PreBind: the first non-success status, attributed to its plugin."""
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``RunPreBindPreFlights``: ``SUCCESS`` when a PreBind plugin has work for the pod,
+        ``SKIP`` when none has, or the ``ERROR`` of one (a status other than Success, Skip or Error
+        is one too). The plugins that said Skip are kept in ``state`` for :meth:`run_pre_bind`. A
+        plugin without ``pre_bind_pre_flight`` counts as having work."""
+        skipped: set[str] = set()
+        result = SKIP
         for plugin in self.pre_bind_plugins:
+            flight = getattr(plugin, "pre_bind_pre_flight", None)
+            try:
+                status: Status = flight(state, pod, node_name) if flight is not None else SUCCESS
+            except Exception as exc:
+                status = Status.error(describe(exc))
+            if status.code is Code.ERROR:
+                return Status(Code.ERROR, (f'running PreBindPreFlight "{plugin.name}": {status.message}',), plugin.name)
+            if status.is_success():
+                result = SUCCESS
+            elif status.code is Code.SKIP:
+                skipped.add(plugin.name)
+            else:
+                message = (
+                    f'PreBindPreFlight {plugin.name} returned "{code_name(status.code)}", which is unsupported. '
+                    "It is supposed to return Success, Skip, or Error status"
+                )
+                return Status(Code.ERROR, (message,), plugin.name)
+        state.write(SKIP_PRE_BIND_PLUGINS, frozenset(skipped))
+        return result
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``RunPreBindPlugins`` (in order; upstream may run adjacent ``AllowParallel`` plugins
+        at once, with the same outcome): the plugins a pre-flight skipped are not run; a
+        rejection is returned as it is, attributed to its plugin; any other failure is an
+        ``ERROR`` ``running PreBind plugin "<name>": <message>``."""
+        skipped = state.get(SKIP_PRE_BIND_PLUGINS, frozenset())
+        for plugin in self.pre_bind_plugins:
+            if plugin.name in skipped:
+                continue
             try:
                 status: Status = await plugin.pre_bind(state, pod, node_name)
             except Exception as exc:
                 status = Status.error(describe(exc))
+            if status.is_rejected():
+                return Status(status.code, status.reasons, plugin.name, status.reason_code)
             if not status.is_success():
-                return Status(Code.ERROR, (f"running PreBind plugin {plugin.name}: {status.message}",), plugin.name)
+                return Status(Code.ERROR, (f'running PreBind plugin "{plugin.name}": {status.message}',), plugin.name)
         return SUCCESS
 
     async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -171,13 +213,30 @@ class BindingCycle(Handle):
             self.cluster.forget(pod.uid, node_name)
 
     async def run_binding_cycle(
-        self, state: CycleState, pod: PodInfo, node_name: str, deadline: float | None = None
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node_name: str,
+        deadline: float | None = None,
+        nominate: Callable[[str], None] | None = None,
     ) -> Status:
         """The binding cycle of a reserved (and permitted or waiting) pod: WaitOnPermit, PreBind,
-        Bind, PostBind. On failure Unreserve runs and the assumption is forgotten, except after a
-        Bind whose outcome is unknown (:data:`BINDING_UNCERTAIN`: the assumption stays until the
-        watch shows the pod or it expires). Returns the outcome."""
-        status = await self.wait_on_permit(pod, deadline)
+        Bind, PostBind. With ``nominate`` (the standalone scheduler's ``status.nominatedNodeName``
+        write) and NominatedNodeNameForExpectation (beta, on; ``bindingCycle`` in v1.36.3
+        schedule_one.go) first the PreBind pre-flights: an error fails the cycle; when a PreBind
+        plugin has work or the pod waits at Permit, ``nominate(node_name)`` tells other components
+        where the pod is about to go. On failure Unreserve runs and the assumption is forgotten,
+        except after a Bind whose outcome is unknown (:data:`BINDING_UNCERTAIN`: the assumption
+        stays until the watch shows the pod or it expires). Returns the outcome."""
+        status = SUCCESS
+        if nominate is not None and features.current().enabled("NominatedNodeNameForExpectation"):
+            status = self.run_pre_bind_pre_flights(state, pod, node_name)
+            if status.is_success() or (status.code is Code.SKIP and self.waiting_pods.get(pod.uid) is not None):
+                nominate(node_name)
+            if status.code is Code.SKIP:
+                status = SUCCESS
+        if status.is_success():
+            status = await self.wait_on_permit(pod, deadline)
         if status.is_success():
             status = await self.run_pre_bind(state, pod, node_name)
         if status.is_success():

@@ -312,6 +312,18 @@ class VolumeBinding:
         if volumes is not None:
             self.binder.revert_assumed_pod_volumes(volumes)
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``PreBindPreFlight`` (volume_binding.go, v1.36.3): ``SKIP`` when every claim is bound,
+        an error when the node has no volumes decided, else ``SUCCESS`` (PreBind has work)."""
+        data = _state(state)
+        if data is None:
+            return Status.error(_NOT_FOUND)
+        if data.all_bound:
+            return SKIP
+        if node_name not in data.pod_volumes_by_node:
+            return Status.error(f'no pod volumes found for node "{node_name}"')
+        return SUCCESS
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """``PreBind``: write the bindings and wait for the claims to be bound (module doc)."""
         data = _state(state)
