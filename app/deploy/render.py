@@ -10,8 +10,8 @@ Output is deterministic: keys in a fixed order, no timestamps, so a re-render ca
 (``manifests/`` holds the render of the embedded default and a test fails when it drifts).
 A configuration whose profiles audit plugins (``enforcement: audit``) says so in a comment of
 each configuration file rendered (:func:`audit_comment`). Rendering refuses what would deploy
-broken (:class:`RenderError`): TLS without a CA for
-kube-scheduler, client-certificate TLS without kube-scheduler's certificate.
+broken (:class:`RenderError`): TLS without a CA for kube-scheduler, client-certificate TLS
+without kube-scheduler's certificate.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ class AuditWatcher(PeriodicWorker):
         for plugin, status in decision.would_reject(pod.node_name).items():
             if plugin in decision.violated:
                 continue
-            decision.violated[plugin] = pod.node_name
+            decision.violated = {**decision.violated, plugin: pod.node_name}  # one swap: readers see old or new
             self.violations += 1
             log.info(
                 "audit: pod %s/%s was bound to node %s, which %s (audited in profile %s) would have rejected: %s",
