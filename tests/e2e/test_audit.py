@@ -1,6 +1,6 @@
 """Audit mode (``enforcement: audit``) against the real server process, without cluster state: the
 shared fixtures POSTed as kube-scheduler sends them to a profile auditing NodeAffinity and
-AnnotationNodeAffinity (tests/e2e/configs/audit.yaml). Its answers are those of the profile
+AnnotationNodeAffinity (:data:`CONFIG_TEXT`). Its answers are those of the profile
 without them, byte for byte; what they would have rejected is what each rejects when enforced
 alone, node by node and reason by reason, in ``/explain``, ``python -m app explain`` and
 ``/metrics``."""
@@ -19,7 +19,61 @@ import pytest
 from tests.conftest import Server, cli
 from tests.support.bodies import fixture, fixture_bytes, go_marshal
 
-CONFIG = Path(__file__).parent / "configs" / "audit.yaml"
+#: "audited" is "base" with NodeAffinity and AnnotationNodeAffinity audited (their verdicts
+#: recorded, never applied; NodeAffinity's score does not run); "affinity" and "annotation" enforce
+#: each of them alone, which tells what the audit must record
+CONFIG_TEXT = """\
+apiVersion: config.scheduler-extender.dev/v1alpha1
+kind: ExtenderConfiguration
+server:
+  defaultProfile: base
+  maxRequestBytes: 16777216
+profiles:
+- name: base
+  extender:
+    verbs: [filter, prioritize, preempt]
+  plugins:
+    filter:
+    - name: NodeUnschedulable
+    - name: TaintToleration
+    score:
+    - name: NodeResourcesAllocatable
+    - name: TaintToleration
+- name: audited
+  extender:
+    verbs: [filter, prioritize, preempt]
+  plugins:
+    filter:
+    - name: NodeAffinity
+      enforcement: audit
+    - name: NodeUnschedulable
+    - name: TaintToleration
+    - name: AnnotationNodeAffinity
+      enforcement: audit
+    score:
+    - name: NodeResourcesAllocatable
+    - name: NodeAffinity
+      weight: 5
+    - name: TaintToleration
+  pluginConfig:
+  - name: AnnotationNodeAffinity
+    args: {exclusive: true}
+- name: affinity
+  extender:
+    verbs: [filter]
+  plugins:
+    filter:
+    - name: NodeAffinity
+- name: annotation
+  extender:
+    verbs: [filter]
+  plugins:
+    filter:
+    - name: AnnotationNodeAffinity
+  pluginConfig:
+  - name: AnnotationNodeAffinity
+    args: {exclusive: true}
+"""
 AUDITED = ("NodeAffinity", "AnnotationNodeAffinity")
 ALONE = {"NodeAffinity": "affinity", "AnnotationNodeAffinity": "annotation"}
 BODIES = (
@@ -31,8 +85,15 @@ BODIES = (
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    s = Server(CONFIG)
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("audit") / "audit.yaml"
+    path.write_text(CONFIG_TEXT)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(config: Path) -> Iterator[Server]:
+    s = Server(config)
     yield s
     s.stop()
 
@@ -160,8 +221,8 @@ def test_explain_prints_what_each_audited_plugin_would_have_done(server: Server)
     assert "audit: AnnotationNodeAffinity would have rejected node" in out.stdout  # the edge nodes
 
 
-def test_validate_marks_the_audited_plugins() -> None:
-    out = cli("validate", str(CONFIG))
+def test_validate_marks_the_audited_plugins(config: Path) -> None:
+    out = cli("validate", str(config))
     assert out.returncode == 0, out.stderr
     audited = out.stdout.split("profile audited:")[1].split("profile affinity:")[0]
     assert (
@@ -173,8 +234,8 @@ def test_validate_marks_the_audited_plugins() -> None:
     assert "[audit]" not in out.stdout.split("profile audited:")[0]
 
 
-def test_render_says_which_plugins_audit(tmp_path: Path) -> None:
-    out = cli("render", "--config", str(CONFIG), "--out", str(tmp_path / "out"), "--target", "kubeadm")
+def test_render_says_which_plugins_audit(config: Path, tmp_path: Path) -> None:
+    out = cli("render", "--config", str(config), "--out", str(tmp_path / "out"), "--target", "kubeadm")
     assert out.returncode == 0, out.stderr
     config = (tmp_path / "out" / "scheduler-extender-config.yaml").read_text()
     assert (
@@ -188,7 +249,7 @@ def test_render_says_which_plugins_audit(tmp_path: Path) -> None:
     assert "# AUDIT: profile audited audits NodeAffinity, AnnotationNodeAffinity" in scheduler
     # switching to enforce is the configuration change alone: the same file without the key
     enforced = tmp_path / "enforced.yaml"
-    enforced.write_text(CONFIG.read_text().replace("      enforcement: audit\n", ""))
+    enforced.write_text(CONFIG_TEXT.replace("      enforcement: audit\n", ""))
     out = cli("render", "--config", str(enforced), "--out", str(tmp_path / "enforced"), "--target", "kubeadm")
     assert out.returncode == 0, out.stderr
     assert "AUDIT" not in (tmp_path / "enforced" / "scheduler-extender-config.yaml").read_text()
