@@ -145,7 +145,9 @@ def test_the_answer_is_the_profiles_without_it_and_every_verdict_is_recorded(svc
     assert enforced["FailedNodes"] or enforced["FailedAndUnresolvableNodes"]
     Gate.calls.clear()
     answer(svc, "audited", "filter", body)
-    assert "score" not in Gate.calls
+    # its cost: its PreFilter once and its Filter once per node it would judge, as enforced at most
+    judged = {"odd": 10, "reject": 0, "narrow": 3}[mode]
+    assert Gate.calls == ["pre_filter", *["filter"] * judged]
     pod = fixture("extenderargs_nocache_n10.json")["Pod"]["metadata"]
     store = svc.decisions
     assert store is not None
