@@ -846,6 +846,7 @@ def _validate_profile(
     for verb, attr in (("filter", "filter"), ("prioritize", "score"), ("bind", "bind")):
         if verb in ext.verbs and not effective[attr]:
             problems.append(f"{at}.plugins.{attr}: the profile serves {verb} but enables no {attr} plugin")
+    problems += _audit_problems(at, profile, rows, effective)
     enabled = set(enabled_plugins(profile))
     for key, point, refs in rows:
         seen: set[str] = set()
@@ -921,6 +922,49 @@ def _validate_profile(
                         f"{at}.plugins.{key}[{j}].failurePolicy: Ignore has no meaning at any point {ref.name} "
                         f"implements: failurePolicy applies at {_policy_points()}"
                     )
+    return problems
+
+
+def _audit_problems(
+    at: str,
+    profile: Profile,
+    rows: list[tuple[str, ExtensionPoint | None, list[PluginRef]]],
+    effective: dict[str, list[PluginRef]],
+) -> list[str]:
+    """``enforcement: audit`` where it cannot hold: in a standalone scheduler's profile (its
+    plugins place pods: the shadow scheduler tries a whole profile without acting), on a disabled
+    entry, or on every binder of a profile serving ``bind``; ``auditEvents`` in a standalone
+    scheduler's profile."""
+    problems: list[str] = []
+    if profile.scheduler_name:
+        for key, _point, refs in rows:
+            for j, ref in enumerate(refs):
+                if ref.audits:
+                    problems.append(
+                        f"{at}.plugins.{key}[{j}].enforcement: audit applies to extender profiles only: a standalone "
+                        f"scheduler's plugins place the pods of schedulerName {profile.scheduler_name}, so {ref.name} "
+                        "cannot run without acting; to see what this profile would do beside a live kube-scheduler, "
+                        "run the shadow scheduler (python -m app shadow --config FILE)"
+                    )
+        if profile.audit_events:
+            problems.append(
+                f"{at}.auditEvents: applies to extender profiles only (no plugin of a standalone "
+                "scheduler's profile audits)"
+            )
+    for point in [*EXTENSION_POINTS, None]:
+        spec = profile.plugins.of(point.attr if point is not None else "multi_point")
+        key = point.key if point is not None else MULTI_POINT_KEY
+        for j, ref in enumerate(spec.disabled):
+            if ref.audits:
+                problems.append(f"{at}.plugins.{key}.disabled[{j}].enforcement: audit applies to enabled plugins only")
+    audited = set(profile.audited())
+    binders = effective["bind"]
+    if "bind" in profile.extender.verbs and binders and all(ref.name in audited for ref in binders):
+        problems.append(
+            f"{at}.plugins.bind: the profile serves bind but every bind plugin is audited (enforcement: audit), "
+            "so no bind would bind: enforce a binder, or remove bind from the profile's verbs and bindVerb from "
+            "kube-scheduler's extender entry"
+        )
     return problems
 
 

@@ -20,6 +20,16 @@ class PodIdentity(_Model):
     uid: str = ""
 
 
+class AuditVerdict(_Model):
+    """What a plugin the profile audits (``enforcement: audit``) would have decided of the node:
+    the rejection it would have made (``verdict``, ``reason``, ``reasonCode``), never applied."""
+
+    plugin: str
+    verdict: str
+    reason: str
+    reason_code: str = Field(alias="reasonCode")
+
+
 class NodeDecision(_Model):
     """One node in one attempt. Filter: ``verdict`` (``Success``, ``Unschedulable``,
     ``UnschedulableAndUnresolvable``), and for a rejection the ``plugin`` that decided, its
@@ -34,13 +44,17 @@ class NodeDecision(_Model):
     reason_code: str | None = Field(default=None, alias="reasonCode")
     scores: dict[str, int] | None = None
     score: int | None = None
+    audit: list[AuditVerdict] | None = None
 
 
 class Attempt(_Model):
     """One verb's decision for the pod: when (RFC 3339, UTC), which profile and verb, per node,
     the ``outcome`` in brief (filter ``passed``/``rejected``; prioritize ``topNodes``/``topScore``;
     preempt ``victims`` (node -> UIDs) and ``dropped`` (node -> plugin); bind ``boundNode``;
-    ``error`` when the answer carried one) and the time taken in seconds."""
+    ``error`` when the answer carried one) and the time taken in seconds. A filter of a profile
+    that audits plugins: ``outcome.audit`` (plugin -> ``wouldReject``/``wouldAdmit`` node counts),
+    each node's ``audit`` (the rejections those plugins would have made) and, once the pod was seen
+    bound to a node one of them would have rejected, ``outcome.auditViolated`` (plugin -> node)."""
 
     time: str
     profile: str
@@ -83,6 +97,7 @@ def render(explanation: dict[str, Any], top: int = 5) -> str:
             lines.append(f"  {len(passed)}/{len(nodes)} nodes passed" + (": " + _names(passed) if passed else ""))
             for (reason, plugin), names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
                 lines.append(f"  {len(names):>5}  {reason}  [{plugin}]  {_names(sorted(names))}")
+            lines += _audit_lines(nodes, outcome, top)
         elif verb == "prioritize" and nodes:
             ranked = sorted(nodes.items(), key=lambda kv: (-(kv[1].get("score") or 0), kv[0]))[:top]
             plugins = sorted({p for _, d in ranked for p in (d.get("scores") or {})})
@@ -111,9 +126,33 @@ def render(explanation: dict[str, Any], top: int = 5) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _audit_lines(nodes: dict[str, dict[str, Any]], outcome: dict[str, Any], top: int) -> list[str]:
+    """A filter's audit verdicts: per audited plugin, its counts, then ``audit: P would have
+    rejected node X: reason`` for its first ``top`` x 4 nodes by name, then a count of the rest;
+    and the nodes the pod was bound to though an audited plugin would have rejected them."""
+    lines: list[str] = []
+    limit = max(top, 1) * 4
+    for plugin, counts in sorted((outcome.get("audit") or {}).items()):
+        reject, admit = counts.get("wouldReject", 0), counts.get("wouldAdmit", 0)
+        lines.append(f"  audit: {plugin} (not enforced) would reject {reject}, admit {admit} of {len(nodes)} nodes")
+        rejected = sorted(
+            (name, verdict)
+            for name, d in nodes.items()
+            for verdict in d.get("audit") or ()
+            if verdict.get("plugin") == plugin
+        )
+        for name, verdict in rejected[:limit]:
+            lines.append(f"  audit: {plugin} would have rejected node {name}: {verdict.get('reason')}")
+        if len(rejected) > limit:
+            lines.append(f"  audit: {plugin} would have rejected {len(rejected) - limit} more nodes")
+    for plugin, node in sorted((outcome.get("auditViolated") or {}).items()):
+        lines.append(f"  audit: {plugin} violated: the pod was bound to node {node}, which it would have rejected")
+    return lines
+
+
 def _names(names: list[str], limit: int = 4) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
-__all__ = ["Attempt", "Explanation", "NodeDecision", "PodIdentity", "render"]
+__all__ = ["Attempt", "AuditVerdict", "Explanation", "NodeDecision", "PodIdentity", "render"]

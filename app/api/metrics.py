@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
@@ -67,6 +67,10 @@ class Metrics:
     - ``scheduler_extender_decision_records``: decisions kept for ``/explain`` (in ``decisions``).
     - ``scheduler_pending_pods{queue}`` (``active``, ``backoff``, ``unschedulable``): from
       ``queue_counts()`` at scrape time (the standalone schedulers' queues, summed), when given.
+    - ``scheduler_extender_audit_verdicts_total{profile,plugin,outcome}``: what the plugins a
+      profile audits (``enforcement: audit``) would have decided: ``would_reject`` and
+      ``would_admit`` (nodes, per filter), ``violated`` (pods seen bound to a node the plugin would
+      have rejected: :meth:`audit_violated`).
     """
 
     def __init__(
@@ -165,6 +169,7 @@ class Metrics:
         self._answered: dict[tuple[str, str, int, bool], tuple[Counter, Histogram]] = {}
         self._decided: dict[tuple[str, str, str], Counter] = {}
         self._passed: dict[str, Counter] = {}
+        self._audit_metrics(profiles)
 
     def profile_label(self, profile: str | None) -> str:
         """``profile`` when it is configured, else :data:`UNKNOWN_PROFILE`."""
@@ -250,7 +255,43 @@ class Metrics:
         if counter is None:
             counter = self._decided[key] = self.decisions.labels(*key)
         counter.inc()
+        if decision.audit:
+            self.audited(decision)
 
+    # -- audit mode (enforcement: audit) --------------------------------------------------------------
+
+    def _audit_metrics(self, profiles: Iterable[str]) -> None:
+        """The audit mode's counter (label values: configured profiles and plugins, three outcomes),
+        each series of an audited plugin at 0 from the start when ``profiles`` maps the profiles'
+        names to their frameworks (what serving passes)."""
+        self.audit_verdicts = Counter(
+            "scheduler_extender_audit_verdicts",
+            "What audited plugins (enforcement: audit) would have decided: nodes they would_reject or "
+            "would_admit, and pods bound to a node they would have rejected (violated).",
+            ["profile", "plugin", "outcome"],
+            registry=self.registry,
+        )
+        if isinstance(profiles, Mapping):
+            for name, framework in profiles.items():
+                for plugin in getattr(framework, "audited", ()):
+                    for outcome in AUDIT_OUTCOMES:
+                        self.audit_verdicts.labels(name, plugin, outcome)
+
+    def audited(self, decision: Decision) -> None:
+        """Count a filter's audit verdicts: ``would_reject`` and ``would_admit`` per node."""
+        for plugin, (reject, admit) in decision.audit_counts().items():
+            if reject:
+                self.audit_verdicts.labels(decision.profile, plugin, "would_reject").inc(reject)
+            if admit:
+                self.audit_verdicts.labels(decision.profile, plugin, "would_admit").inc(admit)
+
+    def audit_violated(self, profile: str, plugin: str) -> None:
+        """A pod of ``profile`` was seen bound to a node ``plugin`` (audited) would have rejected."""
+        self.audit_verdicts.labels(profile, plugin, "violated").inc()
+
+
+#: The ``outcome`` label values of ``scheduler_extender_audit_verdicts_total``.
+AUDIT_OUTCOMES = ("would_reject", "would_admit", "violated")
 
 #: Distinct (profile, plugin, code) series of ``scheduler_extender_rejections_total`` before ``Other``.
 _MAX_REJECTION_PAIRS = 256

@@ -118,6 +118,8 @@ class ExtenderService:
         self.health = health
         self.verbs: dict[str, tuple[VerbName, ...]] = {p.name: tuple(p.extender.verbs) for p in config.profiles}
         self.cache_capable = {p.name: p.extender.node_cache_capable for p in config.profiles}
+        #: the profiles posting AuditFailedScheduling events (``auditEvents``)
+        self.audit_events = frozenset(p.name for p in config.profiles if p.audit_events)
         self.default_profile = config.default_profile
         if leadership is None and cluster is not None:
             leadership = Leadership(cluster.bind_admission)
@@ -280,7 +282,13 @@ class ExtenderService:
         statuses = resolved.realign(outcome.statuses, UNKNOWN_STATUS)
         if self.recording:
             names = codec.kept_json(args.names, args.memo) or args.node_name_list  # packed already when kept
-            self._record(framework, "filter", args.pod, started, names=names, statuses=statuses, ignored=ignored)
+            audit: dict[str, Any] = {}
+            if outcome.audit:  # what the audited plugins would have decided, in the request's order
+                audit["audit"] = {p: resolved.realign(v, UNKNOWN_STATUS) for p, v in outcome.audit.items()}
+                audit["audit_events"] = framework.profile in self.audit_events
+            self._record(
+                framework, "filter", args.pod, started, names=names, statuses=statuses, ignored=ignored, **audit
+            )
         requeuer = self.cluster.requeuer if self.cluster is not None else None
         if requeuer is not None and args.pod.uid:
             pod = args.pod

@@ -42,6 +42,7 @@ from app.framework.profile import Profile, parse_duration
 from app.framework.runtime import Framework
 from app.framework.types import PodInfo
 from app.lifecycle import MIN_JOIN, Supervisor, Worker, WorkerHealth
+from app.observe.audit import AuditWatcher
 from app.observe.decisions import Decision
 from app.observe.events import REPORTING_CONTROLLER, EventRecorder, PodEvent
 from app.observe.logs import setup_logging
@@ -156,7 +157,8 @@ def serve(config_path: str | None, host: str | None, port: int | None, schedule:
             schedulers[s.name] = scheduler  # what its elector waits for
             leading.append((scheduler, s.elector))
     running = Running(leading)
-    started: list[Worker | None] = [*workers, events]  # the order the supervisor starts them in
+    watcher = audit_watcher(assembly, metrics.audit_violated)
+    started: list[Worker | None] = [*workers, events, watcher]  # the order the supervisor starts them in
     for s, (scheduler, elector) in zip(standalone, leading, strict=True):
         started += [s.recorder, elector, scheduler]
         log.info("scheduling the pods of schedulerName %s with profile %s", s.name, s.profile)
@@ -220,6 +222,16 @@ def build_app(
         listeners=(metrics.decided, decision_logger()), pod_events=pod_events, health=health, leadership=leadership
     )
     return create_app(service, metrics, capture)
+
+
+def audit_watcher(assembly: Assembly, on_violation: Callable[[str, str], None]) -> AuditWatcher | None:
+    """The watcher of the pods bound to a node an audited plugin would have rejected
+    (:mod:`app.observe.audit`), when a profile audits a plugin and there are cluster state and
+    decision records; else ``None``."""
+    cluster, decisions = assembly.cluster, assembly.decisions
+    if cluster is None or decisions is None or not any(f.audited for f in assembly.frameworks.values()):
+        return None
+    return AuditWatcher(cluster.events.events_since, decisions, on_violation)
 
 
 def _leadership(cluster: ClusterConnection, standalone: Sequence[Standalone]) -> Leadership:

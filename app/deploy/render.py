@@ -8,8 +8,10 @@ configuration implies.
 
 Output is deterministic: keys in a fixed order, no timestamps, so a re-render can be diffed
 (``manifests/`` holds the render of the embedded default and a test fails when it drifts).
-Rendering refuses what would deploy broken (:class:`RenderError`): TLS without a CA for
-kube-scheduler, client-certificate TLS without kube-scheduler's certificate.
+A configuration whose profiles audit plugins (``enforcement: audit``) says so in a comment of
+each configuration file rendered (:func:`audit_comment`). Rendering refuses what would deploy
+broken (:class:`RenderError`): TLS without a CA for kube-scheduler, client-certificate TLS
+without kube-scheduler's certificate.
 """
 
 from __future__ import annotations
@@ -179,6 +181,10 @@ def render(
     for name, module in MODULES.items():
         if name in targets:
             out.update(module.files(config, registry, options, source))
+    audit = audit_comment(config)
+    if audit:
+        for name in [n for n in out if n.endswith(("scheduler-extender-config.yaml", "kube-scheduler-config.yaml"))]:
+            out[name] = _after_header(out[name], audit)
     if options.extender_image == LOCAL_IMAGE:
         note = (
             f"# NOTE: the image {LOCAL_IMAGE} is built locally (make image) and served by no registry: push it to "
@@ -191,6 +197,29 @@ def render(
             at = next(i for i, line in enumerate(lines) if not line.startswith("#"))  # after the header
             out[name] = "".join([*lines[:at], note, *lines[at:]])
     return dict(sorted(out.items()))
+
+
+def audit_comment(config: Configuration) -> str:
+    """The comment lines (each ``# ...\n``) naming the plugins each profile audits
+    (``enforcement: audit``: verdicts recorded, never applied), or ``""`` when none does."""
+    lines = []
+    for profile in config.profiles:
+        audited = profile.audited()
+        if audited:
+            lines.append(
+                f"# AUDIT: profile {profile.name} audits {', '.join(audited)} (enforcement: audit): their "
+                "verdicts are recorded (explain, scheduler_extender_audit_verdicts_total), never applied.\n"
+            )
+    if lines:
+        lines.append("# To enforce a plugin, remove its enforcement: audit (or set enforce) and render again.\n")
+    return "".join(lines)
+
+
+def _after_header(text: str, lines: str) -> str:
+    """``text`` with ``lines`` inserted after its leading comment lines (the header)."""
+    rows = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(rows) if not line.startswith("#")), len(rows))
+    return "".join([*rows[:at], lines, *rows[at:]])
 
 
 def render_warnings(config: Configuration, targets: Collection[str]) -> list[str]:
@@ -261,6 +290,7 @@ __all__ = [
     "TARGET_FILES",
     "RenderError",
     "RenderOptions",
+    "audit_comment",
     "default_targets",
     "every_target",
     "header_source",

@@ -4,6 +4,7 @@ between kube-scheduler's extender calls (pkg/scheduler/extender.go) and the same
 
 - ``filter`` (:func:`run_filter`): ``RunPreFilterPlugins``, then the Filter plugins over the nodes
   sent; a node a PreFilterResult excludes is answered as v1.30 records it (:class:`FilterOutcome`);
+  then the audited plugins (``enforcement: audit``) beside it, recorded and never answered;
 - ``prioritize`` (:func:`run_prioritize`): ``RunPreScorePlugins`` and ``RunScorePlugins``, then
   the scores on the extender's 0..10 (:func:`extender_scores`);
 - ``preempt`` (:func:`run_preemption`): the preemption plugins narrow kube-scheduler's candidates,
@@ -59,6 +60,8 @@ class FilterOutcome:
     error_code: str = ""
     #: a PreFilter's rejection, which every node then carries (FitError's ``PreFilterMsg``)
     pre_filter: Status | None = None
+    #: audited plugin -> what it would have decided of each node (never part of the answer)
+    audit: dict[str, list[Status]] = field(default_factory=dict)
 
 
 def run_filter(
@@ -67,7 +70,9 @@ def run_filter(
     """The extender's filter: PreFilter, then Filter over ``nodes`` (see :class:`FilterOutcome`).
     A node a PreFilterResult excludes gets what v1.30 records for it,
     ``UnschedulableAndUnresolvable`` "node is filtered out by the prefilter result". Errors
-    read ``<plugin>: PreFilter: <message>`` and ``<plugin>: node <name>: <message>``."""
+    read ``<plugin>: PreFilter: <message>`` and ``<plugin>: node <name>: <message>``. A decided
+    outcome also holds the audited plugins' verdicts on ``nodes``
+    (:meth:`~app.framework.runtime.filter.FilterPoints.audit_filter`), which change nothing of it."""
     state = state if state is not None else CycleState()
     result, status, _narrowed = framework.run_pre_filter_plugins(state, pod, nodes)
     ignored = state.ignored_errors
@@ -75,22 +80,26 @@ def run_filter(
         message = f"{status.plugin}: PreFilter: {status.message}"
         return FilterOutcome([], message, ignored, status.plugin, status.reason_code)
     if status.is_rejected():
-        return FilterOutcome([status] * len(nodes), "", ignored, pre_filter=status)
-    if result is None or result.node_names is None:
-        statuses, first_error = framework.filter_verdicts(state, pod, nodes)
+        outcome = FilterOutcome([status] * len(nodes), "", ignored, pre_filter=status)
     else:
-        names = result.node_names
-        kept = [i for i, n in enumerate(nodes) if n.name in names]
-        statuses = [_FILTERED_OUT] * len(nodes)
-        verdicts, first_error = framework.filter_verdicts(state, pod, [nodes[i] for i in kept])
-        for i, verdict in zip(kept, verdicts, strict=True):
-            statuses[i] = verdict
-        first_error = kept[first_error] if first_error >= 0 else -1
-    if first_error >= 0:
-        verdict = statuses[first_error]
-        message = f"{verdict.plugin}: node {nodes[first_error].name}: {verdict.message}"
-        return FilterOutcome([], message, ignored, verdict.plugin, verdict.reason_code)
-    return FilterOutcome(statuses, "", ignored)
+        if result is None or result.node_names is None:
+            statuses, first_error = framework.filter_verdicts(state, pod, nodes)
+        else:
+            names = result.node_names
+            kept = [i for i, n in enumerate(nodes) if n.name in names]
+            statuses = [_FILTERED_OUT] * len(nodes)
+            verdicts, first_error = framework.filter_verdicts(state, pod, [nodes[i] for i in kept])
+            for i, verdict in zip(kept, verdicts, strict=True):
+                statuses[i] = verdict
+            first_error = kept[first_error] if first_error >= 0 else -1
+        if first_error >= 0:
+            verdict = statuses[first_error]
+            message = f"{verdict.plugin}: node {nodes[first_error].name}: {verdict.message}"
+            return FilterOutcome([], message, ignored, verdict.plugin, verdict.reason_code)
+        outcome = FilterOutcome(statuses, "", ignored)
+    if framework.audited:  # beside the answer, on a state of their own: nothing of it changes
+        outcome.audit = framework.audit_filter(state.snapshot, pod, nodes)
+    return outcome
 
 
 def run_prioritize(

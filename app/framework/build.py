@@ -6,7 +6,9 @@ cluster-state needs the enabled plugins declare.
 
 A point's list: :func:`expand_multi_point` (its own ``enabled``, then the ``multiPoint`` plugins
 that implement it, less its ``disabled``), then what it takes from the profile's other points by
-:func:`app.framework.points.implied` (not disabled there).
+:func:`app.framework.points.implied` (not disabled there). A plugin the profile audits
+(``enforcement: audit``, :meth:`~app.framework.profile.Profile.audited`) is taken out of every
+list into the Framework's ``audit`` lists: the enforced lists are those of the profile without it.
 """
 
 from __future__ import annotations
@@ -162,7 +164,8 @@ def build_framework(
     part when its instance implements it. ``cluster``: the cluster state; ``nominator``: the pods
     nominated to nodes; ``shared_reserve``: the cluster-wide Reserve plugins of every profile (a
     live list the caller may still extend); ``bind_warm_up``: whether the profile's binds wait out the cluster's warm-up
-    (:attr:`Framework.bind_warm_up`).
+    (:attr:`Framework.bind_warm_up`). The plugins the profile audits are built too, each once,
+    and kept out of every list but the framework's :attr:`~Framework.audit` lists.
 
     Raises ``ValueError`` if a plugin does not implement a point it is enabled at or a factory
     rejects its args.
@@ -190,9 +193,12 @@ def build_framework(
                         raise ValueError(f"plugin {ref.name} does not implement the {point.attr} extension point")
                     continue
                 chosen.append(EnabledPlugin(ref.name, plugin, ref.weight or 1, ref.failure_policy))
-            out[point.attr] = tuple(chosen)
+            audits[point.attr] = tuple(ep for ep in chosen if ep.name in audited)
+            out[point.attr] = tuple(ep for ep in chosen if ep.name not in audited)
         return PluginLists(**out)
 
+    audited = frozenset(profile.audited())
+    audits: dict[str, tuple[EnabledPlugin, ...]] = {}
     return Framework(
         profile.name,
         lists,
@@ -201,6 +207,7 @@ def build_framework(
         nominator=nominator,
         shared_reserve=shared_reserve,
         bind_warm_up=bind_warm_up,
+        audit=lambda: PluginLists(**audits),
     )
 
 

@@ -23,6 +23,8 @@ from pydantic.alias_generators import to_camel
 
 Verb = Literal["filter", "prioritize", "preempt", "bind"]
 FailurePolicy = Literal["Fail", "Ignore"]
+#: A plugin entry's ``enforcement``: ``enforce`` (its verdicts decide) or ``audit`` (recorded only)
+Enforcement = Literal["audit", "enforce"]
 VERBS: tuple[Verb, ...] = ("filter", "prioritize", "preempt", "bind")
 _DEFAULT_VERBS: tuple[Verb, ...] = ("filter", "prioritize")
 
@@ -79,11 +81,31 @@ class PluginRef(_Model):
     (filter) or for that request (preFilter, preScore, score, preemption, bind), and the others
     decide. The other points have no policy (an error at Reserve, Permit or PreBind fails the pod;
     one at PostBind is logged): ``Ignore`` written there is refused.
+
+    ``enforcement`` (extender profiles only): ``enforce`` (the default) or ``audit``. An audited
+    plugin is audited at every point of the profile (one entry saying ``audit`` is enough): its
+    PreFilter and Filter run beside the profile, their verdicts recorded and never applied; its
+    PreScore, Score, Reserve, Permit, PreBind, Bind, PostBind and preemption do not run. The
+    answers are those of the profile without the plugin (docs/try-a-policy.md).
     """
 
     name: str = Field(min_length=1)
     weight: int | None = None
     failure_policy: FailurePolicy = "Fail"
+    enforcement: Enforcement = "enforce"
+
+    @property
+    def audits(self) -> bool:
+        """``enforcement: audit``."""
+        return self.enforcement == "audit"
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # written back as configured: enforcement only when it audits
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.audits:
+            dumped.pop("enforcement", None)
+        return dumped
 
 
 class PluginSet(_Model):
@@ -228,6 +250,9 @@ class Profile(_Model):
 
     ``schedulerName``: with ``python -m app schedule``, this profile also schedules the pods whose
     ``spec.schedulerName`` it is, on its own (the standalone scheduler, :mod:`app.scheduler`).
+    ``auditEvents`` (default ``false``): post a ``Warning`` ``AuditFailedScheduling`` Event on a
+    pod that a plugin this profile audits (``enforcement: audit``) would have left with no node,
+    rate-limited per pod as every pod event (``diagnostics.events``).
     """
 
     name: str
@@ -235,6 +260,24 @@ class Profile(_Model):
     extender: ExtenderSettings = Field(default_factory=ExtenderSettings)
     plugins: Plugins = Field(default_factory=Plugins)
     plugin_config: list[PluginConfig] = Field(default_factory=list)
+    audit_events: bool = False
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # written back as configured: auditEvents only when set
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.audit_events:
+            dumped.pop("auditEvents", None)
+        return dumped
+
+    def audited(self) -> list[str]:
+        """The plugins this profile audits (an entry at any point, ``multiPoint`` included, with
+        ``enforcement: audit``), once each, in the order written."""
+        seen: dict[str, None] = {}
+        for value in self.plugins.__dict__.values():
+            if isinstance(value, PluginSet):
+                seen.update((ref.name, None) for ref in value.enabled if ref.audits)
+        return list(seen)
 
     @field_validator("name")
     @classmethod

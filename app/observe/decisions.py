@@ -5,7 +5,9 @@ profile, verb, the pod's identity, and references to what the answer was built f
 names, the filter statuses, the per-plugin scores, the victims, the bind's node and error) plus the
 duration. Nothing is formatted on the request path: a record holds references to lists the answer
 already built, and :meth:`Decision.explain` turns it into per-node verdicts only when someone
-reads it.
+reads it. A filter of a profile that audits plugins also holds what each audited plugin would have
+decided of each node (``audit``), and later, once the pod is seen bound, the audited plugins that
+would have rejected its node (``violated``): audit records live in the same ring.
 
 :class:`DecisionStore` keeps the last ``attempts_per_pod`` decisions of each pod, at most
 ``max_records`` in all and none older than ``max_age`` seconds (the oldest pods' records are
@@ -51,6 +53,10 @@ class Decision:
     - ``error``: the answer's ``Error`` (or the failed call's message), ``""`` when decided; for
       a filter, ``error_plugin`` and ``error_code`` name the plugin and its reason code.
     - ``seconds``: time to decide.
+    - ``audit`` (filter): audited plugin -> its verdict per node, in the order of ``names``
+      (:meth:`~app.framework.runtime.filter.FilterPoints.audit_filter`); ``audit_events``: the
+      profile posts ``AuditFailedScheduling`` events (``auditEvents``); ``violated``: audited
+      plugin -> the node the pod was then bound to though the plugin would have rejected it.
     """
 
     time: float
@@ -74,6 +80,9 @@ class Decision:
     #: filter: plugin -> nodes on which its error was ignored (``failurePolicy: Ignore``)
     ignored: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    audit: dict[str, Sequence[Status]] = field(default_factory=dict)
+    audit_events: bool = False
+    violated: dict[str, str] = field(default_factory=dict)
     #: node entries it holds (set by the store)
     entries: int = 1
 
@@ -112,6 +121,49 @@ class Decision:
                 counts[message] = counts.get(message, 0) + 1
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
+    def audit_counts(self) -> dict[str, tuple[int, int]]:
+        """Filter: audited plugin -> ``(would reject, would admit)``, in nodes (a node it could not
+        judge, an error or a node the cluster state does not know, is neither)."""
+        out: dict[str, tuple[int, int]] = {}
+        for plugin, statuses in self.audit.items():
+            reject = admit = 0
+            for status in statuses:
+                if status.code is Code.SUCCESS:
+                    admit += 1
+                elif status.plugin == plugin and status.is_rejected():
+                    reject += 1
+            out[plugin] = (reject, admit)
+        return out
+
+    def would_reject(self, node: str) -> dict[str, Status]:
+        """Filter: audited plugin -> its rejection of ``node``, for each that would have rejected
+        it (empty when none, or the node was not a candidate)."""
+        if not self.audit:
+            return {}
+        names = self.node_names()
+        try:
+            i = list(names).index(node)
+        except ValueError:
+            return {}
+        out: dict[str, Status] = {}
+        for plugin, statuses in self.audit.items():
+            status = statuses[i] if i < len(statuses) else None
+            if status is not None and status.plugin == plugin and status.is_rejected():
+                out[plugin] = status
+        return out
+
+    def audit_fails(self) -> list[str]:
+        """Filter: the audited plugins that, enforced, would have left the pod no node: each
+        rejects every node the profile passed (empty when the profile passed none)."""
+        passed = [i for i, s in enumerate(self.statuses) if s.code is Code.SUCCESS]
+        if not passed or self.error:
+            return []
+        out = []
+        for plugin, statuses in self.audit.items():
+            if all(i < len(statuses) and statuses[i].is_rejected() for i in passed):
+                out.append(plugin)
+        return out
+
     def outcome(self) -> dict[str, Any]:
         """The decision's result in brief: filter ``passed``/``rejected`` counts; prioritize the
         ``topNodes`` (highest score, ties in request order); preempt ``victims``/``dropped``;
@@ -133,6 +185,10 @@ class Decision:
                 out["dropped"] = self.dropped
         elif self.verb == "bind" and not self.error:
             out["boundNode"] = self.node
+        if self.audit:
+            out["audit"] = {p: {"wouldReject": r, "wouldAdmit": a} for p, (r, a) in self.audit_counts().items()}
+        if self.violated:
+            out["auditViolated"] = dict(self.violated)
         return out
 
     def explain(self) -> dict[str, Any]:
@@ -158,6 +214,16 @@ class Decision:
             for plugin, values in self.plugin_scores.items():
                 for j, value in zip(resolved, values, strict=False):
                     nodes[names[j]]["scores"][plugin] = value
+        for plugin, statuses in self.audit.items():
+            for name, status in zip(names, statuses, strict=False):
+                if status.code is not Code.SUCCESS and status.plugin == plugin:
+                    verdict = {
+                        "plugin": plugin,
+                        "verdict": code_name(status.code),
+                        "reason": status.message,
+                        "reasonCode": status.reason_code or code_name(status.code),
+                    }
+                    nodes.setdefault(name, {}).setdefault("audit", []).append(verdict)
         return {
             "time": rfc3339(self.time),
             "profile": self.profile,
@@ -218,7 +284,7 @@ class DecisionStore:
         names = decision.names() if callable(decision.names) else decision.names
         if not isinstance(names, bytes):
             decision.names = orjson.dumps(names if isinstance(names, list) else list(names))
-        decision.entries = max(len(decision.statuses), len(decision.scores), 1)
+        decision.entries = max(len(decision.statuses), len(decision.scores), 1) + sum(map(len, decision.audit.values()))
         key = (decision.namespace, decision.name)
         with self._lock:
             attempts = self._pods.pop(key, None)
@@ -259,6 +325,14 @@ class DecisionStore:
                 del pods[key]
             elif not self._over() and attempts[0].time >= oldest:
                 return
+
+    def last_audited(self, namespace: str, name: str, uid: str = "") -> Decision | None:
+        """The pod's most recent filter decision that holds audit verdicts (of the pod ``uid``
+        when given), or ``None``."""
+        for decision in reversed(self.get(namespace, name)):
+            if decision.verb == "filter" and decision.audit and (not uid or decision.uid == uid):
+                return decision
+        return None
 
     def get(self, namespace: str, name: str) -> list[Decision]:
         """The pod's kept decisions, oldest first (empty when none, or all expired)."""

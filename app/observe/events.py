@@ -8,7 +8,9 @@ Which decisions (:func:`event_for`), each an Event ``regarding`` the pod, ``repo
   their node counts, as kube-scheduler's "0/N nodes are available: ...";
 - a gang held or denied by Coscheduling's PreFilter: ``Normal`` ``GangWaiting`` / ``Warning``
   ``GangDenied``, action ``PreFilter``;
-- a failed bind (a Permit timeout of a gang included): ``Warning`` ``BindFailed``, action ``Bind``.
+- a failed bind (a Permit timeout of a gang included): ``Warning`` ``BindFailed``, action ``Bind``;
+- with ``auditEvents: true``, a pod an audited plugin (``enforcement: audit``) would have left no
+  node: ``Warning`` ``AuditFailedScheduling``, action ``Filter`` (what enforcing it would do).
 
 Aggregation follows client-go's events library (``k8s.io/client-go/tools/events``,
 ``event_broadcaster.go``, ``recordToSink``): events are *isomorphic* when type, reason, action,
@@ -89,10 +91,33 @@ def event_for(decision: Decision) -> PodEvent | None:
             summary = ", ".join(f"{n} {reason}" for reason, n in counts.items())
             note = f"0/{len(decision.statuses)} nodes are available to extender profile {decision.profile}: {summary}."
             return PodEvent(*ident, "Warning", "PoolExhausted" if pool else "FilterRejected", "Filter", _note(note))
+        if decision.audit_events and decision.audit:
+            return _audit_event(decision, ident)
         return None
     if decision.verb == "bind" and decision.error:
         return PodEvent(*ident, "Warning", "BindFailed", "Bind", _note(f"binding to {decision.node}: {decision.error}"))
     return None
+
+
+def _audit_event(decision: Decision, ident: tuple[str, str, str]) -> PodEvent | None:
+    """``AuditFailedScheduling`` when an audited plugin would have left the pod no node."""
+    failing = decision.audit_fails()
+    if not failing:
+        return None
+    passed = sum(1 for s in decision.statuses if s.code is Code.SUCCESS)
+    parts = []
+    for plugin in failing:
+        counts: dict[str, int] = {}
+        for status in decision.audit[plugin]:
+            if status.plugin == plugin and status.is_rejected():
+                counts[status.message] = counts.get(status.message, 0) + 1
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"{plugin} ({reasons})")
+    note = (
+        f"audit: 0/{len(decision.statuses)} nodes would be available to extender profile {decision.profile} "
+        f"if {' and '.join(failing)} were enforced ({passed} pass today): {'; '.join(parts)}."
+    )
+    return PodEvent(*ident, "Warning", "AuditFailedScheduling", "Filter", _note(note))
 
 
 def _note(text: str) -> str:

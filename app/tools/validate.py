@@ -7,7 +7,9 @@ the verbs kube-scheduler calls and how; a standalone scheduler: its ``schedulerN
 fields) and the plugins it runs per extension point, kube-scheduler's defaults merged, in
 kube-scheduler's order (pkg/scheduler/apis/config/types.go ``Plugins``: PreEnqueue, QueueSort,
 PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind, PostBind; the
-table :data:`app.framework.points.EXTENSION_POINTS`).
+table :data:`app.framework.points.EXTENSION_POINTS`). A plugin the profile audits
+(``enforcement: audit``) is listed at its points marked ``[audit]``, and named once more on an
+``audit`` line saying what runs of it.
 
 ``validate`` judges the file as ``render`` deploys it: a profile that serves ``bind`` without
 ``server.tls`` is one ``render`` secures by itself (mutual TLS on a control-plane node, the pod's
@@ -75,6 +77,13 @@ def print_profile(profile: Profile, config: Configuration, framework: Framework,
     for point, plugins in extension_points(framework, extender=not profile.scheduler_name):
         if plugins:
             print(f"  {point:<11} {', '.join(plugins)}", file=out)
+    if framework.audited:
+        print(
+            f"  {'audit':<11} {', '.join(framework.audited)}: PreFilter and Filter verdicts recorded "
+            "(explain, scheduler_extender_audit_verdicts_total), never applied; no other point of "
+            f"{'theirs' if len(framework.audited) > 1 else 'its'} runs (enforcement: audit)",
+            file=out,
+        )
 
 
 def mode(profile: Profile, config: Configuration) -> str:
@@ -110,7 +119,8 @@ def extension_points(framework: Framework, extender: bool) -> Sequence[tuple[str
     extender's ``preemption`` after PostFilter and only with ``extender``): ``(configuration key,
     plugin names)``, a score plugin with its weight, a plugin whose errors are ignored marked so
     where the point has a ``failurePolicy``, a Reserve another profile shares with this one marked
-    ``cluster-wide``. Reads the built framework."""
+    ``cluster-wide``, an audited plugin (``enforcement: audit``) after the enforced ones, marked
+    ``[audit]``. Reads the built framework."""
     points: list[tuple[str, list[str]]] = []
     for point in EXTENSION_POINTS:
         if point.extender_only and not extender:
@@ -122,6 +132,8 @@ def extension_points(framework: Framework, extender: bool) -> Sequence[tuple[str
         if point.attr == "reserve":
             own = {id(ep.plugin) for ep in framework.lists.reserve}
             names += [f"{p.name} (cluster-wide)" for p in framework.shared_reserve if id(p) not in own]
+        for ep in framework.audit.of(point):
+            names.append(f"{f'{ep.name} ({ep.weight})' if point.attr == 'score' else ep.name} [audit]")
         points.append((point.key, names))
     return points
 

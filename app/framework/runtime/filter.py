@@ -3,7 +3,9 @@
 ``RunPreFilterPlugins`` with its :class:`~app.framework.types.PreFilterResult`, the Filter
 plugins plugin by plugin over the nodes still passing (a batch plugin in one call),
 ``RunFilterPluginsWithNominatedPods``, the PreFilter extensions (``AddPod``/``RemovePod``) a
-what-if updates the cycle's state with, and ``RunPostFilterPlugins``.
+what-if updates the cycle's state with, and ``RunPostFilterPlugins``; and the audited plugins'
+PreFilter and Filter beside them (:meth:`FilterPoints.audit_filter`), whose verdicts are recorded,
+never applied.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ class FilterCall(NamedTuple):
     batch: Callable[[CycleState, PodInfo, Sequence[NodeInfo]], Sequence[Status]] | None
 
 
+class AuditCall(NamedTuple):
+    """An audited plugin as :meth:`FilterPoints.audit_filter` calls it: its PreFilter and its
+    Filter (either ``None`` when it does not implement the point)."""
+
+    name: str
+    pre_filter: EnabledPlugin | None
+    filter: FilterCall | None
+
+
 def filter_error(status: Status) -> Status:
     """A Filter verdict as ``RunFilterPlugins`` returns it: an ``ERROR`` reads ``running
     "<plugin>" filter plugin: <message>``; any other status is itself."""
@@ -45,6 +56,7 @@ class FilterPoints(Handle):
     post_filter_plugins: tuple[EnabledPlugin, ...]
     _filters: tuple[FilterCall, ...]
     _extensions: tuple[tuple[str, PreFilterExtensions], ...]
+    _audits: tuple[AuditCall, ...]
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -170,6 +182,20 @@ class FilterPoints(Handle):
             pending = still
         return statuses, first_error
 
+    def audit_filter(self, snapshot: object, pod: PodInfo, nodes: Sequence[NodeInfo]) -> dict[str, list[Status]]:
+        """What each audited plugin (``enforcement: audit``) would have decided of each of
+        ``nodes``: plugin -> one status per node, in order: ``SUCCESS`` (it would admit the node),
+        its rejection (attributed to it), or an ``ERROR`` naming it. Each plugin runs alone, on a
+        cycle state of its own (``snapshot``: the cluster's, as the cycle's), so nothing it does
+        reaches the enforced plugins: its PreFilter (``Skip``: every node admitted; a rejection:
+        every node rejected with it; a ``PreFilterResult``: the nodes outside it rejected
+        ``node(s) didn't satisfy plugin <name>``), then its Filter over the nodes left (a batch
+        plugin in one call). Empty when the profile audits no PreFilter or Filter plugin."""
+        out: dict[str, list[Status]] = {}
+        for call in self._audits:
+            out[call.name] = _audit_one(call, CycleState(snapshot), pod, nodes)
+        return out
+
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """``RunFilterPlugins`` for one node: ``SUCCESS``, the first rejection, or an ``ERROR``
         ``running "<plugin>" filter plugin: <message>``."""
@@ -287,4 +313,75 @@ class FilterPoints(Handle):
         return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
 
-__all__ = ["FilterCall", "FilterPoints", "filter_error"]
+def _audit_one(call: AuditCall, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+    """One audited plugin's verdicts (see :meth:`FilterPoints.audit_filter`)."""
+    name = call.name
+    count = len(nodes)
+    statuses: list[Status] = [SUCCESS] * count
+    kept: list[int] | None = None  # None: every node
+    if call.pre_filter is not None:
+        try:
+            answer, status = call.pre_filter.plugin.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
+        except ObjectDecodeError:
+            raise
+        except Exception as exc:
+            answer, status = None, Status.error(describe(exc))
+        code = status.code
+        if code is Code.SKIP:
+            return statuses
+        if code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            named = status if status.reasons else Status(code, (f"rejected by {name}",), reason_code=status.reason_code)
+            return [named.with_plugin(name)] * count
+        if code is not Code.SUCCESS:
+            return [Status(Code.ERROR, (error_text(status),), name, status.reason_code)] * count
+        if answer is not None and answer.node_names is not None:
+            names = answer.node_names
+            outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin {name}",), name)
+            kept = []
+            for i, node in enumerate(nodes):
+                if node.name in names:
+                    kept.append(i)
+                else:
+                    statuses[i] = outside
+    if call.filter is None:
+        return statuses
+    subset = nodes if kept is None else [nodes[i] for i in kept]
+    verdicts: Sequence[Status]
+    try:
+        if call.filter.batch is not None:
+            verdicts = call.filter.batch(state, pod, subset)
+            if len(verdicts) != len(subset):
+                message = f"filter_nodes returned {len(verdicts)} statuses for {len(subset)} nodes"
+                verdicts = [Status.error(message)] * len(subset)
+        else:
+            one = call.filter.one
+            verdicts = []
+            for node in subset:
+                try:
+                    verdicts.append(one(state, pod, node))
+                except ObjectDecodeError:
+                    raise
+                except Exception as exc:
+                    verdicts.append(Status.error(describe(exc)))
+    except ObjectDecodeError:
+        raise
+    except Exception as exc:
+        verdicts = [Status.error(describe(exc))] * len(subset)
+    attributed: dict[int, Status] = {}
+    for i, status in zip(range(count) if kept is None else kept, verdicts, strict=True):
+        code = status.code
+        if code is Code.SUCCESS:
+            continue
+        named = attributed.get(id(status))
+        if named is None:
+            if code is Code.UNSCHEDULABLE or code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                named = status if status.reasons else Status(code, (f"rejected by {name}",))
+                named = named.with_plugin(name)
+            else:
+                named = Status(Code.ERROR, (error_text(status),), name, status.reason_code)
+            attributed[id(status)] = named
+        statuses[i] = named
+    return statuses
+
+
+__all__ = ["AuditCall", "FilterCall", "FilterPoints", "filter_error"]

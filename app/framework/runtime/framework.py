@@ -28,7 +28,7 @@ from app.framework.nominator import PodNominator
 from app.framework.points import EXTENSION_POINTS, PluginLists
 from app.framework.runtime.batch import OpportunisticBatch, batchable_plugins, sign_pod
 from app.framework.runtime.binding import BindingCycle
-from app.framework.runtime.filter import FilterCall, FilterPoints
+from app.framework.runtime.filter import AuditCall, FilterCall, FilterPoints
 from app.framework.runtime.score import ScoreCall, ScorePoints
 from app.framework.types import PodInfo
 from app.framework.waiting import WaitingPods
@@ -48,8 +48,12 @@ class Framework(FilterPoints, ScorePoints, BindingCycle):
     :data:`~app.framework.handle.NO_CLUSTER`). ``nominator``: the pods nominated to nodes (the
     standalone schedulers'). ``shared_reserve``: Reserve plugins of other profiles whose
     reservations hold cluster-wide (a live list: profiles built later add theirs); checked after
-    this profile's own. Raises ``ValueError`` for a plugin at a point it does not implement, more
-    than one QueueSort plugin, or a Score weight not above 0.
+    this profile's own. ``audit``: the plugins the profile audits (``enforcement: audit``), one
+    list per point as ``plugins`` (or a function returning them, called once the plugins are
+    built): none of them runs in the cycle; their PreFilter and Filter run beside it
+    (:meth:`~app.framework.runtime.filter.FilterPoints.audit_filter`). Raises ``ValueError`` for a
+    plugin at a point it does not implement, more than one QueueSort plugin, or a Score weight not
+    above 0.
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class Framework(FilterPoints, ScorePoints, BindingCycle):
         nominator: PodNominator | None = None,
         shared_reserve: Sequence[ReservePlugin] = (),
         bind_warm_up: bool = True,
+        audit: PluginLists | Callable[[], PluginLists] = NO_PLUGINS,
     ) -> None:
         super().__init__(profile, http_timeout, cluster, waiting_pods, nominator)
         lists = plugins(self) if callable(plugins) else plugins
@@ -127,10 +132,39 @@ class Framework(FilterPoints, ScorePoints, BindingCycle):
         #: opportunistic batching's kept ranking (``frameworkImpl.batch``)
         self.batch = OpportunisticBatch(self.run_filter_plugins)
 
+        self._audit_lists(audit() if callable(audit) else audit)
+
     def sign_pod(self, pod: PodInfo) -> bytes | None:
         """``SignPod`` (:func:`~app.framework.runtime.batch.sign_pod`): the pod's signature or
         ``None``."""
         return sign_pod(self.batchable_plugins, pod)
+
+    def _audit_lists(self, audit: PluginLists) -> None:
+        """Keep the audited plugins' lists (:attr:`audit`, :attr:`audited`) and their calls."""
+        #: the audited plugins, one list per point (none of them runs in the cycle)
+        self.audit = audit
+        names: dict[str, None] = {}
+        for point in EXTENSION_POINTS:
+            for ep in audit.of(point):
+                if not isinstance(ep.plugin, point.protocol):
+                    raise ValueError(f"plugin {ep.name} does not implement the {point.attr} extension point")
+                names.setdefault(ep.name)
+        #: the names of the audited plugins, in point order
+        self.audited = tuple(names)
+        pre_filters = {ep.name: ep for ep in audit.pre_filter}
+        filters = {
+            ep.name: FilterCall(
+                ep,
+                ep.plugin.filter,  # type: ignore[attr-defined]
+                ep.plugin.filter_nodes if isinstance(ep.plugin, BatchFilterPlugin) else None,
+            )
+            for ep in audit.filter
+        }
+        self._audits = tuple(
+            AuditCall(name, pre_filters.get(name), filters.get(name))
+            for name in self.audited
+            if name in pre_filters or name in filters
+        )
 
     def events_to_register(self) -> dict[str, tuple[ClusterEventWithHint, ...]]:
         """Plugin name -> the cluster events that may make a pod it rejected schedulable, each
