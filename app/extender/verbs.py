@@ -19,14 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from app.framework.handle import BIND_BUDGET, BIND_DEADLINE
 from app.framework.runtime import Framework, FrameworkError, ScoreResult
 from app.framework.runtime.failures import describe, error_text
 from app.framework.scores import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE
-from app.framework.status import SUCCESS, Code, Status
+from app.framework.status import SUCCESS, Code, Status, absent_nodes_status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PodRef, Victims
 
 log = logging.getLogger(__name__)
@@ -35,12 +35,15 @@ log = logging.getLogger(__name__)
 #: (the watch's first sync, the warm-up): a bind admitted later than its deadline minus this
 #: answers ``Error`` at once instead of waiting.
 ADMISSION_MARGIN = 1.0
-#: What kube-scheduler v1.30 gives a node the extender's filter was sent but a PreFilterResult
-#: excludes (the extender must answer every node; the scheduler leaves such nodes out)
-ERR_REASON_PRE_FILTER_RESULT = "node is filtered out by the prefilter result"
-_FILTERED_OUT = Status(
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_PRE_FILTER_RESULT,), reason_code="PreFilterResult"
-)
+#: What kube-scheduler v1.36.3 gives a node a PreFilterResult excludes (``findNodesThatFitPod``),
+#: the plugins that narrowed in place of ``{}``; the extender must answer every node it was sent
+ERR_REASON_PRE_FILTER_RESULT = "node(s) didn't satisfy plugin(s) [{}]"
+
+
+def _filtered_out(narrowed: Iterable[str]) -> Status:
+    status = absent_nodes_status(narrowed)
+    return Status(status.code, status.reasons, reason_code="PreFilterResult")
+
 
 
 @dataclass
@@ -68,13 +71,14 @@ def run_filter(
     framework: Framework, pod: PodInfo, nodes: Sequence[NodeInfo], state: CycleState | None = None
 ) -> FilterOutcome:
     """The extender's filter: PreFilter, then Filter over ``nodes`` (see :class:`FilterOutcome`).
-    A node a PreFilterResult excludes gets what v1.30 records for it,
-    ``UnschedulableAndUnresolvable`` "node is filtered out by the prefilter result". Errors
+    A node a PreFilterResult excludes gets what v1.36.3 records for it,
+    ``UnschedulableAndUnresolvable`` "node(s) didn't satisfy plugin(s) [A B]" (the PreFilter
+    plugins that narrowed, sorted). Errors
     read ``<plugin>: PreFilter: <message>`` and ``<plugin>: node <name>: <message>``. A decided
     outcome also holds the audited plugins' verdicts on ``nodes``
     (:meth:`~app.framework.runtime.filter.FilterPoints.audit_filter`), which change nothing of it."""
     state = state if state is not None else CycleState()
-    result, status, _narrowed = framework.run_pre_filter_plugins(state, pod, nodes)
+    result, status, narrowed = framework.run_pre_filter_plugins(state, pod, nodes)
     ignored = state.ignored_errors
     if status.code is Code.ERROR:
         message = f"{status.plugin}: PreFilter: {status.message}"
@@ -87,7 +91,7 @@ def run_filter(
         else:
             names = result.node_names
             kept = [i for i, n in enumerate(nodes) if n.name in names]
-            statuses = [_FILTERED_OUT] * len(nodes)
+            statuses = [_filtered_out(narrowed)] * len(nodes)
             verdicts, first_error = framework.filter_verdicts(state, pod, [nodes[i] for i in kept])
             for i, verdict in zip(kept, verdicts, strict=True):
                 statuses[i] = verdict

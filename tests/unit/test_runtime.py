@@ -128,7 +128,7 @@ def test_prefilter_rejection_applies_to_every_node_and_skip_skips_filter() -> No
 def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> None:
     """``RunPreFilterPlugins`` merges the results (schedule_one_test.go ``test prefilter plugin
     returning node``); the extender's filter must answer each node sent: one outside the result
-    gets v1.30's "node is filtered out by the prefilter result"."""
+    gets v1.36.3's "node(s) didn't satisfy plugin(s) [...]", naming the plugins that narrowed."""
     fw = framework(
         filter=[
             Pre(SUCCESS, None, "P1"),
@@ -140,9 +140,9 @@ def test_prefilter_results_intersect_and_the_extender_answers_every_node() -> No
     assert result == PreFilterResult(frozenset({"b"})) and status is SUCCESS
     out = run_filter(fw, pod(), NODES)
     assert [(s.code, s.message) for s in out.statuses] == [
-        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node is filtered out by the prefilter result"),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't satisfy plugin(s) [P2 P3]"),
         (Code.SUCCESS, ""),
-        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node is filtered out by the prefilter result"),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't satisfy plugin(s) [P2 P3]"),
     ]
     # no node left: "didn't satisfy plugin(s) [...] simultaneously" (one plugin: "plugin X")
     fw = framework(

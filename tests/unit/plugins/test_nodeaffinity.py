@@ -778,10 +778,10 @@ def test_run_through_framework() -> None:
     state = CycleState()
     result, status, _narrowed = fw.run_pre_filter_plugins(state, pinned, nodes)
     assert status.is_success() and result.node_names == {"node1", "node3"}
-    # the extender's filter answers for the node the PreFilterResult leaves out (v1.30.12's text)
+    # the extender's filter answers for the node the PreFilterResult leaves out (v1.36.3's text)
     outcome = run_filter(fw, pinned, nodes, CycleState())
     assert [s.code for s in outcome.statuses] == [Code.SUCCESS, UU, Code.SUCCESS]
-    assert outcome.statuses[1].reasons == ("node is filtered out by the prefilter result",)
+    assert outcome.statuses[1].reasons == ("node(s) didn't satisfy plugin(s) [NodeAffinity]",)
     conflict = make_pod({"affinity": required(term(fields=[name_in("node1"), name_in("node2")]))})
     outcome = run_filter(fw, conflict, nodes, CycleState())
     assert all(s.reasons == (ERR_REASON_CONFLICT,) and s.code is UU for s in outcome.statuses)
