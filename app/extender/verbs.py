@@ -45,7 +45,6 @@ def _filtered_out(narrowed: Iterable[str]) -> Status:
     return Status(status.code, status.reasons, reason_code="PreFilterResult")
 
 
-
 @dataclass
 class FilterOutcome:
     """Result of :func:`run_filter` (the extender's filter).
