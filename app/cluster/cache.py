@@ -272,12 +272,14 @@ class Cache:
             self.delete_pod(pod)
             return
         with self._lock:
+            prior = self._pods.get(pod.uid)
             if pod.node_name:
-                prior = self._pods.get(pod.uid)
                 if prior is None or prior.node_name != pod.node_name:  # assigned to a node (AssignedPodAdd)
                     self.events.record_event(ASSIGNED_POD, ActionType.ADD, new=pod)
                 elif prior is not pod:  # AssignedPodUpdate, one event per property changed
                     self.events.record_events(pod_events(prior, pod), old=prior, new=pod)
+            elif prior is not None and _nomination_dropped(prior, pod) and pod.uid not in self._placed:
+                self._nominated_gone(prior)
             self._pods[pod.uid] = pod
             self._index_pod(pod)
             self._settle_assumption(pod.uid, pod)
@@ -287,14 +289,22 @@ class Cache:
     def delete_pod(self, pod: PodInfo) -> None:
         """A DELETED pod: whatever it held (bound or assumed) is freed."""
         with self._lock:
+            old = self._pods.get(pod.uid) or pod
             if pod.uid in self._placed:
-                old = self._pods.get(pod.uid) or pod
                 self.events.record_event(ASSIGNED_POD, ActionType.DELETE, frees=True, old=old)
+            elif old.nominated_node_name and not old.node_name:
+                self._nominated_gone(old)
             self._pods.pop(pod.uid, None)
             self._unindex_pod(pod.uid)
             self._ledger.pop(pod.uid, None)
             self._recount(pod.uid)
             self._touch()
+
+    def _nominated_gone(self, old: PodInfo) -> None:
+        """A pending pod nominated to a node was deleted, or its nomination changed: the pods
+        of at most its priority, which counted it on that node, may fit now (v1.36.3
+        eventhandlers.go: ``AssignedPodDelete`` with ``getLEPriorityPreCheck``)."""
+        self.events.record_event(ASSIGNED_POD, ActionType.DELETE, old=old, max_priority=old.priority)
 
     def seed(self, nodes: Iterable[objects.Node], pods: Iterable[objects.Pod]) -> None:
         """Load ``nodes`` and ``pods`` as a completed list of each would, and mark every kind
@@ -595,6 +605,11 @@ class Cache:
 
 def _labels(node: objects.Node) -> Mapping[str, str] | None:
     return node.metadata.labels if node.metadata is not None else None
+
+
+def _nomination_dropped(old: PodInfo, new: PodInfo) -> bool:
+    """``hasNominatedNodeNameChanged``: ``old`` was nominated and ``new`` is not, or elsewhere."""
+    return bool(old.nominated_node_name) and old.nominated_node_name != new.nominated_node_name
 
 
 def _nominated_node(pod: PodInfo) -> str | None:

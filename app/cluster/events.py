@@ -162,15 +162,17 @@ class ClusterEvents:
         frees: bool = False,
         old: object = None,
         new: object = None,
+        max_priority: int | None = None,
     ) -> None:
         """Record one cluster event (``fwk.EventResource`` ``resource``, ``action``) with its
         objects (``old``: ``None`` for an Add; ``new``: ``None`` for a Delete; the records the
         cache or the store holds, kept by reference): the cache's nodes and pods, or another
         watched kind (a storage object of :mod:`app.cluster.volumes`). ``origin``: the pod UID
         whose own reservation the event is (its Unreserve is no event for itself). ``frees``:
-        capacity may have been freed (:attr:`freed_generation`). The log keeps the last
+        capacity may have been freed (:attr:`freed_generation`). ``max_priority``: see
+        :class:`~app.framework.events.ObservedEvent`. The log keeps the last
         :data:`EVENT_LOG_SIZE` to :data:`EVENT_LOG_SIZE` x 2."""
-        self.record_events((ClusterEvent(resource, action),), origin, frees, old, new)
+        self.record_events((ClusterEvent(resource, action),), origin, frees, old, new, max_priority)
 
     def record_events(
         self,
@@ -179,6 +181,7 @@ class ClusterEvents:
         frees: bool = False,
         old: object = None,
         new: object = None,
+        max_priority: int | None = None,
     ) -> None:
         """:meth:`record_event` for each of ``events``, all of the same objects (a node's or a
         pod's update is one event per property changed, as upstream's handlers call
@@ -188,7 +191,7 @@ class ClusterEvents:
                 self.freed_generation += 1
             for event in events:
                 self.event_seq += 1
-                self._events.append(ObservedEvent(event, old, new))
+                self._events.append(ObservedEvent(event, old, new, max_priority))
                 self._origins.append(origin)
             if len(self._events) > 2 * EVENT_LOG_SIZE:
                 drop = len(self._events) - EVENT_LOG_SIZE

@@ -113,11 +113,14 @@ class ClusterEventWithHint:
 
 class ObservedEvent(NamedTuple):
     """An event that happened, with its objects: ``old`` (``None`` for an Add) and ``new``
-    (``None`` for a Delete), the records the cache holds (no copies)."""
+    (``None`` for a Delete), the records the cache holds (no copies). ``max_priority``: only
+    parked pods of at most this priority are considered for it (``getLEPriorityPreCheck``,
+    v1.36.3 eventhandlers.go: a nominated pod's deletion or new nomination); ``None``: all."""
 
     event: ClusterEvent
     old: Any = None
     new: Any = None
+    max_priority: int | None = None
 
 
 def objects_as(old: Any, new: Any, kind: type[Any] | tuple[type[Any], ...]) -> tuple[Any, Any]:

@@ -376,7 +376,8 @@ class SchedulingQueue:
     def move_on(self, events: Sequence[Event] | None) -> int:
         """Cluster events happened (``None``: too many to know which, as the wildcard event):
         each moves the parked pods it is worth requeuing (``MoveAllToActiveOrBackoffQueue``:
-        ``isEventOfInterest``, then ``isPodWorthRequeuing`` per pod, in the events' order).
+        ``isEventOfInterest``, the event's ``preCheck`` (its ``max_priority``), then
+        ``isPodWorthRequeuing`` per pod, in the events' order).
         Returns how many moved."""
         if events is None:
             events = [ANY_EVENT]
@@ -388,7 +389,10 @@ class SchedulingQueue:
             if not self._interesting(event.event):
                 continue
             now = self._clock()
+            ceiling = event.max_priority
             for entry in list(self._unschedulable.values()):
+                if ceiling is not None and entry.pod.priority > ceiling:  # the event's preCheck
+                    continue
                 strategy = self._worth(entry, event)
                 if strategy != QUEUE_SKIP:
                     self._requeue(entry, strategy, now)

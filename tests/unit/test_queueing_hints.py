@@ -869,3 +869,44 @@ def test_inter_pod_affinity_hint_matches_namespace_selectors_without_namespace_l
     assert hint(target({"matchLabels": {"tier": "archive"}}), None, added) == SKIP
     assert hint(target({}), None, added) == QUEUE
     assert hint(target({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}), None, added) == QUEUE
+
+
+def test_a_nominated_pods_deletion_or_new_nomination_moves_the_pods_of_at_most_its_priority() -> None:
+    """v1.36.3 eventhandlers.go: a pending pod nominated to a node that is deleted, or whose
+    nomination changes, is ``AssignedPodDelete`` with ``getLEPriorityPreCheck``: the parked pods of
+    at most its priority (which counted it on that node) are asked; higher ones are not."""
+    from app.cluster.cache import Cache
+
+    cache = Cache()
+    clock = Clock()
+    deleted = ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), fit.is_schedulable_after_pod_event)
+    q = _queue(clock, {"NodeResourcesFit": (deleted,)})
+    low, high = pod("low", uid="low", priority=5), pod("high", uid="high", priority=50)
+    q.sync([low, high])
+    for _ in range(2):
+        popped = q.pop()
+        assert popped is not None
+        q.failed(popped.uid, unschedulable=True, plugins=["NodeResourcesFit"])
+
+    def nominated(name: str, node: str) -> PodInfo:
+        doc = {
+            "metadata": {"name": name, "namespace": "ns", "uid": name},
+            "spec": {"priority": 10},
+            "status": {"nominatedNodeName": node} if node else {},
+        }
+        return PodInfo(msgspec.convert(doc, objects.Pod))
+
+    seq = cache.events.event_seq
+    cache.upsert_pod(nominated("preemptor", "n1"))  # nominated: no event
+    cache.upsert_pod(nominated("preemptor", "n2"))  # the nomination moved off n1
+    seq, events = cache.events.events_since(seq)
+    assert events is not None and [(e.event.action, e.max_priority) for e in events] == [(ActionType.DELETE, 10)]
+    assert q.move_on(events) == 1
+    assert q.get("low").where != UNSCHEDULABLE and q.get("high").where == UNSCHEDULABLE  # type: ignore[union-attr]
+    cache.upsert_pod(nominated("other", ""))
+    cache.delete_pod(nominated("other", ""))  # never nominated: no event
+    cache.delete_pod(nominated("preemptor", "n2"))  # a nominated pod deleted
+    _, events = cache.events.events_since(seq)
+    assert events is not None and [(e.event.action, e.max_priority, e.old.name) for e in events] == [
+        (ActionType.DELETE, 10, "preemptor")
+    ]
