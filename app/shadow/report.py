@@ -87,4 +87,33 @@ def render(body: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["render", "report"]
+def render_explained(explanation: dict[str, Any]) -> str:
+    """The shadow attempts of an ``/explain`` answer (verb ``shadow``) as text, one block each:
+    where the pod was bound and by whom, the agreement, the profile's choice, the bound node's
+    rank and the plugin that made the difference; ``""`` when there are none (what ``explain``
+    prints after the other attempts)."""
+    lines: list[str] = []
+    for attempt in explanation.get("attempts", []):
+        if attempt.get("verb") != "shadow":
+            continue
+        o: dict[str, Any] = attempt.get("outcome", {})
+        lines += [
+            "",
+            f"{attempt.get('time')}  shadow of {o.get('schedulerName', '?')}'s bind  profile {attempt.get('profile')}",
+        ]
+        lines.append(f"  bound to {o.get('boundNode')}: {o.get('agreement')}")
+        if o.get("chosenNode"):
+            lines.append(f"  would choose {o['chosenNode']} (TotalScore {o.get('chosenTotal')})")
+        if o.get("rank"):
+            feasible, total = o.get("feasibleNodes"), o.get("boundTotal")
+            lines.append(f"  bound node ranked {o['rank']} of {feasible} feasible (TotalScore {total})")
+        if o.get("agreement") == INFEASIBLE:
+            lines.append(f"  rejected by {o.get('rejectedBy') or '-'}: {o.get('rejectedReason', '')}")
+        elif o.get("agreement") == FEASIBLE:
+            lines.append(f"  difference: {o.get('difference')} {o.get('differenceScore', 0):+d}")
+        if o.get("error"):
+            lines.append(f"  error: {o['error']}")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+__all__ = ["render", "render_explained", "report"]

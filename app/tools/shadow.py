@@ -1,8 +1,10 @@
 """``shadow --config F``: the shadow scheduler (:mod:`app.shadow`) as a process. It connects the
 cluster state read-only (a :class:`~app.shadow.readonly.ReadOnlyClient`: list, watch, get; no
-re-queue assistance, no Lease follower, no Events), follows the binds of ``--scheduler-name``
-(default ``default-scheduler``), runs ``--profile``'s cycle for each (default: the first profile)
-and serves, on ``server.host``/``server.port``, the usual ``/healthz``, ``/readyz``, ``/metrics``
+re-queue assistance, no Lease follower, no Events), follows the binds of each ``--scheduler-name``
+(default ``default-scheduler``), runs ``--profile``'s cycle for each (default: the first profile;
+a profile with a ``schedulerName``, any name but kube-scheduler's, starts from kube-scheduler's
+default plugins; the shadow schedules nothing under that name) and serves, on
+``server.host``/``server.port``, the usual ``/healthz``, ``/readyz``, ``/metrics``
 (``scheduler_shadow_decisions_total``), ``/explain/{namespace}/{name}`` (the shadow record as an
 attempt of verb ``shadow``) and ``GET /shadow``: the records kept and the counts since start
 (what ``shadow-report --url`` reads). No leader election: every replica shadows on its own, and
