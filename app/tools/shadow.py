@@ -87,8 +87,10 @@ def shadow_command(args: argparse.Namespace) -> int:
 
     async def shadow_records() -> dict[str, Any]:
         """The shadow scheduler's records kept (oldest first), its counts since start (profile ->
-        agreement -> binds), the binds it skipped and the binds queued (``pending``)."""
-        return records.snapshot() | {"pending": shadow.pending, "schedulers": list(schedulers)}
+        agreement -> binds), the binds it skipped, the binds queued (``pending``) and the writes its
+        client refused (``refusedWrites``: none is ever tried)."""
+        extra = {"pending": shadow.pending, "schedulers": list(schedulers), "refusedWrites": client.refused}
+        return records.snapshot() | extra
 
     cast("FastAPI", app.fastapi).add_api_route("/shadow", shadow_records, methods=["GET"], tags=["diagnostics"])
     if config.server.metrics_listener is not None:

@@ -135,6 +135,7 @@ def test_shadow_reports_agreement_exactly_and_writes_nothing(api: FakeAPIServer,
             bind(api, name, target)
             wait_for(lambda n=i + 1: len(shadow.records()) == n, 20, f"the shadow record of {name}")
         records = {r["name"]: r for r in shadow.records()}
+        assert httpx.get(f"{shadow.url}/shadow").json()["refusedWrites"] == 0
         assert set(records) == {b[0] for b in BINDS}
         agreement = {n: r["agreement"] for n, r in records.items()}
         assert agreement == {
