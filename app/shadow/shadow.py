@@ -83,13 +83,18 @@ class Shadow(ThreadWorker):
             self.records.skip("behind")
 
     def run(self) -> None:
-        """Run the queued cycles in order until stopped."""
+        """Run the queued cycles in order until stopped; a cycle that raises is logged and counted
+        (``skipped``: ``failed``), and the next one runs."""
         while not self.stopping.is_set():
             try:
                 pod, node, snapshot = self._queue.get(timeout=0.1)
             except queue.Empty:
                 continue
-            self.shadow(pod, node, snapshot)
+            try:
+                self.shadow(pod, node, snapshot)
+            except Exception:
+                log.exception("shadow of %s/%s failed", pod.namespace, pod.name)
+                self.records.skip("failed")
 
     def shadow(self, pod: PodInfo, node: str, snapshot: Snapshot) -> None:
         """One bind: the cycle, its record and decision."""
