@@ -1,10 +1,13 @@
-"""Command line: ``python -m app serve | schedule | replay | validate | schemas | render | certs |
-explain | check-scheduler-config | reference`` (console script ``scheduler-extender``): argument
+"""Command line: ``python -m app serve | schedule | shadow | replay | validate | schemas | render |
+certs | explain | shadow-report | check-scheduler-config | reference`` (console script ``scheduler-extender``): argument
 parsing and dispatch only; each command's body is in the layer it belongs to
 (:mod:`app.bootstrap.serve` for ``serve``/``schedule``, :mod:`app.tools` for the others), imported
 when the command runs.
 
 - ``serve [--config F] [--host H] [--port P]``: run the service (embedded default without --config).
+- ``shadow --config F [--profile P] [--scheduler-name N]``: run a profile beside another scheduler,
+  read-only, and record what it would have done for each pod that scheduler binds
+  (:mod:`app.tools.shadow`); ``shadow-report (--url U | --file F)`` reports the agreement.
 - ``replay [--config F] [--profile P] [--verb V] BODY.json``: run a recorded request body through a
   profile offline and print a per-node table of verdicts, reasons and scores.
 - ``validate F [--host H] [--port P]``: check a configuration file as ``serve`` would (every check
@@ -52,6 +55,18 @@ def _schedule(args: argparse.Namespace) -> int:
     from app.bootstrap.serve import schedule_command
 
     return schedule_command(args)
+
+
+def _shadow(args: argparse.Namespace) -> int:
+    from app.tools.shadow import shadow_command
+
+    return shadow_command(args)
+
+
+def _shadow_report(args: argparse.Namespace) -> int:
+    from app.tools.shadow_report import shadow_report
+
+    return shadow_report(args)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -179,6 +194,59 @@ def _add_schedule(sub: Subparsers) -> None:
     sched.add_argument("--host", help="listen address for health, metrics and explain (overrides server.host)")
     sched.add_argument("--port", type=_port, help="listen port, 0..65535 (overrides server.port)")
     sched.set_defaults(func=_schedule)
+
+
+def _add_shadow(sub: Subparsers) -> None:
+    shadow = _command(
+        sub,
+        "shadow",
+        "run a profile beside another scheduler, read-only, and record what it would have done",
+        "Follow the pods another scheduler binds (spec.schedulerName default-scheduler, or each "
+        "--scheduler-name) and, for each bind, run the profile's scheduling cycle (PreFilter, Filter on every "
+        "node, PreScore, Score of every feasible node) on the cluster state as it was just before that bind. "
+        "Each record says whether the bound node is the profile's best (same), feasible but ranked lower "
+        "(feasible) or rejected (infeasible), and why. Nothing is written to the cluster (no Binding, "
+        "status, Event or Lease; no leader election). Serves /metrics (scheduler_shadow_decisions_total), "
+        "/explain and GET /shadow (the records). Exits 0 once SIGTERM or SIGINT stopped it, 1 when it refuses "
+        "to start.",
+        [
+            "shadow --config examples/cluster.yaml --port 8890",
+            "shadow --config shadow.yaml --profile default --scheduler-name default-scheduler --record shadow.jsonl",
+        ],
+    )
+    shadow.add_argument("--config", required=True, help="configuration file with a cluster: section")
+    shadow.add_argument("--profile", help="the profile to run (default: the first profile)")
+    shadow.add_argument(
+        "--scheduler-name",
+        action="append",
+        help="follow the binds of the pods with this spec.schedulerName; repeatable (default: default-scheduler)",
+    )
+    shadow.add_argument("--record", help="also append each record to this file as a JSON line")
+    shadow.add_argument(
+        "--max-records", type=int, default=10_000, help="records kept in memory for /shadow (default 10000)"
+    )
+    shadow.add_argument("--host", help="listen address for metrics, explain and /shadow (overrides server.host)")
+    shadow.add_argument("--port", type=_port, help="listen port, 0..65535 (overrides server.port)")
+    shadow.set_defaults(func=_shadow)
+
+
+def _add_shadow_report(sub: Subparsers) -> None:
+    rep = _command(
+        sub,
+        "shadow-report",
+        "the shadow scheduler's agreement with the scheduler it follows, and its disagreements",
+        "Read the shadow scheduler's records, from a running shadow (--url: GET /shadow, the records it keeps) "
+        "or from the file shadow --record wrote (--file), and print the agreement rate (same / shadowed binds) "
+        "and each pod on which the profile disagreed: the bound and the chosen node, their TotalScore, the "
+        "bound node's rank and the plugin that made the difference (the largest weighted score difference, or "
+        "the plugin that rejected the bound node). Exit 1 when the records cannot be read.",
+        ["shadow-report --url http://127.0.0.1:8890", "shadow-report --file shadow.jsonl --json"],
+    )
+    source = rep.add_mutually_exclusive_group(required=True)
+    source.add_argument("--url", help="a running shadow scheduler, e.g. http://127.0.0.1:8890")
+    source.add_argument("--file", help="the JSON lines shadow --record wrote")
+    rep.add_argument("--json", action="store_true", help="print the report as JSON")
+    rep.set_defaults(func=_shadow_report)
 
 
 def _add_replay(sub: Subparsers) -> None:
@@ -393,12 +461,14 @@ def _add_reference(sub: Subparsers) -> None:
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_serve,
     _add_schedule,
+    _add_shadow,
     _add_replay,
     _add_validate,
     _add_schemas,
     _add_render,
     _add_certs,
     _add_explain,
+    _add_shadow_report,
     _add_check_scheduler_config,
     _add_reference,
 )

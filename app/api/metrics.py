@@ -418,3 +418,36 @@ class ClusterCollector(Collector):
             takeovers.add_metric([report.lease], report.takeovers)
         yield leader
         yield takeovers
+
+
+# -- the shadow scheduler (python -m app shadow, app.shadow) ------------------------------------------
+
+
+#: ``scheduler_shadow_decisions_total``'s ``agreement`` values (:mod:`app.shadow.record`)
+SHADOW_AGREEMENTS = ("same", "feasible", "infeasible")
+
+
+class ShadowMetrics:
+    """The shadow scheduler's collectors, in ``registry`` (the app's :attr:`Metrics.registry`):
+
+    - ``scheduler_shadow_decisions_total{profile,agreement}``: binds of the followed scheduler the
+      profile was run for, by ``agreement``: ``same`` (the bound node is among the profile's best
+      by ``TotalScore``), ``feasible`` (feasible, ranked lower), ``infeasible`` (the profile
+      rejects it); every pair of the configured profiles is exported from the start, at 0.
+    """
+
+    def __init__(self, registry: CollectorRegistry, profiles: Iterable[str]) -> None:
+        self.decisions = Counter(
+            "scheduler_shadow_decisions",
+            "Binds of the followed scheduler shadowed by a profile, by agreement (same, feasible, infeasible).",
+            ["profile", "agreement"],
+            registry=registry,
+        )
+        for profile in profiles:
+            for agreement in SHADOW_AGREEMENTS:
+                self.decisions.labels(profile, agreement)
+
+    def shadowed(self, profile: str, agreement: str) -> None:
+        """One shadow record (an ``error`` one is not counted)."""
+        if agreement in SHADOW_AGREEMENTS:
+            self.decisions.labels(profile, agreement).inc()

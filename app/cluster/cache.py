@@ -112,6 +112,9 @@ class Cache:
         #: :class:`~app.cluster.namespaces.NamespaceStore`); every Snapshot reads through it
         self.namespace_labels: NamespaceLabels | None = None
         self.add_index(PodIndex(NOMINATED, _nominated_node))
+        #: told ``(pending, bound)`` when the watch shows a known pending pod bound, before the
+        #: cache counts it on its node (the shadow scheduler, :mod:`app.shadow`); ``None``: off
+        self.before_bind: Callable[[PodInfo, PodInfo], None] | None = None
 
     # -- registration (before the reflectors start) ------------------------------------------------
 
@@ -271,6 +274,10 @@ class Cache:
         if pod.phase in TERMINAL_PHASES:
             self.delete_pod(pod)
             return
+        if self.before_bind is not None and pod.node_name:
+            prior = self._pods.get(pod.uid)  # only the pod reflector's thread writes pods
+            if prior is not None and not prior.node_name:
+                self.before_bind(prior, pod)  # outside the lock: it may take a snapshot
         with self._lock:
             prior = self._pods.get(pod.uid)
             if pod.node_name:

@@ -352,3 +352,31 @@ UPSTREAM_SCHEDULER_RULES: frozenset[tuple[str, str, str]] = frozenset(
     for r in resources
     for v in verbs
 )
+
+
+# -- the shadow scheduler (render --target shadow): reads only -------------------------------------
+
+#: ``python -m app shadow``: no verb served to kube-scheduler, nothing scheduled
+SHADOW = Mode(schedule=False, served=False)
+
+
+def shadow_grants(config: Configuration, registry: Registry) -> list[Grant]:
+    """The shadow scheduler's rules (:mod:`app.shadow`): what its cluster state lists and watches
+    for ``config`` (nodes, pods, the kinds the plugins' needs name), each rule cut down to ``get``,
+    ``list`` and ``watch``: no Binding, no ``pods/status``, no Event, no Lease, no update of a
+    volume or claim (its client refuses every other call: :class:`~app.shadow.readonly.ReadOnlyClient`)."""
+    out = []
+    for g in cluster_grants(config, registry, SHADOW):
+        verbs = tuple(v for v in g.verbs if v in READ)
+        if verbs:
+            out.append(Grant(g.api_groups, g.resources, verbs, g.why, g.resource_names, g.namespace))
+    return out
+
+
+def shadow_roles(config: Configuration, registry: Registry, name: str, subject: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shadow scheduler's ClusterRole ``name`` (:func:`shadow_grants`) and its
+    ClusterRoleBinding to ``subject``; no Role (it holds no Lease)."""
+    return [
+        role("ClusterRole", name, shadow_grants(config, registry)),
+        binding("ClusterRoleBinding", name, "ClusterRole", name, subject),
+    ]

@@ -88,10 +88,12 @@ TARGET_FILES = {name: module.FILES for name, module in MODULES.items()}
 
 def every_target(config: Configuration) -> tuple[str, ...]:
     """``--target all``: every install mode ``config`` can deploy (:data:`TARGETS`; ``standalone``
-    only when a profile sets ``schedulerName``)."""
+    only when a profile sets ``schedulerName``; never ``shadow``, a trial beside kube-scheduler
+    rather than an install mode: ``--target shadow`` alone)."""
+    modes = tuple(t for t in TARGETS if t != "shadow")
     if any(p.scheduler_name for p in config.profiles):
-        return TARGETS
-    return tuple(t for t in TARGETS if t != "standalone")
+        return modes
+    return tuple(t for t in modes if t != "standalone")
 
 
 def default_targets(config: Configuration) -> tuple[tuple[str, ...], str]:

@@ -11,6 +11,7 @@ a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it 
     ├── ObjectDecodeError      app.framework.types: an object in a request does not decode (also ValueError)
     │   └── DecodeError        app.extender.codec: a request body is not the verb's type (HTTP 400)
     ├── APIError               app.kube.errors: an API server request failed
+    │   └── ReadOnlyError      app.shadow.readonly: a call the shadow scheduler refused, not sent
     ├── KubeConfigError        app.kube.errors: no usable credentials (also RuntimeError)
     ├── RenderError            app.deploy.render: a configuration that would deploy broken
     ├── CertsError             app.deploy.certs: certificates that cannot be written
@@ -25,8 +26,7 @@ a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it 
     ├── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
     └── AllocationError        app.plugins.dynamicresources.structured: invalid allocation input (ValueError)
 
-Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch
-the builtin.
+Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch it.
 """
 
 from __future__ import annotations

@@ -45,7 +45,9 @@ def explain(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(response.json(), option=orjson.OPT_INDENT_2).decode())
     else:
-        print(render(response.json(), top=args.top), end="")
+        from app.shadow.report import render_explained
+
+        print(render(response.json(), top=args.top) + render_explained(response.json()), end="")
     return 0
 
 

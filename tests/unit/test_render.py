@@ -513,6 +513,15 @@ def test_each_target_renders_only_its_declared_files_and_all_of_them_make_the_wh
             with pytest.raises(RenderError, match="--target standalone: no profile sets schedulerName"):
                 render(config, registry, RenderOptions(), "test", [target])
             continue
+        if target == "shadow":  # a trial beside kube-scheduler, not an install mode: never in --target all
+            if config.cluster is None:
+                with pytest.raises(RenderError, match="--target shadow: the shadow scheduler reads the cluster state"):
+                    render(config, registry, RenderOptions(), "test", [target])
+                continue
+            files = render(config, registry, RenderOptions(), "test", [target])
+            assert files and [n for n in files if not declared(target, n)] == []
+            assert not files.keys() & set(everything)
+            continue
         files = render(config, registry, RenderOptions(), "test", [target])
         assert files, target
         assert [n for n in files if not declared(target, n)] == [], target
