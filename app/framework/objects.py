@@ -257,6 +257,13 @@ class Present(msgspec.Struct, frozen=True, gc=False):
     ``vsphereVolume``): its fields are skipped by the decoder."""
 
 
+class CSIVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.CSIVolumeSource`` (an inline CSI volume) cut to its driver, which VolumeBinding's
+    queueing hint reads (``isSchedulableAfterCSIDriverChange``)."""
+
+    driver: str | None = None
+
+
 class GCEPersistentDiskVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.GCEPersistentDiskVolumeSource``."""
 
@@ -323,7 +330,8 @@ class PortworxVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=False
 class Volume(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """A ``v1.Volume`` cut to the sources the volume plugins read: a claim (``persistentVolumeClaim``,
     or ``ephemeral``, whose claim is named ``<pod>-<volume>``) and the in-tree disks whose
-    conflicts and attach limits kube-scheduler checks or translates to CSI."""
+    conflicts and attach limits kube-scheduler checks or translates to CSI, and an inline ``csi``
+    volume's driver."""
 
     name: str | None = None
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
@@ -337,6 +345,7 @@ class Volume(msgspec.Struct, rename="camel", frozen=True, gc=False):
     iscsi: ISCSIVolumeSource | None = None
     portworx_volume: PortworxVolumeSource | None = None
     vsphere_volume: Present | None = None
+    csi: CSIVolumeSource | None = None
 
     def relevant(self) -> bool:
         """Whether a volume plugin reads this volume (else a pod record does not keep it)."""
@@ -354,6 +363,7 @@ class Volume(msgspec.Struct, rename="camel", frozen=True, gc=False):
                 self.iscsi,
                 self.portworx_volume,
                 self.vsphere_volume,
+                self.csi,
             )
         )
 

@@ -254,6 +254,28 @@ class CSIStorageCapacity(StorageObject, frozen=True, gc=False):
     maximum_volume_size: objects.QuantityValue | None = None
 
 
+class VolumeAttachmentSource(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``storagev1.VolumeAttachmentSource`` cut to the volume's name."""
+
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``storagev1.VolumeAttachmentSpec``: the attacher (a CSI driver's name), the node and the
+    volume."""
+
+    attacher: str | None = None
+    node_name: str | None = None
+    source: VolumeAttachmentSource | None = None
+
+
+class VolumeAttachment(StorageObject, frozen=True, gc=False):
+    """A ``storage.k8s.io/v1`` VolumeAttachment (the object NodeVolumeLimits' queueing hint
+    ``isSchedulableAfterVolumeAttachmentDeleted`` judges; the cluster state does not watch them)."""
+
+    spec: VolumeAttachmentSpec | None = None
+
+
 def claim_class(pvc: PersistentVolumeClaim) -> str:
     """``GetPersistentVolumeClaimClass`` (k8s.io/component-helpers/storage/volume): the beta
     annotation first, then ``spec.storageClassName``; ``""`` when the claim names no class."""
@@ -385,6 +407,9 @@ __all__ = [
     "StorageObject",
     "TopologySelectorLabelRequirement",
     "TopologySelectorTerm",
+    "VolumeAttachment",
+    "VolumeAttachmentSource",
+    "VolumeAttachmentSpec",
     "VolumeLister",
     "VolumeNodeAffinity",
     "VolumeNodeResources",

@@ -3,15 +3,19 @@
 ``scheduling/corev1``) and ``pkg/apis/core/v1/helper`` (``MatchTopologySelectorTerms``,
 ``ContainsAccessMode``): which claim a pod volume uses, volume node affinity, access and volume
 modes, ``FindMatchingVolume``, and the lister errors' messages (``persistentvolumeclaim "x" not
-found``, as client-go's listers word them).
+found``, as client-go's listers word them). For the plugins' queueing hints
+(pkg/scheduler/util/utils.go ``As``): the event's objects checked (:func:`changed_object`,
+:func:`deleted_object`) and whether a claim is one the pod uses (:func:`is_claim_of_pod`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from decimal import Decimal
+from typing import TypeVar
 
 from app.framework import objects
+from app.framework.events import objects_as
 from app.framework.handle import ClusterHandle, ClusterNeeds, Handle
 from app.framework.labels import label_selector_matches, node_selector_matches
 from app.framework.resources import QuantityError, parse_quantity
@@ -26,6 +30,8 @@ from app.framework.volumes import (
     claim_class,
     volume_class,
 )
+
+_T = TypeVar("_T")
 
 #: ``v1.ResourceStorage``
 STORAGE = "storage"
@@ -74,6 +80,35 @@ def volume_is_for_pod(pod: PodInfo, pvc: PersistentVolumeClaim) -> str:
         if ref.controller and ref.uid == pod.uid:
             return ""
     return f"PVC {pvc.namespace}/{pvc.name} was not created for pod {pod.namespace}/{pod.name} (pod is not owner)"
+
+
+def changed_object(old: object, new: object, kind: type[_T]) -> tuple[_T | None, _T]:
+    """``util.As[T](oldObj, newObj)`` for an Add or an Update: ``(old, new)``, each a ``kind``
+    (``old`` ``None`` for an Add). Raises ``TypeError`` for another type or no ``new`` (a relist's
+    event carries no object: the queue counts the error as ``Queue``)."""
+    original, modified = objects_as(old, new, kind)
+    if modified is None:
+        raise TypeError(f"no new {kind.__name__}")
+    return original, modified
+
+
+def deleted_object(old: object, new: object, kind: type[_T]) -> _T:
+    """``util.As[T](oldObj, newObj)`` for a Delete: the deleted ``kind``. Raises ``TypeError``
+    for another type or no object (as :func:`changed_object`)."""
+    deleted, _ = objects_as(old, new, kind)
+    if deleted is None:
+        raise TypeError(f"no deleted {kind.__name__}")
+    found: _T = deleted
+    return found
+
+
+def is_claim_of_pod(pvc: PersistentVolumeClaim, pod: PodInfo, ephemeral: bool) -> bool:
+    """Whether ``pvc`` is in the pod's namespace and named by one of its ``persistentVolumeClaim``
+    volumes (with ``ephemeral``, also its generic ephemeral volumes' claims,
+    ``ephemeral.VolumeClaimName``): the test of the hints on a claim's Add or Update."""
+    if pvc.namespace != pod.namespace:
+        return False
+    return any(name == pvc.name for _, name, is_ephemeral in pod_claims(pod) if ephemeral or not is_ephemeral)
 
 
 def quantity(value: objects.QuantityValue | None) -> Decimal:
@@ -223,12 +258,15 @@ def match_topology_selector_terms(terms: Sequence[TopologySelectorTerm] | None, 
 
 __all__ = [
     "STORAGE",
+    "changed_object",
     "check_access_modes",
     "check_node_affinity",
     "check_volume_mode_mismatches",
     "claim_not_found",
     "contains_access_mode",
+    "deleted_object",
     "find_matching_volume",
+    "is_claim_of_pod",
     "is_volume_bound_to_claim",
     "match_topology_selector_terms",
     "pod_claims",

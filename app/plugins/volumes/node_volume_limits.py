@@ -39,22 +39,14 @@ from dataclasses import dataclass
 
 from app.framework import objects, signers
 from app.framework.errors import SchedulerExtenderError
-from app.framework.events import (
-    CSI_NODE,
-    NODE,
-    PERSISTENT_VOLUME_CLAIM,
-    POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    with_hints,
-)
+from app.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint, with_hints
 from app.framework.handle import Handle
 from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
 from app.framework.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, claim_class
+from app.plugins.volumes.csi_hints import EVENTS as CSI_EVENTS
 from app.plugins.volumes.helpers import claim_not_found, needs_volumes, volume_claim, volume_cluster, volume_is_for_pod
 from app.plugins.volumes.translation import (
     AWS_EBS,
@@ -89,11 +81,6 @@ EBS_NITRO_INSTANCE_TYPES = re.compile(r"^[cmr]5.*|t3|z1d")
 LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_STABLE = "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type"
 
 _MAX_COUNT = Status(Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,))
-_CSI_EVENTS = (
-    ClusterEvent(CSI_NODE, ActionType.ADD),
-    ClusterEvent(POD, ActionType.DELETE),
-    ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
-)
 _NON_CSI_EVENTS = (ClusterEvent(NODE, ActionType.ADD), ClusterEvent(POD, ActionType.DELETE))
 
 
@@ -276,10 +263,10 @@ class CSILimits:
         return provisioner, handle
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """``EventsToRegister``, v1.30's events without hint functions (every matching event
-        queues; v1.36.3's hints for this plugin are not ported yet): CSINode Add, Pod Delete,
-        PersistentVolumeClaim Add."""
-        return with_hints(_CSI_EVENTS)
+        """``EventsToRegister`` (v1.36.3 csi.go; :mod:`app.plugins.volumes.csi_hints`): CSINode
+        Add (no hint) and Update, Pod Delete, PersistentVolumeClaim Add, VolumeAttachment Delete
+        (never recorded: VolumeAttachments are not watched), each with its hint."""
+        return CSI_EVENTS
 
 
 def _translated(pv: PersistentVolume, csi_node: CSINode | None) -> PersistentVolume | None:
@@ -470,8 +457,8 @@ class NonCSILimits:
         return sc is not None and sc.provisioner == self.volume_filter.plugin
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """``EventsToRegister``, v1.30's events without hint functions (every matching event
-        queues; v1.36.3's hints for this plugin are not ported yet): Node Add, Pod Delete."""
+        """``EventsToRegister`` as v1.30's ``nonCSILimits`` (the in-tree limits are gone from
+        v1.36.3, which has no hints for them): Node Add, Pod Delete, without hints."""
         return with_hints(_NON_CSI_EVENTS)
 
 

@@ -47,23 +47,44 @@ from app.framework.events import (
     NODE,
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
+    QUEUE,
     STORAGE_CLASS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    with_hints,
+    QueueingHint,
+    objects_as,
 )
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
+from app.framework.resources import quantity_value
 from app.framework.scores import MAX_NODE_SCORE
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
-from app.framework.volumes import CLAIM_LOST, VolumeLister
+from app.framework.volumes import (
+    CLAIM_LOST,
+    MIGRATED_PLUGINS_ANNOTATION,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolumeClaim,
+    StorageClass,
+    TopologySelectorTerm,
+    VolumeLister,
+)
 from app.plugins.noderesources.fit import UtilizationShapePoint
 from app.plugins.noderesources.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
 from app.plugins.volumes.binder import BinderError, PodVolumeClaims, PodVolumes, VolumeBinder
-from app.plugins.volumes.helpers import claim_not_found, pod_claims, volume_cluster, volume_is_for_pod
+from app.plugins.volumes.helpers import (
+    changed_object,
+    claim_not_found,
+    is_claim_of_pod,
+    pod_claims,
+    volume_cluster,
+    volume_is_for_pod,
+)
 
 NAME = "VolumeBinding"
 #: upstream's ``stateKey`` (the plugin's name)
@@ -77,16 +98,6 @@ VOLUME_CAPACITY_PRIORITY = False
 MAX_UTILIZATION = 100
 #: the reason of an unbound immediate claim (PreFilter)
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-
-_EVENTS = (
-    ClusterEvent(STORAGE_CLASS, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
-    ClusterEvent(CSI_NODE, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(CSI_DRIVER, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
-)
 
 
 class VolumeBindingArgs(PluginArgs):
@@ -186,6 +197,103 @@ def _state(state: CycleState) -> StateData | None:
 
 #: upstream's ``CycleState.Read`` error (``framework.ErrNotFound``)
 _NOT_FOUND = "not found"
+
+
+# -- queueing hints (v1.36.3 volume_binding.go) --------------------------------------------------------
+
+
+def is_schedulable_after_csi_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterCSINodeChange``: ``Queue`` for a new CSINode (or a relist's event) and
+    for a change of its ``storage.alpha.kubernetes.io/migrated-plugins`` annotation."""
+    if old is None:
+        return QUEUE
+    original, modified = changed_object(old, new, CSINode)
+    assert original is not None
+    key = MIGRATED_PLUGINS_ANNOTATION
+    return QUEUE if original.annotations.get(key, "") != modified.annotations.get(key, "") else QUEUE_SKIP
+
+
+def is_schedulable_after_persistent_volume_claim_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeClaimChange``: ``Queue`` when the added or updated
+    claim is one of the pod's (a ``persistentVolumeClaim`` or generic ephemeral volume's)."""
+    _, pvc = changed_object(old, new, PersistentVolumeClaim)
+    return QUEUE if is_claim_of_pod(pvc, pod, ephemeral=True) else QUEUE_SKIP
+
+
+def _topologies(terms: Sequence[TopologySelectorTerm] | None) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], ...]:
+    """``allowedTopologies`` for ``apiequality.Semantic.DeepEqual`` (an empty list equals none)."""
+    return tuple(
+        tuple((r.key or "", tuple(r.values or ())) for r in term.match_label_expressions or ()) for term in terms or ()
+    )
+
+
+def is_schedulable_after_storage_class_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterStorageClassChange``: ``Queue`` for a new class and for a change of
+    ``allowedTopologies`` (``volumeBindingMode`` is immutable)."""
+    original, modified = objects_as(old, new, StorageClass)
+    if original is None:
+        return QUEUE
+    if modified is None:
+        raise TypeError("no new StorageClass")
+    return QUEUE if _topologies(original.allowed_topologies) != _topologies(modified.allowed_topologies) else QUEUE_SKIP
+
+
+def volume_limit(capacity: CSIStorageCapacity) -> int | None:
+    """``volumeLimit`` (binder.go) as ``Quantity.Value()``: ``maximumVolumeSize``, else
+    ``capacity`` (bytes, rounded up); ``None`` when neither is set."""
+    limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+    return None if limit is None else quantity_value(limit)
+
+
+def is_schedulable_after_csi_storage_capacity_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterCSIStorageCapacityChange``: ``Queue`` for a new capacity and for a
+    volume limit (:func:`volume_limit`) set or raised."""
+    original, modified = objects_as(old, new, CSIStorageCapacity)
+    if original is None:
+        return QUEUE
+    if modified is None:
+        raise TypeError("no new CSIStorageCapacity")
+    old_limit, new_limit = volume_limit(original), volume_limit(modified)
+    return QUEUE if new_limit is not None and (old_limit is None or new_limit > old_limit) else QUEUE_SKIP
+
+
+def is_schedulable_after_csi_driver_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterCSIDriverChange``: ``Queue`` when the pod has an inline ``csi`` volume
+    of the updated driver and the update turned ``storageCapacity`` off. Registered for Update
+    only: an event without both objects (a relist's) raises (``Queue``)."""
+    original, modified = objects_as(old, new, CSIDriver)
+    if original is None or modified is None:
+        raise TypeError("a CSIDriver update needs its old and new object")
+    was = original.spec is not None and original.spec.storage_capacity is True
+    now = modified.spec is not None and modified.spec.storage_capacity is True
+    for volume in pod.volumes:
+        if volume.csi is None or (volume.csi.driver or "") != modified.name:
+            continue
+        if was and not now:
+            return QUEUE
+    return QUEUE_SKIP
+
+
+#: ``EventsToRegister`` (v1.36.3, queueing hints on: Node without UpdateNodeTaint)
+EVENTS = (
+    ClusterEventWithHint(
+        ClusterEvent(STORAGE_CLASS, ActionType.ADD | ActionType.UPDATE), is_schedulable_after_storage_class_change
+    ),
+    ClusterEventWithHint(
+        ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
+        is_schedulable_after_persistent_volume_claim_change,
+    ),
+    ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE)),
+    ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+    ClusterEventWithHint(
+        ClusterEvent(CSI_NODE, ActionType.ADD | ActionType.UPDATE), is_schedulable_after_csi_node_change
+    ),
+    ClusterEventWithHint(ClusterEvent(CSI_DRIVER, ActionType.UPDATE), is_schedulable_after_csi_driver_change),
+    ClusterEventWithHint(
+        ClusterEvent(CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
+        is_schedulable_after_csi_storage_capacity_change,
+    ),
+)
 
 
 class VolumeBinding:
@@ -341,11 +449,14 @@ class VolumeBinding:
         return SUCCESS
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """``EventsToRegister``, v1.30's events without hint functions (every matching event
-        queues; v1.36.3's hints for this plugin are not ported yet): StorageClass, PersistentVolumeClaim
-        and PersistentVolume Add|Update, Node Add|UpdateNodeLabel|UpdateNodeTaint, CSINode,
-        CSIDriver and CSIStorageCapacity Add|Update."""
-        return with_hints(_EVENTS)
+        """``EventsToRegister`` (v1.36.3, :data:`EVENTS`): StorageClass Add|Update
+        (:func:`is_schedulable_after_storage_class_change`), PersistentVolumeClaim Add|Update
+        (:func:`is_schedulable_after_persistent_volume_claim_change`), PersistentVolume Add|Update
+        and Node Add|UpdateNodeLabel (no hint), CSINode Add|Update
+        (:func:`is_schedulable_after_csi_node_change`), CSIDriver Update
+        (:func:`is_schedulable_after_csi_driver_change`), CSIStorageCapacity Add|Update
+        (:func:`is_schedulable_after_csi_storage_capacity_change`)."""
+        return EVENTS
 
 
 PLUGIN = PluginEntry(
@@ -359,6 +470,7 @@ PLUGIN = PluginEntry(
 
 __all__ = [
     "DEFAULT_BIND_TIMEOUT_SECONDS",
+    "EVENTS",
     "NAME",
     "PLUGIN",
     "STATE_KEY",
@@ -367,6 +479,12 @@ __all__ = [
     "VolumeBindingArgs",
     "VolumeCapacityScorer",
     "build_scorer",
+    "is_schedulable_after_csi_driver_change",
+    "is_schedulable_after_csi_node_change",
+    "is_schedulable_after_csi_storage_capacity_change",
+    "is_schedulable_after_persistent_volume_claim_change",
+    "is_schedulable_after_storage_class_change",
     "pod_has_pvcs",
     "validate_shape",
+    "volume_limit",
 ]

@@ -31,18 +31,28 @@ from app.framework.events import (
     NODE,
     PERSISTENT_VOLUME_CLAIM,
     POD,
+    QUEUE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    with_hints,
+    QueueingHint,
 )
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.handle import Handle
 from app.framework.interfaces import PreFilterStateExtensions, SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo, PreFilterResult
-from app.framework.volumes import READ_WRITE_ONCE_POD, VolumeLister
-from app.plugins.volumes.helpers import claim_not_found, contains_access_mode, needs_volumes, volume_cluster
+from app.framework.volumes import READ_WRITE_ONCE_POD, PersistentVolumeClaim, VolumeLister
+from app.plugins.volumes.helpers import (
+    changed_object,
+    claim_not_found,
+    contains_access_mode,
+    deleted_object,
+    is_claim_of_pod,
+    needs_volumes,
+    volume_cluster,
+)
 
 NAME = "VolumeRestrictions"
 #: upstream's ``preFilterStateKey``
@@ -184,6 +194,45 @@ def read_write_once_pod_pvcs(volumes: VolumeLister, pod: PodInfo) -> tuple[froze
     return frozenset(names), ""
 
 
+# -- queueing hints (v1.36.3 volume_restrictions.go) -------------------------------------------------------
+
+
+def _claim_names(pod: PodInfo) -> set[str]:
+    return {v.persistent_volume_claim.claim_name or "" for v in pod.volumes if v.persistent_volume_claim is not None}
+
+
+def is_schedulable_after_pod_deleted(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodDeleted``: ``Queue`` when the deleted pod, of the pod's namespace,
+    had a disk one of the pod's volumes conflicts with (:func:`satisfy_volume_conflicts` against
+    it alone) or a ``persistentVolumeClaim`` volume of a claim the pod uses (a ``ReadWriteOncePod``
+    claim may be free now; the access mode is not read, as upstream)."""
+    deleted = deleted_object(old, new, PodInfo)
+    if deleted.namespace != pod.namespace:
+        return QUEUE_SKIP
+    for volume in pod.volumes:
+        if needs_restrictions_check(volume) and is_volume_conflict(volume, deleted):
+            return QUEUE
+    claims = _claim_names(pod)
+    return QUEUE if claims & _claim_names(deleted) else QUEUE_SKIP
+
+
+def is_schedulable_after_persistent_volume_claim_added(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeClaimAdded``: ``Queue`` when the new claim is one a
+    ``persistentVolumeClaim`` volume of the pod names, in its namespace."""
+    _, pvc = changed_object(old, new, PersistentVolumeClaim)
+    return QUEUE if is_claim_of_pod(pvc, pod, ephemeral=False) else QUEUE_SKIP
+
+
+#: ``EventsToRegister`` (v1.36.3, queueing hints on: Node Add only)
+EVENTS = (
+    ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), is_schedulable_after_pod_deleted),
+    ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+    ClusterEventWithHint(
+        ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD), is_schedulable_after_persistent_volume_claim_added
+    ),
+)
+
+
 class VolumeRestrictions(PreFilterStateExtensions):
     """PreFilter (with its extensions ``AddPod``/``RemovePod``) + Filter (see the module doc).
     Takes no args."""
@@ -231,10 +280,10 @@ class VolumeRestrictions(PreFilterStateExtensions):
         return _RWOP_CONFLICT if pre.conflicting_pvc_ref_count > 0 else SUCCESS
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """``EventsToRegister``, v1.30's events without hint functions (every matching event
-        queues; v1.36.3's hints for this plugin are not ported yet): Pod Delete, Node
-        Add|UpdateNodeTaint|UpdateNodeLabel, PersistentVolumeClaim Add."""
-        return with_hints(_EVENTS)
+        """``EventsToRegister`` (v1.36.3, :data:`EVENTS`): Pod Delete
+        (:func:`is_schedulable_after_pod_deleted`), Node Add (no hint), PersistentVolumeClaim Add
+        (:func:`is_schedulable_after_persistent_volume_claim_added`)."""
+        return EVENTS
 
 
 PLUGIN = PluginEntry(
@@ -249,11 +298,14 @@ PLUGIN = PluginEntry(
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
     "ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT",
+    "EVENTS",
     "NAME",
     "PLUGIN",
     "PreFilterState",
     "VolumeRestrictions",
     "claims_used_on",
+    "is_schedulable_after_persistent_volume_claim_added",
+    "is_schedulable_after_pod_deleted",
     "is_volume_conflict",
     "needs_restrictions_check",
     "read_write_once_pod_pvcs",

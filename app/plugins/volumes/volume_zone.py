@@ -29,20 +29,32 @@ from app.framework.events import (
     NODE,
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
+    QUEUE,
     STORAGE_CLASS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    with_hints,
+    QueueingHint,
+    objects_as,
 )
+from app.framework.events import SKIP as QUEUE_SKIP
 from app.framework.handle import Handle
 from app.framework.interfaces import SignFragment
 from app.framework.registry import PluginEntry
 from app.framework.status import SKIP, SUCCESS, Code, Status
 from app.framework.types import NO_NODE, CycleState, NodeInfo, PodInfo, PreFilterResult
-from app.framework.volumes import WAIT_FOR_FIRST_CONSUMER, VolumeLister, claim_class
+from app.framework.volumes import (
+    WAIT_FOR_FIRST_CONSUMER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeLister,
+    claim_class,
+)
 from app.plugins.volumes.helpers import (
+    changed_object,
     claim_not_found,
+    is_claim_of_pod,
     needs_volumes,
     storage_class_not_found,
     volume_cluster,
@@ -64,13 +76,6 @@ ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 #: ``topologyLabels``, in upstream's order
 TOPOLOGY_LABELS = (LABEL_BETA_ZONE, LABEL_BETA_REGION, LABEL_TOPOLOGY_ZONE, LABEL_TOPOLOGY_REGION)
 _GA = {LABEL_BETA_REGION: LABEL_TOPOLOGY_REGION, LABEL_BETA_ZONE: LABEL_TOPOLOGY_ZONE}
-
-_EVENTS = (
-    ClusterEvent(STORAGE_CLASS, ActionType.ADD),
-    ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
-    ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
-)
 
 
 @dataclass(frozen=True)
@@ -124,15 +129,23 @@ def pv_topologies(volumes: VolumeLister, pod: PodInfo) -> tuple[list[PVTopology]
         pv = volumes.volume(pv_name)
         if pv is None:
             return [], _unresolvable(volume_not_found(pv_name))
-        labels = pv.meta.labels or {}
-        for key in TOPOLOGY_LABELS:
-            value = labels.get(key)
-            if value is None:
-                continue
-            zones = label_zones_to_set(value)
-            if zones is not None:  # an unparsable value is ignored (logged upstream)
-                out.append(PVTopology(pv.name, key, zones))
+        out.extend(volume_topologies(pv))
     return out, SUCCESS
+
+
+def volume_topologies(pv: PersistentVolume) -> list[PVTopology]:
+    """``getPVTopologies``: the volume's topology labels in :data:`TOPOLOGY_LABELS` order, each
+    with its zones (an unparsable value is ignored, logged upstream)."""
+    out: list[PVTopology] = []
+    labels = pv.meta.labels or {}
+    for key in TOPOLOGY_LABELS:
+        value = labels.get(key)
+        if value is None:
+            continue
+        zones = label_zones_to_set(value)
+        if zones is not None:
+            out.append(PVTopology(pv.name, key, zones))
+    return out
 
 
 def fits_zones(topologies: Sequence[PVTopology], node: NodeInfo) -> bool:
@@ -147,6 +160,52 @@ def fits_zones(topologies: Sequence[PVTopology], node: NodeInfo) -> bool:
         if value is None or value not in topology.values:
             return False
     return True
+
+
+# -- queueing hints (v1.36.3 volume_zone.go) -------------------------------------------------------------
+
+
+def is_schedulable_after_storage_class_added(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterStorageClassAdded``: ``Queue`` only for a new ``WaitForFirstConsumer``
+    class (``volumeBindingMode`` is immutable, so updates are not registered)."""
+    _, added = changed_object(None, new, StorageClass)
+    return QUEUE if added.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER else QUEUE_SKIP
+
+
+def is_schedulable_after_persistent_volume_claim_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeClaimChange``: ``Queue`` when the added or updated
+    claim is one a ``persistentVolumeClaim`` volume of the pod names, in its namespace
+    (``isPVCRequestedFromPod``; ephemeral volumes are not read). Upstream's ``nil`` claim is
+    ``Skip`` there, which no informer event carries; a relist's event without objects raises
+    here (``Queue``)."""
+    _, pvc = changed_object(old, new, PersistentVolumeClaim)
+    return QUEUE if is_claim_of_pod(pvc, pod, ephemeral=False) else QUEUE_SKIP
+
+
+def is_schedulable_after_persistent_volume_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPersistentVolumeChange``: ``Queue`` for a new volume and for a change
+    of its topology labels (:func:`volume_topologies`)."""
+    original, modified = objects_as(old, new, PersistentVolume)
+    if original is None:
+        return QUEUE
+    if modified is None:
+        raise TypeError("no new PersistentVolume")
+    return QUEUE if volume_topologies(original) != volume_topologies(modified) else QUEUE_SKIP
+
+
+#: ``EventsToRegister`` (v1.36.3, queueing hints on: Node without UpdateNodeTaint)
+EVENTS = (
+    ClusterEventWithHint(ClusterEvent(STORAGE_CLASS, ActionType.ADD), is_schedulable_after_storage_class_added),
+    ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+    ClusterEventWithHint(
+        ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
+        is_schedulable_after_persistent_volume_claim_change,
+    ),
+    ClusterEventWithHint(
+        ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
+        is_schedulable_after_persistent_volume_change,
+    ),
+)
 
 
 _CONFLICT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_CONFLICT,))
@@ -190,11 +249,11 @@ class VolumeZone:
         return SUCCESS if fits_zones(topologies, node) else _CONFLICT
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """``EventsToRegister``, v1.30's events without hint functions (every matching event
-        queues; v1.36.3's hints for this plugin are not ported yet): StorageClass Add, Node
-        Add|UpdateNodeLabel|UpdateNodeTaint, PersistentVolumeClaim and PersistentVolume
-        Add|Update."""
-        return with_hints(_EVENTS)
+        """``EventsToRegister`` (v1.36.3, :data:`EVENTS`): StorageClass Add
+        (:func:`is_schedulable_after_storage_class_added`), Node Add|UpdateNodeLabel (no hint),
+        PersistentVolumeClaim Add|Update (:func:`is_schedulable_after_persistent_volume_claim_change`),
+        PersistentVolume Add|Update (:func:`is_schedulable_after_persistent_volume_change`)."""
+        return EVENTS
 
 
 PLUGIN = PluginEntry(
@@ -208,12 +267,17 @@ PLUGIN = PluginEntry(
 
 __all__ = [
     "ERR_REASON_CONFLICT",
+    "EVENTS",
     "NAME",
     "PLUGIN",
     "TOPOLOGY_LABELS",
     "PVTopology",
     "VolumeZone",
     "fits_zones",
+    "is_schedulable_after_persistent_volume_change",
+    "is_schedulable_after_persistent_volume_claim_change",
+    "is_schedulable_after_storage_class_added",
     "label_zones_to_set",
     "pv_topologies",
+    "volume_topologies",
 ]
