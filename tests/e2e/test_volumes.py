@@ -203,8 +203,8 @@ def test_a_second_read_write_once_pod_user_waits(api: FakeAPIServer, provisioner
         api.put("pods", using("second", "solo"))
         note = wait_for(failed_note(api, "second"), seconds=30, what="the second user refused")
         assert note.startswith(
-            "0/3 nodes are available: 3 node has pod using PersistentVolumeClaim with the same name and "
-            "ReadWriteOncePod access mode."
+            "0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+            "access mode already in-use by another pod."
         )
         assert "second" not in bound(api)
         api.delete("pods", "default/first")

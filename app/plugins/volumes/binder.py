@@ -83,7 +83,7 @@ from app.plugins.volumes.translation import (
 #: ``ErrReasonBindConflict`` (VolumeBindingNoMatch)
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 #: ``ErrReasonNodeConflict`` (VolumeNodeAffinityConflict)
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 #: ``ErrReasonNotEnoughSpace``
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 #: ``ErrReasonPVNotExist``

@@ -16,7 +16,7 @@ while the ``VolumeCapacityPriority`` feature gate is off, as it is in v1.30).
   local volume's hostnames (``GetEligibleNodes``); kubernetes#125398 removed it (v1.30.7,
   kubernetes#127585), so nothing narrows the nodes here.
 - **Filter** (:meth:`VolumeBinder.find_pod_volumes`): ``UnschedulableAndUnresolvable`` with
-  upstream's reasons (``node(s) had volume node affinity conflict``, ``node(s) didn't find
+  upstream's reasons (``node(s) didn't match PersistentVolume's node affinity``, ``node(s) didn't find
   available persistent volumes to bind``, ``node(s) did not have enough free storage``,
   ``node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)``).
 - **PreScore/Score**: only with the ``VolumeCapacityPriority`` gate (off in v1.30: ``Skip``).

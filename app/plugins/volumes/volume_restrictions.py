@@ -13,8 +13,9 @@ pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go:
   conflicts with one of a pod on the node (``isVolumeConflict``: the same GCE PD unless both are
   read-only, the same AWS EBS volume, the same iSCSI IQN unless both are read-only, an RBD image
   of an overlapping monitor, the same pool and image unless both are read-only); then
-  ``Unschedulable`` ``node has pod using PersistentVolumeClaim with the same name and
-  ReadWriteOncePod access mode`` when one of its ``ReadWriteOncePod`` claims is in use.
+  ``Unschedulable`` ``node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod
+  access mode already in-use by another pod`` when one of its ``ReadWriteOncePod`` claims is in
+  use (v1.36.3's text).
 
 The claims in use are read from ``state.snapshot`` (every node's pods), each node's set kept on
 its :class:`~app.framework.types.NodeInfo` (``memo``); ``AddPod``/``RemovePod`` (a nominated pod,
@@ -61,7 +62,7 @@ PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 #: ``ErrReasonReadWriteOncePodConflict``
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 )
 _USED_CLAIMS = "VolumeRestrictions/used-claims"
 

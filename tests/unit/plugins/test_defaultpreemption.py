@@ -1374,7 +1374,7 @@ MIGHT_HELP = [
     pytest.param(
         {
             "node1": Status.unresolvable("node(s) had no available volume zone"),
-            "node2": Status.unresolvable("node(s) had volume node affinity conflict"),
+            "node2": Status.unresolvable("node(s) didn't match PersistentVolume's node affinity"),
             "node3": Status.unresolvable("node(s) didn't find available persistent volumes to bind"),
             "node4": Status.unschedulable("Unschedulable"),
         },

@@ -178,7 +178,7 @@ ROWS: list[dict[str, Any]] = [
         "pvcs": [make_pvc("pvc-a", "wait-sc", bound_pv="pv-a"), make_pvc("pvc-b", "wait-sc")],
         "pvs": [make_pv("pv-a", "wait-sc", "Available", affinity={"foo": ["bar"]})],
         "state": (["pvc-a"], ["pvc-b"]),
-        "filter": [Status(UNRESOLVABLE, ("node(s) had volume node affinity conflict", BIND_CONFLICT))],
+        "filter": [Status(UNRESOLVABLE, ("node(s) didn't match PersistentVolume's node affinity", BIND_CONFLICT))],
         "scores": [0],
     },
     {
