@@ -297,6 +297,7 @@ class Parser:
 
 
 _PACKAGES = {
+    "environment",
     "resourceapi",
     "v1",
     "metav1",
