@@ -1,19 +1,22 @@
 """DRA's CEL environment, as v1.36.3's ``staging/src/k8s.io/dynamic-resource-allocation/cel/``
-(``compile.go``, ``cache.go``), on the PyPI library ``common-expression-language`` (the Rust
-``cel`` crate; docs/dra-cel.md compares it with ``cel-python``).
+(``compile.go``, ``cache.go``), on the PyPI library ``common-expression-language`` (Rust ``cel``).
 
-A selector sees one variable, ``device``: ``driver`` (string), ``allowMultipleAllocations``
-(bool), ``attributes`` and ``capacity`` (maps of domain -> id -> value; an attribute without a
-domain gets the driver's, a domain looked up that the device lacks is an empty map, as upstream's
+Library choice (docs/dra-cel.md has the full comparison), on upstream's compile_test.go cases
+that v1.36's default gates run and a typical three-clause selector with a quantity comparison:
+
+    library                          cases   evaluations/s   compilations/s
+    common-expression-language 0.10  38/38   14,000-17,000   3,000-5,200
+    cel-python 0.5                   33/38   850-1,250       770-1,350
+
+A selector sees one variable, ``device``: ``driver``, ``allowMultipleAllocations``,
+``attributes`` and ``capacity`` (domain -> id -> value; an attribute without a domain gets the
+driver's, a domain indexed by literal that the device lacks is an empty map, as upstream's
 ``newStringInterfaceMapWithDefault``). Capacities are quantities, version attributes semantic
-versions; the functions upstream's base environment adds are in :mod:`.library`, ``cel.bind`` is
-rewritten to a one-element ``map``.
-
-Compared with cel-go (docs/dra-cel.md has the table): parse errors, undeclared references,
-undefined ``device`` fields and a constant non-bool result are compile errors as upstream words
-them; other type errors show at evaluation. The library counts no cost, so the runtime cost limit
-(1,000,000) is not enforced: the API server refuses a selector whose estimated cost exceeds it
-when the claim or class is stored, so only objects written past validation could reach it.
+versions; upstream's base-environment functions are in :mod:`.library`; ``cel.bind`` is rewritten
+to a one-element ``map``. Parse errors, undeclared references, undefined ``device`` fields and a
+constant non-bool result are compile errors in upstream's words; other type errors show at
+evaluation. The library counts no cost, so the runtime cost limit (1,000,000) is not enforced: the
+API server refuses a selector whose estimated cost exceeds it when the object is stored.
 
 Errors are values, as upstream's: :attr:`CompilationResult.error` (``"compilation failed: ..."``)
 and the second element of :meth:`CompilationResult.device_matches`.
