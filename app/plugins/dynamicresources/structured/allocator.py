@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from app.plugins.dynamicresources.cel import Cache, device_input
+from app.plugins.dynamicresources.cel import Cache, DeviceContext
 from app.plugins.dynamicresources.structured import capacity as cap
 from app.plugins.dynamicresources.structured.api import (
     AllocatedState,
@@ -73,16 +73,12 @@ class StructuredAllocator:
             else:
                 self.slices_on_node.setdefault(node_name, []).append(slice_)
         self._counters: dict[str, dict[str, dict[str, Decimal]]] = {}
-        self._cel_inputs: dict[int, dict[str, Any]] = {}
         self.num_allocate_one_invocations = 0
 
-    def cel_input(self, driver: str, device: Object) -> dict[str, Any]:
-        """The device's CEL variable, built once per allocator. Raises ``ValueError``."""
-        key = id(device)
-        found = self._cel_inputs.get(key)
-        if found is None:
-            found = self._cel_inputs[key] = device_input(driver, device)
-        return found
+    def cel_input(self, driver: str, device: Object) -> DeviceContext:
+        """The device's CEL input, converted once (kept by the CEL cache across allocators).
+        Raises ``ValueError`` for an attribute CEL cannot represent."""
+        return self.cel_cache.device_context(driver, device)
 
     def is_allocated(self, device_id: DeviceID) -> bool:
         """``internal.IsDeviceAllocated``: exclusively, by a share, or with consumed capacity."""

@@ -101,6 +101,7 @@ class Search:
         self.request_data: dict[RequestKey, RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.capacity_memo: dict[tuple[DeviceID, int], bool] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.allocating_devices: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, cap.ConsumedCapacity] = {}
@@ -163,12 +164,23 @@ class Search:
         return True
 
     def capacity_fits(self, request: RequestAccessor, device_id: DeviceID, device: Object) -> bool:
-        """``CmpRequestOverCapacity`` of the allocator (an error counts as not fitting)."""
-        current = self.owner.aggregated_capacity.get(device_id, {})
-        fits = cap.cmp_request_over_capacity(
-            current, request.capacity, device.get("capacity") or {}, self.allocating_capacity.get(device_id)
-        )
-        return bool(fits)
+        """``CmpRequestOverCapacity`` of the allocator (an error counts as not fitting). While
+        nothing of the device is consumed or being allocated, the answer depends on the request
+        and the device only and is remembered."""
+        capacities = device.get("capacity")
+        if not capacities and request.capacity is None:
+            return True
+        allocating = self.allocating_capacity.get(device_id)
+        current = self.owner.aggregated_capacity.get(device_id)
+        if allocating is None and current is None:
+            key = (device_id, id(request))
+            fits = self.capacity_memo.get(key)
+            if fits is None:
+                fits = self.capacity_memo[key] = bool(
+                    cap.cmp_request_over_capacity({}, request.capacity, capacities or {}, None)
+                )
+            return fits
+        return bool(cap.cmp_request_over_capacity(current or {}, request.capacity, capacities or {}, allocating))
 
     # --- the search ------------------------------------------------------------------------
 
