@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from app.framework.errors import SchedulerExtenderError
@@ -35,11 +36,13 @@ class Features:
 class AllocatedState:
     """What is allocated already, cluster-wide (schedulerapi.AllocatedState): devices allocated
     exclusively, devices shared by consumable capacity (with their share IDs), and the capacity
-    consumed of each shared device (quantities in the capacity's canonical integer unit)."""
+    consumed of each shared device: capacity name -> the sum of the allocations'
+    ``consumedCapacity`` quantities, exact (a ``Decimal``, e.g. from
+    ``app.plugins.dynamicresources.cel.quantity.quantity("500m").value``) or an ``int``."""
 
     allocated_devices: set[DeviceID] = field(default_factory=set)
     allocated_shared_device_ids: set[SharedDeviceID] = field(default_factory=set)
-    aggregated_capacity: dict[DeviceID, dict[str, int]] = field(default_factory=dict)
+    aggregated_capacity: dict[DeviceID, dict[str, int | Decimal]] = field(default_factory=dict)
 
 
 class Allocator(Protocol):
