@@ -1,6 +1,7 @@
-"""Upstream's shared allocator test table (v1.36.3
-``structured/internal/allocatortesting/allocator_testing.go``, ported as data to
-``data/allocator_cases.json`` by ``porting/port_allocator.py``) against the structured allocator:
+"""Upstream's shared allocator test tables (v1.36.3
+``structured/internal/allocatortesting/allocator_testing.go`` and ``lexicographical_testing.go``,
+ported as data to ``data/allocator_cases.json`` and ``data/lexicographical_cases.json`` by
+``porting/port_allocator.py``) against the structured allocator:
 each case's claims allocated on its node with its features, classes, slices and allocated state,
 the results compared as upstream's matchers compare them (a claim's device results in any order
 where upstream's ``allocationResult`` matcher allows it, node selectors regardless of order),
@@ -20,7 +21,9 @@ from app.plugins.dynamicresources.cel.quantity import quantity
 from app.plugins.dynamicresources.structured import AllocatedState, AllocationError, Features, StructuredAllocator
 
 DATA = json.loads((Path(__file__).parent / "data" / "allocator_cases.json").read_text())
-CASES = {case["name"]: case for case in DATA["cases"]}
+#: ``TestLexicographicalAllocator`` (``lexicographical_testing.go``): first-fit order by pool and slice name
+LEXICOGRAPHICAL = json.loads((Path(__file__).parent / "data" / "lexicographical_cases.json").read_text())
+CASES = {case["name"]: case for case in DATA["cases"] + LEXICOGRAPHICAL["cases"]}
 FIXED_SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 DEFAULT_NODE = {"metadata": {"name": "node-1", "labels": {"region": "region-1", "planet": "earth"}}}
 FEATURE_NAMES = {
@@ -135,6 +138,7 @@ def test_upstream_allocator_case(name: str) -> None:
 
 
 def test_every_upstream_case_is_listed() -> None:
-    """The data has every case of upstream's table (221 in v1.36.3), none dropped."""
-    assert len(CASES) == len(DATA["cases"]) == 221
+    """The data has every case of upstream's tables (221 and 4 in v1.36.3), none dropped."""
+    assert len(DATA["cases"]) == 221 and len(LEXICOGRAPHICAL["cases"]) == 4
+    assert len(CASES) == 225
     assert Decimal(1) == quantity("1").value

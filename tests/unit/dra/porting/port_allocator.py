@@ -22,6 +22,8 @@ SOURCE = (
     / "allocatortesting/allocator_testing.go"
 )
 OUT = Path(__file__).resolve().parents[1] / "data" / "allocator_cases.json"
+LEXICOGRAPHICAL = SOURCE.parent / "lexicographical_testing.go"
+LEXICOGRAPHICAL_OUT = OUT.parent / "lexicographical_cases.json"
 
 
 def go_sprintf(fmt: str, *args: Any) -> str:
@@ -176,8 +178,8 @@ def _balanced_end(toks: list[Any], start: int) -> int:
     raise GoError("unbalanced")
 
 
-def main() -> None:
-    src = SOURCE.read_text()
+def _environment(src: str) -> Env:
+    """Constants, package variables and ``TestAllocator``'s local variables."""
     env = Env(dict(CONSTANTS), dict(FUNCS), METHODS)
     for block in re.findall(r"\nconst \((.*?)\n\)", src, re.S):
         for name, value in re.findall(r"^\s*(\w+)\s*=\s*(\"[^\"]*\")", block, re.M):
@@ -194,7 +196,12 @@ def main() -> None:
             i += 2 + p.i
         else:
             i += 1
-    table_src = body[body.index("testcases := map[string]AllocatorTestCase{") :]
+    return env
+
+
+def port_table(src: str, env: Env, source: Path, out: Path) -> None:
+    """Every case of the ``testcases := map[string]AllocatorTestCase{...}`` in ``src``."""
+    table_src = src[src.index("testcases := map[string]AllocatorTestCase{") :]
     toks = tokenize(table_src)
     start = next(i for i, t in enumerate(toks) if t.text == "{")
     end = _balanced_end(toks, start)
@@ -221,11 +228,18 @@ def main() -> None:
         i = value_end + 1
         if toks[i].text == ",":
             i += 1
-    OUT.write_text(json.dumps({"source": str(SOURCE.relative_to(ROOT.parent.parent)), "cases": cases}, indent=1) + "\n")
+    out.write_text(json.dumps({"source": str(source.relative_to(ROOT.parent.parent)), "cases": cases}, indent=1) + "\n")
     skipped = [c for c in cases if "skip" in c]
-    print(f"{len(cases)} cases, {len(skipped)} not ported", file=sys.stderr)
+    print(f"{source.name}: {len(cases)} cases, {len(skipped)} not ported", file=sys.stderr)
     for c in skipped:
         print(f"  {c['name']}: {c['skip']}", file=sys.stderr)
+
+
+def main() -> None:
+    src = SOURCE.read_text()
+    env = _environment(src)
+    port_table(src, env, SOURCE, OUT)
+    port_table(LEXICOGRAPHICAL.read_text(), env, LEXICOGRAPHICAL, LEXICOGRAPHICAL_OUT)
 
 
 if __name__ == "__main__":
