@@ -5,6 +5,7 @@ name the class or claim and the selector in upstream's words."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from app.plugins.dynamicresources.structured import (
     AllocatedState,
     AllocationError,
+    AllocationTimeoutError,
     Features,
     NodeAllocationError,
     new_allocator,
@@ -131,3 +133,13 @@ def test_a_slice_for_a_labelled_group_of_nodes_gives_its_selector() -> None:
     result = allocator.allocate(_node("n1", zone="a"), [_claim("c")])
     assert result[0]["nodeSelector"] == selector
     assert allocator.allocate(_node("n2", zone="b"), [_claim("c")]) is None
+
+
+def test_an_allocation_past_its_deadline_stops_with_a_timeout() -> None:
+    """Upstream's ``interrupt`` subtest of TestAllocator: six devices asked of five; without a
+    deadline the search ends with no result, with one already passed it stops at once."""
+    allocator = _allocator([_slice("n1", *[_gpu(f"device-{i}") for i in range(1, 6)])])
+    assert allocator.allocate(_node("n1"), [_claim("c", count=6)]) is None
+    with pytest.raises(AllocationTimeoutError, match="filter operation aborted: context deadline exceeded"):
+        allocator.allocate(_node("n1"), [_claim("c", count=6)], deadline=time.monotonic() - 1)
+    assert allocator.allocate(_node("n1"), [_claim("c", count=5)], deadline=time.monotonic() + 60) is not None

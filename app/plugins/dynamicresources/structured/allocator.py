@@ -111,15 +111,18 @@ class StructuredAllocator:
         self._counters[pool.pool] = available
         return available
 
-    def allocate(self, node: Object, claims: Sequence[Object]) -> list[dict[str, Any]] | None:
+    def allocate(
+        self, node: Object, claims: Sequence[Object], deadline: float | None = None
+    ) -> list[dict[str, Any]] | None:
         """``Allocate``: one AllocationResult per claim, ``None`` when they do not fit ``node``.
-        Raises :class:`AllocationError` (fatal) or :class:`NodeAllocationError` (this node only)."""
+        Raises :class:`AllocationError` (fatal), :class:`NodeAllocationError` (this node only) or
+        :class:`AllocationTimeoutError` (``time.monotonic()`` passed ``deadline``)."""
         node_name = (node.get("metadata") or {}).get("name", "")
         claims = list(claims)
         pools = gather_pools(
             self.slices_on_node.get(node_name, []) + self.slices_shared, node, self.features, self.all_slices
         )
-        search = Search(self, node, claims, pools)
+        search = Search(self, node, claims, pools, deadline)
         for claim_index, claim in enumerate(claims):
             self._prepare_claim(search, claim_index, claim, pools)
         try:

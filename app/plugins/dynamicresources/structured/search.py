@@ -9,6 +9,7 @@ combinations are tried (a device after the previous one), never permutations.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.plugins.dynamicresources.cel.quantity import Quantity
 from app.plugins.dynamicresources.structured import capacity as cap
-from app.plugins.dynamicresources.structured.api import AllocationError, DeviceID, Object
+from app.plugins.dynamicresources.structured.api import AllocationError, AllocationTimeoutError, DeviceID, Object
 from app.plugins.dynamicresources.structured.pools import Pool
 from app.plugins.dynamicresources.structured.requests import ALL, Constraint, RequestAccessor
 from app.plugins.dynamicresources.structured.taints import taint_prevents_allocation
@@ -92,7 +93,15 @@ def _spec(obj: Object) -> Any:
 class Search:
     """One ``Allocate`` call's state (upstream's ``allocator``)."""
 
-    def __init__(self, owner: StructuredAllocator, node: Object, claims: list[Object], pools: list[Pool]) -> None:
+    def __init__(
+        self,
+        owner: StructuredAllocator,
+        node: Object,
+        claims: list[Object],
+        pools: list[Pool],
+        deadline: float | None = None,
+    ) -> None:
+        self.deadline = deadline
         self.owner = owner
         self.features = owner.features
         self.node = node
@@ -189,6 +198,8 @@ class Search:
     ) -> bool:
         """``allocateOne`` for device ``r`` = (claim, request, subrequest, device index)."""
         self.invocations += 1
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeoutError("filter operation aborted: context deadline exceeded")
         claim_index, request_index, sub_index, device_index = r
         if claim_index >= len(self.claims):
             return True
