@@ -24,7 +24,7 @@ a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it 
     ├── TranslationError       app.plugins.volumes.translation: csi-translation-lib refuses a volume (also ValueError)
     ├── BinderError            app.plugins.volumes.binder: a volume binder step failed
     ├── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
-    └── AllocationError        app.plugins.dynamicresources.structured: invalid allocation input (ValueError)
+    └── AllocationError        app.plugins.dynamicresources.structured (NodeAllocationError, AllocationTimeoutError)
 
 Errors that are also ``ValueError`` or ``RuntimeError`` keep that base for callers that catch it.
 """
