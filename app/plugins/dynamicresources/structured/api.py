@@ -1,0 +1,70 @@
+"""The structured allocator's types (v1.36.3 ``structured/schedulerapi/types.go``,
+``structured/internal/types.go``), re-exported by :mod:`app.plugins.dynamicresources.structured`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.framework.errors import SchedulerExtenderError
+
+#: ``(driver, pool, device)``: schedulerapi.DeviceID.
+DeviceID = tuple[str, str, str]
+#: ``(driver, pool, device, shareID or "")``: schedulerapi.SharedDeviceID.
+SharedDeviceID = tuple[str, str, str, str]
+#: A ResourceClaim, ResourceSlice, DeviceClass, Node or AllocationResult as API JSON.
+Object = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Features:
+    """The allocator's features (``structured/internal/types.go`` Features), each from its
+    feature gate; the defaults are v1.36.3's default gates."""
+
+    admin_access: bool = True  # DRAAdminAccess (GA)
+    consumable_capacity: bool = True  # DRAConsumableCapacity (beta, on)
+    device_binding_and_status: bool = True  # DRADeviceBindingConditions + DRAResourceClaimDeviceStatus
+    device_taints: bool = True  # DRADeviceTaints (beta, on)
+    list_type_attributes: bool = False  # DRAListTypeAttributes (alpha, off)
+    partitionable_devices: bool = True  # DRAPartitionableDevices (beta, on)
+    prioritized_list: bool = True  # DRAPrioritizedList (GA)
+
+
+@dataclass
+class AllocatedState:
+    """What is allocated already, cluster-wide (schedulerapi.AllocatedState): devices allocated
+    exclusively, devices shared by consumable capacity (with their share IDs), and the capacity
+    consumed of each shared device (quantities in the capacity's canonical integer unit)."""
+
+    allocated_devices: set[DeviceID] = field(default_factory=set)
+    allocated_shared_device_ids: set[SharedDeviceID] = field(default_factory=set)
+    aggregated_capacity: dict[DeviceID, dict[str, int]] = field(default_factory=dict)
+
+
+class Allocator(Protocol):
+    """One allocation attempt's allocator, built for one PreFilter's claims and state."""
+
+    def allocate(self, node: Object, claims: Sequence[Object]) -> list[dict[str, Any]] | None:
+        """One ``AllocationResult`` per claim (in ``claims`` order) allocating every claim on
+        ``node``, or ``None`` when they cannot all be allocated there (incomplete slices
+        included). Raises ``AllocationError`` for a fatal problem of the input (a CEL selector
+        that does not compile or exceeds the cost limit), which the caller reports on the pod."""
+        ...
+
+
+class AllocationError(SchedulerExtenderError, ValueError):
+    """A fatal problem of the allocation's input (upstream's non-nil error of ``Allocate``): a
+    class or request selector that fails to compile or exceeds the CEL cost limit, an invalid
+    claim. The message names the claim, request or class; the scheduler reports it on the pod."""
+
+
+class CELCache(Protocol):
+    """Compiled CEL selectors shared across allocations (``dynamic-resource-allocation/cel``
+    ``Cache``); built by ``new_cel_cache``."""
+
+
+class NodeAllocationError(AllocationError):
+    """Allocation failed on this one node only (upstream's ``ErrFailedAllocationOnNode``, e.g.
+    ``invalid resource pools were encountered``): the caller marks the node unschedulable with
+    this message and goes on with other nodes, instead of failing the whole attempt."""
