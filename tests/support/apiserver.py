@@ -51,7 +51,8 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
   ``reservedFor`` entries removed by ``{"$patch": "delete", "uid": ...}``, as the registry merges
   by the list's key). As the registry's status strategy validates: ``reservedFor`` needs an
   allocation (``422 Invalid``), and an allocation once set cannot be replaced by another (only
-  removed). Every write is recorded in :attr:`FakeAPIServer.claim_writes`.
+  removed, or given the ``allocationTimestamp`` it lacks). Every write is recorded in
+  :attr:`FakeAPIServer.claim_writes`.
 - Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
 
 Controls for tests: add/modify/delete objects, :meth:`compact` the history, :meth:`end_watches`,
@@ -651,7 +652,11 @@ class FakeAPIServer:
             old_allocation = (current.get("status") or {}).get("allocation")
             if status.get("reservedFor") and not status.get("allocation"):
                 return 422, _claim_invalid(name, "status.reservedFor: Forbidden: may not be set without an allocation")
-            if old_allocation and status.get("allocation") and status["allocation"] != old_allocation:
+            if (
+                old_allocation
+                and status.get("allocation")
+                and _allocation_changed(old_allocation, status["allocation"])
+            ):
                 return 422, _claim_invalid(name, "status.allocation: Invalid value: field is immutable")
             return 200, self.put("resourceclaims", new)
 
@@ -963,6 +968,14 @@ def _claim_path(segs: list[str]) -> bool:
     return (
         len(segs) >= 7 and segs[:4] == ["apis", "resource.k8s.io", "v1", "namespaces"] and segs[5] == "resourceclaims"
     )
+
+
+def _allocation_changed(old: Obj, new: Obj) -> bool:
+    """Whether ``new`` replaces the allocation ``old`` (setting an ``allocationTimestamp`` ``old``
+    has not is no change: the scheduler's PreBind adds it to a claim allocated already)."""
+    if "allocationTimestamp" not in old:
+        new = {k: v for k, v in new.items() if k != "allocationTimestamp"}
+    return old != new
 
 
 def _claim_not_found(name: str) -> Obj:

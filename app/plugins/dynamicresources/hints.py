@@ -37,9 +37,7 @@ def is_schedulable_after_claim_change(dra: DRALister, pod: PodInfo, old: Any, ne
     Queue when the pod's claim was created or its status changed; Skip otherwise. Raises
     ``TypeError`` for an object that is not a claim (Queue)."""
     original, modified = objects_as(old, new, Mapping)
-    if modified is None:
-        raise TypeError("unexpected object in isSchedulableAfterClaimChange: no new claim")
-    modified_uid = claim_uid(modified)
+    modified_uid = claim_uid(modified) if modified is not None else None
     uses_claim = False
 
     def seen(_: str, claim: Mapping[str, Any]) -> None:
@@ -50,6 +48,8 @@ def is_schedulable_after_claim_change(dra: DRALister, pod: PodInfo, old: Any, ne
     try:
         foreach_pod_resource_claim(dra, pod, seen)
     except ClaimError:
+        return SKIP
+    if modified is None:  # a delete (not registered: upstream never calls it with one)
         return SKIP
     if original is not None and allocation(original) is not None and allocation(modified) is None:
         return QUEUE

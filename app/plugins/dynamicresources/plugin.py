@@ -36,15 +36,14 @@ import threading
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from pydantic import model_validator
 
 from app.framework import features, objects
 from app.framework.args import PluginArgs
-from app.framework.dra import ClaimWrite, DRALister, Object
+from app.framework.dra import AllocatedDevices, ClaimWrite, DRALister, Object
 from app.framework.events import ClusterEventWithHint
 from app.framework.handle import ClusterHandle, ClusterNeeds, Handle
 from app.framework.labels import node_selector_matches
@@ -150,16 +149,15 @@ def _unresolvable(reason: str) -> Status:
     return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason,))
 
 
-def to_allocated_state(gathered: Any) -> structured.AllocatedState:
+def to_allocated_state(gathered: AllocatedDevices) -> structured.AllocatedState:
     """The cluster state's :class:`~app.framework.dra.AllocatedDevices` as the allocator's
-    ``AllocatedState`` (consumed capacity rounded up to whole units)."""
+    ``AllocatedState``; consumed capacity stays exact (``Decimal``: the allocator takes it as is,
+    though the type names ``int``)."""
+    capacity = {device: dict(per) for device, per in gathered.capacity.items()}
     return structured.AllocatedState(
         allocated_devices=set(gathered.devices),
         allocated_shared_device_ids=set(gathered.shared),
-        aggregated_capacity={
-            device: {name: int(amount.to_integral_value(ROUND_CEILING)) for name, amount in per.items()}
-            for device, per in gathered.capacity.items()
-        },
+        aggregated_capacity=cast(dict[structured.DeviceID, dict[str, int]], capacity),
     )
 
 
@@ -170,6 +168,33 @@ def node_object(info: NodeInfo) -> dict[str, Any]:
     node: dict[str, Any] = msgspec.to_builtins(info.node)
     node.setdefault("metadata", {})["name"] = info.name
     return node
+
+
+def compute_score(pod_claims: Sequence[Object], results: Sequence[Object]) -> int:
+    """``computeScore``: for each claim (its ``status.allocation``, else the next of ``results``,
+    the node's allocations of the claims to allocate), ``8 - i`` per ``firstAvailable`` request
+    whose subrequest ``i`` was chosen. Raises ``ValueError`` when ``results`` are too few."""
+    score, pending = 0, iter(results)
+    for claim in pod_claims:
+        alloc = allocation(claim)
+        if alloc is None:
+            alloc = next(pending, None)
+            if alloc is None:
+                raise ValueError(
+                    f"number of allocations {len(results)} is smaller than number of claims needing allocation"
+                )
+        chosen = {
+            str(r.get("request"))
+            for r in ((alloc.get("devices") or {}).get("results") or ())
+            if len(str(r.get("request")).split("/")) == 2
+        }
+        for request in claims.requests(claim):
+            if request.get("exactly") is not None:
+                continue
+            for i, sub in enumerate(request.get("firstAvailable") or ()):
+                if f"{request.get('name')}/{(sub or {}).get('name')}" in chosen:
+                    score += FIRST_AVAILABLE_MAX - i
+    return score
 
 
 class DynamicResources:
@@ -332,6 +357,8 @@ class DynamicResources:
             started = time.monotonic()
             try:
                 allocated = data.allocator.allocate(node.memo(node_object, node_object), to_allocate)
+            except structured.NodeAllocationError as exc:  # ErrFailedAllocationOnNode: this node only
+                return _unresolvable(str(exc))
             except structured.AllocationError as exc:
                 return Status.error(str(exc))
             if self.filter_timeout > 0 and time.monotonic() - started > self.filter_timeout:
@@ -403,27 +430,10 @@ class DynamicResources:
         results = data.node_allocations.get(node.name)
         if results is None:
             return 0, SUCCESS
-        score, pending = 0, iter(results)
-        for _, claim in data.claims.all():
-            alloc = allocation(claim)
-            if alloc is None:
-                alloc = next(pending, None)
-                if alloc is None:
-                    return 0, Status.error(
-                        f"number of allocations {len(results)} is smaller than number of claims needing allocation"
-                    )
-            chosen = {
-                r.get("request")
-                for r in ((alloc.get("devices") or {}).get("results") or ())
-                if "/" in str(r.get("request"))
-            }
-            for request in claims.requests(claim):
-                if request.get("exactly") is not None:
-                    continue
-                for i, sub in enumerate(request.get("firstAvailable") or ()):
-                    if f"{request.get('name')}/{(sub or {}).get('name')}" in chosen:
-                        score += FIRST_AVAILABLE_MAX - i
-        return score, SUCCESS
+        try:
+            return compute_score(data.claims.claims, results), SUCCESS
+        except ValueError as exc:
+            return 0, Status.error(str(exc))
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """``NormalizeScore``: ``DefaultNormalizeScore(MaxNodeScore, false)``."""
@@ -542,6 +552,7 @@ __all__ = [
     "DynamicResourcesArgs",
     "StateData",
     "allocator_features",
+    "compute_score",
     "node_object",
     "to_allocated_state",
 ]
