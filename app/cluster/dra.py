@@ -145,6 +145,32 @@ def _results(allocation: Mapping[str, Any] | None) -> Iterator[Mapping[str, Any]
             yield result
 
 
+class _Meta:
+    """The ``metadata`` the reflector reads of a decoded object: its ``resource_version``."""
+
+    __slots__ = ("resource_version",)
+
+    def __init__(self, resource_version: str | None) -> None:
+        self.resource_version = resource_version
+
+
+class Decoded(dict[str, Any]):
+    """A decoded DRA object: its JSON as a dict, with the :class:`_Meta` view the reflector reads
+    (``obj.metadata.resource_version``)."""
+
+    @property
+    def metadata(self) -> _Meta:
+        """``metadata.resourceVersion``."""
+        return _Meta(_meta(self).get("resourceVersion"))
+
+
+class _Decoder:
+    """The reflector's ``object_decoder`` of the DRA kinds: JSON into :class:`Decoded`."""
+
+    def decode(self, data: bytes | str) -> Decoded:
+        return Decoded(_DECODER.decode(data))
+
+
 class _ClaimEntry:
     """A claim as the watch shows it (``api``) and as the scheduler knows it (``latest``)."""
 
@@ -159,7 +185,7 @@ class DRAKindStore:
     """The reflector's :class:`~app.cluster.reflector.Store` of one DRA kind of a
     :class:`DRAStores`; its health goes to the cluster state."""
 
-    object_decoder: msgspec.json.Decoder[Any] = _DECODER
+    object_decoder: Any = _Decoder()
 
     def __init__(self, kind: str, owner: DRAStores) -> None:
         self.kind = kind

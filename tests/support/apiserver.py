@@ -934,6 +934,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                                 "replicasets": "ReplicaSet",
                                 "statefulsets": "StatefulSet",
                                 **{k: v[1] for k, v in STORAGE_KINDS.items()},
+                                **{k: v[1] for k, v in DRA_KINDS.items()},
                                 "namespaces": "Namespace",
                             }[kind]
                             self._chunk(
