@@ -228,6 +228,7 @@ def test_a_pod_waits_for_its_claim_and_is_bound_once_it_exists(cluster: FakeAPIS
         wait_for(lambda: api.claim_writes == [] and any("/pods" in r for r in api.requests), what="the pods listed")
         time.sleep(2.0)  # PreEnqueue keeps it out (upstream writes no event for that): never tried, never bound
         assert bound(api) == {} and failed_note(api, "early")() == ""
+        assert not (api.pod("default", "early") or {}).get("status", {}).get("conditions")  # not SchedulingGated
         api.put("resourceclaims", resource_claim("later"))
         placed = wait_for(lambda: bound(api), seconds=30, what="the pod bound once its claim exists")
         assert placed["early"] == allocation_node(stored_claim(api, "later"))
