@@ -51,7 +51,8 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
   ``reservedFor`` entries removed by ``{"$patch": "delete", "uid": ...}``, as the registry merges
   by the list's key). As the registry's status strategy validates: ``reservedFor`` needs an
   allocation (``422 Invalid``), and an allocation once set cannot be replaced by another (only
-  removed, or given the ``allocationTimestamp`` it lacks). Every write is recorded in
+  removed; kube-apiserver v1.36.3 refuses even an ``allocationTimestamp`` added to it, "may not
+  be specified when `allocated` is not set", "field is immutable"). Every write is recorded in
   :attr:`FakeAPIServer.claim_writes`.
 - Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
 
@@ -651,12 +652,10 @@ class FakeAPIServer:
             new["status"] = status
             old_allocation = (current.get("status") or {}).get("allocation")
             if status.get("reservedFor") and not status.get("allocation"):
-                return 422, _claim_invalid(name, "status.reservedFor: Forbidden: may not be set without an allocation")
-            if (
-                old_allocation
-                and status.get("allocation")
-                and _allocation_changed(old_allocation, status["allocation"])
-            ):
+                return 422, _claim_invalid(
+                    name, "status.reservedFor: Forbidden: may not be specified when `allocated` is not set"
+                )
+            if old_allocation and status.get("allocation") and status["allocation"] != old_allocation:
                 return 422, _claim_invalid(name, "status.allocation: Invalid value: field is immutable")
             return 200, self.put("resourceclaims", new)
 
@@ -969,14 +968,6 @@ def _claim_path(segs: list[str]) -> bool:
     return (
         len(segs) >= 7 and segs[:4] == ["apis", "resource.k8s.io", "v1", "namespaces"] and segs[5] == "resourceclaims"
     )
-
-
-def _allocation_changed(old: Obj, new: Obj) -> bool:
-    """Whether ``new`` replaces the allocation ``old`` (setting an ``allocationTimestamp`` ``old``
-    has not is no change: the scheduler's PreBind adds it to a claim allocated already)."""
-    if "allocationTimestamp" not in old:
-        new = {k: v for k, v in new.items() if k != "allocationTimestamp"}
-    return old != new
 
 
 def _claim_not_found(name: str) -> Obj:

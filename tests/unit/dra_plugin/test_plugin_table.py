@@ -92,7 +92,7 @@ class Case:
         assert dra is not None
         self.dra = dra
         stored = {
-            kind: [self.api.put(kind, obj(name)) for name in case.get(key) or ()]
+            kind: [self.api.put(kind, self.stamped(obj(name))) for name in case.get(key) or ()]
             for kind, key in (("resourceclaims", "claims"), ("deviceclasses", "classes"), ("resourceslices", "slices"))
         }
         for kind, docs in stored.items():
@@ -100,6 +100,13 @@ class Case:
         for name in case.get("in_flight") or ():
             claim = obj(name)
             self.dra.signal_pending_allocation(claim["metadata"]["uid"], claim)
+
+    def stamped(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` with the case's ``allocation_timestamp`` on its allocation, if it has one."""
+        allocation = (doc.get("status") or {}).get("allocation")
+        if allocation is not None and self.case.get("allocation_timestamp"):
+            allocation["allocationTimestamp"] = self.case["allocation_timestamp"]
+        return doc
 
     def close(self) -> None:
         self.cluster.close()
