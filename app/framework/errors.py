@@ -24,7 +24,7 @@ a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it 
     ├── BinderError            app.plugins.volumes.binder: a volume binder step failed
     ├── ClaimError, BindError  app.plugins.dynamicresources: a pod's claims unusable; a PreBind write failed
     ├── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
-    └── AllocationError        app.plugins.dynamicresources.structured: bad input; its NodeAllocationError: one node
+    └── AllocationError        app.plugins.dynamicresources.structured (NodeAllocationError, AllocationTimeoutError)
 
 Errors also ``ValueError`` or ``RuntimeError`` keep that base for callers catching the builtin.
 """

@@ -14,9 +14,9 @@ Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/dynamicre
   for another pod, a missing class (``request r: device class c does not exist``); then the
   allocator over the slices, classes and the allocated devices (in-flight ones included).
 - **Filter**: an allocated claim's node selector (``resourceclaim not available on the node``);
-  the allocator on the node (``cannot allocate all claims``; a broken selector is an ``Error``).
-  The allocator cannot be interrupted: one that runs past ``filterTimeout`` fails the node with
-  ``node n: timed out trying to allocate devices`` once it returns.
+  the allocator on the node (``cannot allocate all claims``; a broken selector is an ``Error``),
+  within ``filterTimeout`` (the allocator's deadline: ``node n: timed out trying to allocate
+  devices``, an ``Error``).
 - **PostFilter**: a claim allocated but unavailable and reserved by nobody else is deallocated
   (``deallocation of ResourceClaim completed``); else ``no new claims to deallocate`` or
   ``still not schedulable``. The write runs on the event loop without being awaited.
@@ -36,7 +36,8 @@ import threading
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from decimal import Decimal
+from typing import Any
 
 import msgspec
 from pydantic import model_validator
@@ -151,13 +152,14 @@ def _unresolvable(reason: str) -> Status:
 
 def to_allocated_state(gathered: AllocatedDevices) -> structured.AllocatedState:
     """The cluster state's :class:`~app.framework.dra.AllocatedDevices` as the allocator's
-    ``AllocatedState``; consumed capacity stays exact (``Decimal``: the allocator takes it as is,
-    though the type names ``int``)."""
-    capacity = {device: dict(per) for device, per in gathered.capacity.items()}
+    ``AllocatedState`` (consumed capacity as exact decimals)."""
+    capacity: dict[structured.DeviceID, dict[str, int | Decimal]] = {
+        device: dict(per) for device, per in gathered.capacity.items()
+    }
     return structured.AllocatedState(
         allocated_devices=set(gathered.devices),
         allocated_shared_device_ids=set(gathered.shared),
-        aggregated_capacity=cast(dict[structured.DeviceID, dict[str, int]], capacity),
+        aggregated_capacity=capacity,
     )
 
 
@@ -354,15 +356,15 @@ class DynamicResources:
         results: list[Object] = []
         if data.allocator is not None:
             to_allocate = [c for i, c in data.claims.to_allocate() if data.informations[i].allocation is None]
-            started = time.monotonic()
+            deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
             try:
-                allocated = data.allocator.allocate(node.memo(node_object, node_object), to_allocate)
+                allocated = data.allocator.allocate(node.memo(node_object, node_object), to_allocate, deadline)
+            except structured.AllocationTimeoutError:  # context.DeadlineExceeded: retried with backoff
+                return Status.error(f"node {node.name}: timed out trying to allocate devices")
             except structured.NodeAllocationError as exc:  # ErrFailedAllocationOnNode: this node only
                 return _unresolvable(str(exc))
             except structured.AllocationError as exc:
                 return Status.error(str(exc))
-            if self.filter_timeout > 0 and time.monotonic() - started > self.filter_timeout:
-                return Status.error(f"node {node.name}: timed out trying to allocate devices")
             if allocated is None or len(allocated) != len(to_allocate):
                 return _unresolvable("cannot allocate all claims")
             results = list(allocated)

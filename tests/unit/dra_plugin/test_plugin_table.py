@@ -25,7 +25,7 @@ from app.framework import features, objects
 from app.framework.handle import ClusterNeeds, Handle
 from app.framework.status import Code, Status
 from app.framework.types import CycleState, NodeInfo, PodInfo
-from app.plugins.dynamicresources.plugin import NAME, DynamicResources
+from app.plugins.dynamicresources.plugin import NAME, DynamicResources, DynamicResourcesArgs
 from tests.cluster.conftest import official_client
 from tests.support.apiserver import FakeAPIServer
 
@@ -147,7 +147,7 @@ async def run(case: Case) -> None:
     spec, want = case.case, case.case.get("want") or {}
     handle = Handle("default", cluster=case.cluster)
     handle.loop = asyncio.get_running_loop()
-    plugin = DynamicResources(None, handle)
+    plugin = DynamicResources(DynamicResourcesArgs.model_validate(spec.get("args") or {}), handle)
     pod = PodInfo(msgspec.convert(obj(spec["pod"]), objects.Pod))
     nodes = [
         NodeInfo(obj(n)["metadata"]["name"], msgspec.convert(obj(n), objects.Node))

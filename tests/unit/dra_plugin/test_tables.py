@@ -2,11 +2,10 @@
 ``cases.yaml``: ``TestIsSchedulableAfterClaimChange``, ``TestIsSchedulableAfterPodChange``,
 ``Test_computesScore`` and ``TestGatherAllocatedState`` (dra_manager: the cluster state's
 allocated devices and in-flight allocations, :class:`~app.cluster.dra.DRAStores`). Also the
-plugin's args (``ValidateDynamicResourcesArgs``) and the Filter timeout."""
+plugin's args (``ValidateDynamicResourcesArgs``)."""
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 from typing import Any
 
@@ -17,11 +16,9 @@ from app.cluster.connection import ClusterConnection, ClusterSettings
 from app.cluster.dra import CLAIMS, DRAStores
 from app.framework import objects
 from app.framework.events import QUEUE, SKIP
-from app.framework.handle import ClusterNeeds, Handle
-from app.framework.status import Code
-from app.framework.types import CycleState, NodeInfo, PodInfo
+from app.framework.types import PodInfo
 from app.plugins.dynamicresources import hints
-from app.plugins.dynamicresources.plugin import DynamicResources, DynamicResourcesArgs, compute_score
+from app.plugins.dynamicresources.plugin import DynamicResourcesArgs, compute_score
 from tests.unit.dra_plugin.test_plugin_table import DATA, obj
 
 HINTS = {"Queue": QUEUE, "Skip": SKIP}
@@ -180,31 +177,3 @@ def test_args_are_validated_as_upstream(args: dict[str, Any], problem: str) -> N
         return
     with pytest.raises(ValueError, match=problem.replace("(", r"\(")):
         DynamicResourcesArgs.model_validate(args)
-
-
-class _SlowAllocator:
-    def allocate(self, node: Any, claims: Any) -> list[dict[str, Any]]:
-        time.sleep(0.05)
-        return [{"devices": {"results": []}} for _ in claims]
-
-
-def test_filter_timeout_fails_a_node_whose_allocation_ran_past_it() -> None:
-    """The allocator cannot be interrupted: an allocation that returns after ``filterTimeout`` fails
-    the node as upstream's DeadlineExceeded does (an Error: the pod backs off)."""
-    cluster = ClusterConnection(ClusterSettings())
-    cluster.register("DynamicResources", ClusterNeeds(dynamic_resources=True))
-    pod = pod_info("podWithClaimName")
-    node = NodeInfo("worker", msgspec.convert(obj("workerNode"), objects.Node))
-    for timeout, code in (("10ms", Code.ERROR), ("0s", Code.SUCCESS), ("10s", Code.SUCCESS)):
-        plugin = DynamicResources(DynamicResourcesArgs(filter_timeout=timeout), Handle("p", cluster=cluster))
-        assert cluster.dra is not None
-        cluster.dra.load(CLAIMS, [obj("pendingClaim")])
-        cluster.dra.load("deviceclasses", [obj("deviceClass")])
-        state = CycleState()
-        _, status = plugin.pre_filter(state, pod, [node])
-        assert status.is_success(), status
-        state.read("DynamicResources").allocator = _SlowAllocator()
-        status = plugin.filter(state, pod, node)
-        assert status.code is code, (timeout, status)
-        if code is Code.ERROR:
-            assert status.message == "node worker: timed out trying to allocate devices"

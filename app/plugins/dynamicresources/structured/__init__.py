@@ -24,6 +24,7 @@ from app.plugins.dynamicresources.structured.allocator import StructuredAllocato
 from app.plugins.dynamicresources.structured.api import (
     AllocatedState,
     AllocationError,
+    AllocationTimeoutError,
     Allocator,
     CELCache,
     DeviceID,
@@ -36,6 +37,7 @@ from app.plugins.dynamicresources.structured.api import (
 __all__ = [
     "AllocatedState",
     "AllocationError",
+    "AllocationTimeoutError",
     "Allocator",
     "CELCache",
     "DeviceID",

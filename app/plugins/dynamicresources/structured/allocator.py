@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from app.plugins.dynamicresources.cel import Cache, device_input
+from app.plugins.dynamicresources.cel import Cache, DeviceContext
 from app.plugins.dynamicresources.structured import capacity as cap
 from app.plugins.dynamicresources.structured.api import (
     AllocatedState,
@@ -73,16 +73,12 @@ class StructuredAllocator:
             else:
                 self.slices_on_node.setdefault(node_name, []).append(slice_)
         self._counters: dict[str, dict[str, dict[str, Decimal]]] = {}
-        self._cel_inputs: dict[int, dict[str, Any]] = {}
         self.num_allocate_one_invocations = 0
 
-    def cel_input(self, driver: str, device: Object) -> dict[str, Any]:
-        """The device's CEL variable, built once per allocator. Raises ``ValueError``."""
-        key = id(device)
-        found = self._cel_inputs.get(key)
-        if found is None:
-            found = self._cel_inputs[key] = device_input(driver, device)
-        return found
+    def cel_input(self, driver: str, device: Object) -> DeviceContext:
+        """The device's CEL input, converted once (kept by the CEL cache across allocators).
+        Raises ``ValueError`` for an attribute CEL cannot represent."""
+        return self.cel_cache.device_context(driver, device)
 
     def is_allocated(self, device_id: DeviceID) -> bool:
         """``internal.IsDeviceAllocated``: exclusively, by a share, or with consumed capacity."""
@@ -115,15 +111,18 @@ class StructuredAllocator:
         self._counters[pool.pool] = available
         return available
 
-    def allocate(self, node: Object, claims: Sequence[Object]) -> list[dict[str, Any]] | None:
+    def allocate(
+        self, node: Object, claims: Sequence[Object], deadline: float | None = None
+    ) -> list[dict[str, Any]] | None:
         """``Allocate``: one AllocationResult per claim, ``None`` when they do not fit ``node``.
-        Raises :class:`AllocationError` (fatal) or :class:`NodeAllocationError` (this node only)."""
+        Raises :class:`AllocationError` (fatal), :class:`NodeAllocationError` (this node only) or
+        :class:`AllocationTimeoutError` (``time.monotonic()`` passed ``deadline``)."""
         node_name = (node.get("metadata") or {}).get("name", "")
         claims = list(claims)
         pools = gather_pools(
             self.slices_on_node.get(node_name, []) + self.slices_shared, node, self.features, self.all_slices
         )
-        search = Search(self, node, claims, pools)
+        search = Search(self, node, claims, pools, deadline)
         for claim_index, claim in enumerate(claims):
             self._prepare_claim(search, claim_index, claim, pools)
         try:

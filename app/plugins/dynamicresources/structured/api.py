@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from app.framework.errors import SchedulerExtenderError
@@ -35,21 +36,28 @@ class Features:
 class AllocatedState:
     """What is allocated already, cluster-wide (schedulerapi.AllocatedState): devices allocated
     exclusively, devices shared by consumable capacity (with their share IDs), and the capacity
-    consumed of each shared device (quantities in the capacity's canonical integer unit)."""
+    consumed of each shared device: capacity name -> the sum of the allocations'
+    ``consumedCapacity`` quantities, exact (a ``Decimal``, e.g. from
+    ``app.plugins.dynamicresources.cel.quantity.quantity("500m").value``) or an ``int``."""
 
     allocated_devices: set[DeviceID] = field(default_factory=set)
     allocated_shared_device_ids: set[SharedDeviceID] = field(default_factory=set)
-    aggregated_capacity: dict[DeviceID, dict[str, int]] = field(default_factory=dict)
+    aggregated_capacity: dict[DeviceID, dict[str, int | Decimal]] = field(default_factory=dict)
 
 
 class Allocator(Protocol):
     """One allocation attempt's allocator, built for one PreFilter's claims and state."""
 
-    def allocate(self, node: Object, claims: Sequence[Object]) -> list[dict[str, Any]] | None:
+    def allocate(
+        self, node: Object, claims: Sequence[Object], deadline: float | None = None
+    ) -> list[dict[str, Any]] | None:
         """One ``AllocationResult`` per claim (in ``claims`` order) allocating every claim on
         ``node``, or ``None`` when they cannot all be allocated there (incomplete slices
         included). Raises ``AllocationError`` for a fatal problem of the input (a CEL selector
-        that does not compile or exceeds the cost limit), which the caller reports on the pod."""
+        that does not compile or fails on a device), which the caller reports on the pod;
+        ``NodeAllocationError`` when only this node fails (invalid pools: the node is
+        unschedulable with the message); ``AllocationTimeoutError`` once ``time.monotonic()``
+        passes ``deadline`` (upstream's context deadline, the Filter timeout)."""
         ...
 
 
@@ -68,3 +76,10 @@ class NodeAllocationError(AllocationError):
     """Allocation failed on this one node only (upstream's ``ErrFailedAllocationOnNode``, e.g.
     ``invalid resource pools were encountered``): the caller marks the node unschedulable with
     this message and goes on with other nodes, instead of failing the whole attempt."""
+
+
+class AllocationTimeoutError(AllocationError):
+    """The allocation passed its deadline (upstream: the Filter's context deadline,
+    ``DRASchedulerFilterTimeout``): ``filter operation aborted: context deadline exceeded``. The
+    plugin returns an Error status ("node NAME: timed out trying to allocate devices") so the pod
+    retries with backoff."""

@@ -9,6 +9,7 @@ combinations are tried (a device after the previous one), never permutations.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.plugins.dynamicresources.cel.quantity import Quantity
 from app.plugins.dynamicresources.structured import capacity as cap
-from app.plugins.dynamicresources.structured.api import AllocationError, DeviceID, Object
+from app.plugins.dynamicresources.structured.api import AllocationError, AllocationTimeoutError, DeviceID, Object
 from app.plugins.dynamicresources.structured.pools import Pool
 from app.plugins.dynamicresources.structured.requests import ALL, Constraint, RequestAccessor
 from app.plugins.dynamicresources.structured.taints import taint_prevents_allocation
@@ -92,7 +93,15 @@ def _spec(obj: Object) -> Any:
 class Search:
     """One ``Allocate`` call's state (upstream's ``allocator``)."""
 
-    def __init__(self, owner: StructuredAllocator, node: Object, claims: list[Object], pools: list[Pool]) -> None:
+    def __init__(
+        self,
+        owner: StructuredAllocator,
+        node: Object,
+        claims: list[Object],
+        pools: list[Pool],
+        deadline: float | None = None,
+    ) -> None:
+        self.deadline = deadline
         self.owner = owner
         self.features = owner.features
         self.node = node
@@ -101,6 +110,7 @@ class Search:
         self.request_data: dict[RequestKey, RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.capacity_memo: dict[tuple[DeviceID, int], bool] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.allocating_devices: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, cap.ConsumedCapacity] = {}
@@ -163,12 +173,23 @@ class Search:
         return True
 
     def capacity_fits(self, request: RequestAccessor, device_id: DeviceID, device: Object) -> bool:
-        """``CmpRequestOverCapacity`` of the allocator (an error counts as not fitting)."""
-        current = self.owner.aggregated_capacity.get(device_id, {})
-        fits = cap.cmp_request_over_capacity(
-            current, request.capacity, device.get("capacity") or {}, self.allocating_capacity.get(device_id)
-        )
-        return bool(fits)
+        """``CmpRequestOverCapacity`` of the allocator (an error counts as not fitting). While
+        nothing of the device is consumed or being allocated, the answer depends on the request
+        and the device only and is remembered."""
+        capacities = device.get("capacity")
+        if not capacities and request.capacity is None:
+            return True
+        allocating = self.allocating_capacity.get(device_id)
+        current = self.owner.aggregated_capacity.get(device_id)
+        if allocating is None and current is None:
+            key = (device_id, id(request))
+            fits = self.capacity_memo.get(key)
+            if fits is None:
+                fits = self.capacity_memo[key] = bool(
+                    cap.cmp_request_over_capacity({}, request.capacity, capacities or {}, None)
+                )
+            return fits
+        return bool(cap.cmp_request_over_capacity(current or {}, request.capacity, capacities or {}, allocating))
 
     # --- the search ------------------------------------------------------------------------
 
@@ -177,6 +198,8 @@ class Search:
     ) -> bool:
         """``allocateOne`` for device ``r`` = (claim, request, subrequest, device index)."""
         self.invocations += 1
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeoutError("filter operation aborted: context deadline exceeded")
         claim_index, request_index, sub_index, device_index = r
         if claim_index >= len(self.claims):
             return True
