@@ -31,6 +31,7 @@ Ports kube-scheduler v1.36.3's plugin (pkg/scheduler/framework/plugins/dynamicre
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -226,7 +227,8 @@ class DynamicResources:
             parse_duration(args.binding_timeout) if args.binding_timeout is not None else DEFAULT_BINDING_TIMEOUT
         )
         self._cel_cache: structured.CELCache | None = None
-        self._tasks: set[asyncio.Future[Any]] = set()
+        #: the writes sent without waiting (PostFilter's, Unreserve's), until they end
+        self._tasks: set[asyncio.Future[None] | concurrent.futures.Future[None]] = set()
 
     def cel_cache(self) -> structured.CELCache:
         """``cel.NewCache(10, ...)``, built at the first allocation."""
@@ -413,11 +415,10 @@ class DynamicResources:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        future: asyncio.Future[Any]
-        if running is loop:
-            future = loop.create_task(coro)
-        else:
-            future = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop), loop=loop)
+        # from the loop a task; from a cycle offloaded to the verb worker thread, a thread-safe call
+        future: asyncio.Future[None] | concurrent.futures.Future[None] = (
+            loop.create_task(coro) if running is loop else asyncio.run_coroutine_threadsafe(coro, loop)
+        )
         self._tasks.add(future)
         future.add_done_callback(self._tasks.discard)
 
