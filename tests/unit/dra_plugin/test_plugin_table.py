@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,9 @@ class Case:
         allocation = (doc.get("status") or {}).get("allocation")
         if allocation is not None and self.case.get("allocation_timestamp"):
             allocation["allocationTimestamp"] = self.case["allocation_timestamp"]
+        if allocation is not None and "allocated_seconds_ago" in self.case:
+            at = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=self.case["allocated_seconds_ago"])
+            allocation["allocationTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         return doc
 
     def close(self) -> None:
