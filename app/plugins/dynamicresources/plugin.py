@@ -533,7 +533,9 @@ class DynamicResources:
 
 
 def _needs(args: object, http_timeout: float) -> ClusterNeeds:
-    return ClusterNeeds(dynamic_resources=True)
+    """The DRA objects; and its Reserve guards devices as NodeResourcesFit's guards cpu and memory
+    (a claim write a previous leader may still have in flight: binds wait out the warm-up)."""
+    return ClusterNeeds(dynamic_resources=True, reserves_capacity=True)
 
 
 PLUGIN = PluginEntry(
