@@ -16,6 +16,7 @@ from app.plugins.dynamicresources.structured import (
     AllocationTimeoutError,
     Features,
     NodeAllocationError,
+    is_device_allocated,
     new_allocator,
     new_cel_cache,
     node_matches,
@@ -143,3 +144,11 @@ def test_an_allocation_past_its_deadline_stops_with_a_timeout() -> None:
     with pytest.raises(AllocationTimeoutError, match="filter operation aborted: context deadline exceeded"):
         allocator.allocate(_node("n1"), [_claim("c", count=6)], deadline=time.monotonic() - 1)
     assert allocator.allocate(_node("n1"), [_claim("c", count=5)], deadline=time.monotonic() + 60) is not None
+
+
+def test_is_device_allocated_counts_exclusive_and_shared_allocations() -> None:
+    device = (DRIVER, "n1", "g0")
+    assert not is_device_allocated(device, AllocatedState())
+    assert is_device_allocated(device, AllocatedState(allocated_devices={device}))
+    assert is_device_allocated(device, AllocatedState(allocated_shared_device_ids={(*device, "share-1")}))
+    assert is_device_allocated(device, AllocatedState(aggregated_capacity={device: {"memory": 1}}))

@@ -38,8 +38,11 @@ def _no_overload(name: str) -> TypeError:
 
 
 def wrap_quantity(text: str) -> dict[str, str]:
-    """A quantity as the map the CEL programs see."""
-    return {QUANTITY_KEY: text}
+    """A quantity as the map the CEL programs see: its exact value as a plain decimal, so that
+    equal quantities are equal maps (``quantity("1Ki") == quantity("1024")``, as cel-go's
+    ``Quantity.Equal``). Raises ``QuantityError``."""
+    value = quantity(text).value.normalize()
+    return {QUANTITY_KEY: format(value, "f")}
 
 
 def wrap_semver(text: str) -> dict[str, str]:

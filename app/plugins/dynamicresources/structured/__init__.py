@@ -11,7 +11,14 @@ dicts (``Mapping[str, Any]``): a ResourceClaim, a ResourceSlice, a DeviceClass, 
 Usage, as the DynamicResources plugin's Filter calls it::
 
     allocator = new_allocator(features, allocated_state, classes, slices, cel_cache)
-    results = allocator.allocate(node, claims)   # None: these claims do not fit this node
+    results = allocator.allocate(node, claims, deadline)   # None: these claims do not fit this node
+
+Errors: ``AllocationError`` (fatal: a selector that does not compile or fails, a missing class;
+upstream's Error status), its ``NodeAllocationError`` (this node only: invalid pools; upstream's
+``ErrFailedAllocationOnNode``, Unschedulable) and ``AllocationTimeoutError`` (past ``deadline``).
+The implementation is v1.36.3's "incubating" allocator, which its default gates select: pools in
+:mod:`.pools`, the search in :mod:`.search`, results in :mod:`.allocator`, consumable capacity in
+:mod:`.capacity`, taints in :mod:`.taints`; CEL in :mod:`app.plugins.dynamicresources.cel`.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ __all__ = [
     "Object",
     "SharedDeviceID",
     "StructuredAllocator",
+    "is_device_allocated",
     "new_allocator",
     "new_cel_cache",
     "node_matches",
@@ -79,3 +87,13 @@ def node_matches(
     """Whether a slice's ``nodeName``/``allNodes``/``nodeSelector`` selects ``node``
     (``structured.NodeMatches``; the same in every variant)."""
     return pools.node_matches(node, node_name, all_nodes, node_selector)
+
+
+def is_device_allocated(device_id: DeviceID, allocated_state: AllocatedState) -> bool:
+    """Whether the device is allocated, exclusively or by a share of its capacity
+    (``structured.IsDeviceAllocated``, ``internal/allocatedstate.go``)."""
+    return (
+        device_id in allocated_state.allocated_devices
+        or any(shared[:3] == device_id for shared in allocated_state.allocated_shared_device_ids)
+        or device_id in allocated_state.aggregated_capacity
+    )
