@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.cluster.binding import Binder
 from app.cluster.cache import Cache, ReserveCheck
+from app.cluster.dra import DRAStores
 from app.cluster.events import ClusterEvents
 from app.cluster.health import KINDS, SyncHealth
 from app.cluster.leader import LeaderElectionSettings, LeaseFollower
@@ -40,6 +41,8 @@ from app.cluster.requeue import Requeuer
 from app.cluster.selectors import SpreadSelectors
 from app.cluster.snapshot import Snapshot
 from app.cluster.volumes import VolumeStores
+from app.framework import features
+from app.framework.dra import ClaimWrite, ClaimWriteResult
 from app.framework.handle import ClusterNeeds, PodDisruptionBudget, Reservation
 from app.framework.objects import LabelSelector
 from app.framework.status import SUCCESS, Code, Status
@@ -120,6 +123,7 @@ class ClusterConnection:
         self._selectors: SpreadSelectors | None = None
         self._volumes: VolumeStores | None = None
         self._namespaces: NamespaceStore | None = None
+        self._dra: DRAStores | None = None
         #: told ``(victim, preemptor, node, in_memory)`` once a preemption victim is deleted, or
         #: rejected at Permit (given to :meth:`connect`: the standalone schedulers' ``Preempted``
         #: Event on the victim, :meth:`preempted`)
@@ -153,6 +157,8 @@ class ClusterConnection:
             self._volumes = VolumeStores(self.health, self.events)
         if needs.csi_storage_capacities and self._volumes is not None:
             self._volumes.want_capacities()
+        if needs.dynamic_resources and self._dra is None:
+            self._dra = DRAStores(self.health, self.events, features.current().enabled("DRAConsumableCapacity"))
         if needs.namespaces and self._namespaces is None:
             self._namespaces = NamespaceStore(self.health)
             self.cache.namespace_labels = self._namespaces.labels
@@ -201,6 +207,24 @@ class ClusterConnection:
         except APIError as exc:
             return VolumeWriteResult(error=exc.message or str(exc))
         return VolumeWriteResult(resource_version=version)
+
+    @property
+    def dra(self) -> DRAStores | None:
+        """The DRA objects and allocations (:class:`~app.cluster.dra.DRAStores`), when a plugin
+        declared ``dynamic_resources``."""
+        return self._dra
+
+    async def write_resource_claim(self, write: ClaimWrite, timeout: float) -> ClaimWriteResult:
+        """DynamicResources' call on a ResourceClaim (:meth:`KubeClient.resource_claim_call`), on
+        the API executor; an error result before :meth:`connect`."""
+        if self.executor is None or self.client is None:
+            return ClaimWriteResult(error="the cluster connection is not started (schedule connects it)")
+        call = partial(self.client.resource_claim_call, write.verb, write.namespace, write.name, write.body, timeout)
+        try:
+            claim = await asyncio.get_running_loop().run_in_executor(self.executor, call)
+        except APIError as exc:
+            return ClaimWriteResult(error=exc.message or str(exc), code=exc.status)
+        return ClaimWriteResult(claim=claim)
 
     def snapshot(self) -> Snapshot:
         """The cache as of now (:meth:`Cache.snapshot`)."""
@@ -410,6 +434,8 @@ class ClusterConnection:
             stores.extend(self._volumes.stores.items())
         if self._namespaces is not None:
             stores.append((NAMESPACES, self._namespaces))
+        if self._dra is not None:
+            stores.extend(self._dra.stores.items())
         self.reflectors = [
             Reflector(
                 kind,

@@ -74,7 +74,8 @@ def pod_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     ``PodSchedulingPropertiesChange``): on ``AssignedPod`` when ``new`` is on a node, else on
     ``UnschedulablePod``, ``UpdatePodLabel``, ``UpdatePodScaleDown`` (a request lowered or
     dropped), ``UpdatePodSchedulingGatesEliminated``, ``UpdatePodToleration`` (their count
-    changed), in that order; the general ``Update`` when none of those."""
+    changed), ``UpdatePodGeneratedResourceClaim`` (``status.resourceClaimStatuses``), in that
+    order; the general ``Update`` when none of those."""
     resource = ASSIGNED_POD if new.node_name else UNSCHEDULED_POD
     out: list[ClusterEvent] = []
     if old.labels != new.labels:
@@ -85,6 +86,8 @@ def pod_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
         out.append(ClusterEvent(resource, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED))
     if len(old.tolerations) != len(new.tolerations):
         out.append(ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATIONS))
+    if old.resource_claim_statuses != new.resource_claim_statuses:
+        out.append(ClusterEvent(resource, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM))
     return out or [ClusterEvent(resource, ActionType.UPDATE)]
 
 

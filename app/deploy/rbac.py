@@ -14,7 +14,7 @@ on their behalf, so the rules follow from the configuration, table by table:
   conditions);
 - :data:`NEEDS_GRANTS`: what the cluster state lists and watches for a plugin's declared
   :class:`~app.framework.handle.ClusterNeeds` (PodGroups, PodDisruptionBudgets, the objects that
-  select pods, volumes, CSIStorageCapacities), for every plugin a profile enables;
+  select pods, volumes, CSIStorageCapacities, the DRA objects), for every plugin a profile enables;
 - each plugin's declared ``rbac`` (:class:`~app.framework.registry.PolicyRule`: ``DefaultBinder``'s
   Bindings, ``DefaultPreemption``'s deletions), for a plugin that runs where the target deploys it
   (:func:`running_points`), less its rules on a kind :data:`NEEDS_GRANTS` reads (those reads are
@@ -160,6 +160,15 @@ NEEDS_GRANTS: tuple[tuple[str, tuple[PolicyRule, ...], str], ...] = (
             PolicyRule(("storage.k8s.io",), ("storageclasses", "csinodes", "csidrivers"), READ),
         ),
         "volumes (PersistentVolumes and their claims, StorageClasses, CSINodes, CSIDrivers)",
+    ),
+    (
+        "dynamic_resources",
+        (
+            PolicyRule(("resource.k8s.io",), ("resourceclaims", "resourceclaims/status"), (*READ, "update", "patch")),
+            PolicyRule(("resource.k8s.io",), ("resourceslices", "deviceclasses"), READ),
+        ),
+        "Dynamic Resource Allocation (ResourceClaims and their status, ResourceSlices, DeviceClasses; "
+        "system:kube-scheduler's verbs of v1.36)",
     ),
     (
         "namespaces",

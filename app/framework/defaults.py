@@ -7,12 +7,13 @@ brackets: SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToler
 NodeAffinity (2), NodePorts, NodeResourcesFit (1), VolumeRestrictions, NodeVolumeLimits,
 VolumeBinding, VolumeZone, PodTopologySpread (2), InterPodAffinity (2), DefaultPreemption,
 NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, then NodeDeclaredFeatures
-while its gate is on (beta, on in v1.36). Not here, though v1.36 has them: DynamicResources
-(weight 2, before DefaultPreemption; the DynamicResourceAllocation gate is GA and locked): this
-scheduler has no Dynamic Resource Allocation yet (issue 36); GangScheduling and
+while its gate is on (beta, on in v1.36), and DynamicResources (2) inserted before
+DefaultPreemption while ``DynamicResourceAllocation`` is on (GA and locked: always;
+``applyDynamicResources``). Not here, though v1.36 has them: GangScheduling and
 TopologyAwareWorkloadScheduling's plugins (alpha, off). The volume plugins
 (:mod:`app.plugins.volumes`) make the cluster state watch the storage objects
-(``ClusterNeeds.volumes``) of every profile that keeps them.
+(``ClusterNeeds.volumes``) of every profile that keeps them, DynamicResources the DRA objects
+(``ClusterNeeds.dynamic_resources``).
 
 A profile with ``schedulerName`` (the standalone scheduler) starts from that default, as every
 kube-scheduler profile does; its own ``multiPoint`` merges into it (:func:`merge_plugin_set`,
@@ -52,11 +53,17 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
 
 def default_plugins(gates: features.FeatureGates | None = None) -> tuple[tuple[str, int | None], ...]:
     """:data:`DEFAULT_PLUGINS` with ``applyFeatureGates``: NodeDeclaredFeatures appended when its
-    gate is on in ``gates`` (default: the process's, :func:`~app.framework.features.current`)."""
+    gate is on in ``gates`` (default: the process's, :func:`~app.framework.features.current`),
+    then DynamicResources (weight 2) inserted before DefaultPreemption when
+    ``DynamicResourceAllocation`` is on."""
     gates = gates if gates is not None else features.current()
+    plugins = DEFAULT_PLUGINS
     if gates.enabled("NodeDeclaredFeatures"):
-        return (*DEFAULT_PLUGINS, ("NodeDeclaredFeatures", None))
-    return DEFAULT_PLUGINS
+        plugins = (*plugins, ("NodeDeclaredFeatures", None))
+    if gates.enabled("DynamicResourceAllocation"):
+        at = [name for name, _ in plugins].index("DefaultPreemption")
+        plugins = (*plugins[:at], ("DynamicResources", 2), *plugins[at:])
+    return plugins
 
 
 def default_plugin_set() -> PluginSet:

@@ -23,6 +23,7 @@ a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it 
     ├── SelectorError          app.plugins.podtopologyspread.common: a LabelSelector upstream refuses (also ValueError)
     ├── TranslationError       app.plugins.volumes.translation: csi-translation-lib refuses a volume (also ValueError)
     ├── BinderError            app.plugins.volumes.binder: a volume binder step failed
+    ├── ClaimError, BindError  app.plugins.dynamicresources: a pod's claims unusable; a PreBind write failed
     ├── LimitsError            app.plugins.volumes.node_volume_limits: counting a pod's volumes failed
     └── AllocationError        app.plugins.dynamicresources.structured (NodeAllocationError, AllocationTimeoutError)
 

@@ -53,6 +53,9 @@ PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM = "PersistentVolume", "PersistentVolu
 STORAGE_CLASS, CSI_NODE = "storage.k8s.io/StorageClass", "storage.k8s.io/CSINode"
 CSI_DRIVER, CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIDriver", "storage.k8s.io/CSIStorageCapacity"
 VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+#: ``fwk.EventResource`` values of the DRA kinds DynamicResources reads
+RESOURCE_CLAIM, RESOURCE_SLICE = "resource.k8s.io/ResourceClaim", "resource.k8s.io/ResourceSlice"
+DEVICE_CLASS = "resource.k8s.io/DeviceClass"
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ __all__ = [
     "CSI_DRIVER",
     "CSI_NODE",
     "CSI_STORAGE_CAPACITY",
+    "DEVICE_CLASS",
     "EVENT_FORCE_ACTIVATE",
     "EVENT_UNSCHEDULABLE_TIMEOUT",
     "NODE",
@@ -151,6 +155,8 @@ __all__ = [
     "POD",
     "POD_GROUP",
     "QUEUE",
+    "RESOURCE_CLAIM",
+    "RESOURCE_SLICE",
     "SKIP",
     "STORAGE_CLASS",
     "UNSCHEDULED_POD",

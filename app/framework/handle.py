@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.framework.dra import ClaimWrite, ClaimWriteResult, DRALister
 from app.framework.nominator import PodNominator
 from app.framework.objects import LabelSelector
 from app.framework.status import SUCCESS, Status
@@ -103,7 +104,9 @@ class ClusterNeeds:
     Render derives the RBAC of both from these flags (``system:volume-scheduler``'s and
     ``system:kube-scheduler``'s rules for those kinds).
     ``namespaces``: watch Namespaces (their labels only) for :meth:`NodeLister.namespace_labels`
-    (InterPodAffinity's ``namespaceSelector``).
+    (InterPodAffinity's ``namespaceSelector``). ``dynamic_resources``: watch ResourceClaims,
+    ResourceSlices and DeviceClasses (``resource.k8s.io/v1``) for :attr:`ClusterHandle.dra`
+    (DynamicResources), and let it write claims (:meth:`ClusterHandle.write_resource_claim`).
     """
 
     pools: tuple[PoolSpec, ...] = ()
@@ -119,6 +122,7 @@ class ClusterNeeds:
     volumes: bool = False
     csi_storage_capacities: bool = False
     namespaces: bool = False
+    dynamic_resources: bool = False
 
     @property
     def guards_capacity(self) -> bool:
@@ -203,6 +207,17 @@ class ClusterHandle(Protocol):
         """Send one of VolumeBinding's PreBind writes (a claim's ``selected-node``, a volume's
         ``claimRef``) to the API server within ``timeout`` seconds, off the event loop: its
         ``resourceVersion`` after the write, or the API server's error (never raises)."""
+        ...
+
+    @property
+    def dra(self) -> DRALister | None:
+        """The watched DRA objects and allocations, when a plugin declared ``dynamic_resources``."""
+        ...
+
+    async def write_resource_claim(self, write: ClaimWrite, timeout: float) -> ClaimWriteResult:
+        """One API call on a ResourceClaim (DynamicResources' PreBind, PostFilter, Unreserve)
+        within ``timeout`` seconds, off the event loop: the claim returned, or the API server's
+        error (never raises)."""
         ...
 
     def snapshot(self) -> NodeLister:
@@ -320,6 +335,13 @@ class NoCluster:
     async def update_volume(self, write: VolumeWrite, timeout: float) -> VolumeWriteResult:
         """An error: there is no API server to write to."""
         return VolumeWriteResult(error="the profile has no cluster state (a cluster: section) to write volumes through")
+
+    #: no DRA object is watched
+    dra: DRALister | None = None
+
+    async def write_resource_claim(self, write: ClaimWrite, timeout: float) -> ClaimWriteResult:
+        """An error: there is no API server to write to."""
+        return ClaimWriteResult(error="the profile has no cluster state (a cluster: section) to write claims through")
 
     def snapshot(self) -> NodeLister:
         """No node."""

@@ -368,6 +368,21 @@ class Volume(msgspec.Struct, rename="camel", frozen=True, gc=False):
         )
 
 
+class PodResourceClaim(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PodResourceClaim``: a claim of ``spec.resourceClaims`` by name or by template."""
+
+    name: str | None = None
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """``v1.PodResourceClaimStatus``: the claim generated for a template's entry."""
+
+    name: str | None = None
+    resource_claim_name: str | None = None
+
+
 class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """The parts of ``v1.PodSpec`` policies read."""
 
@@ -392,6 +407,8 @@ class PodSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     host_network: bool | None = None
     #: ``false``: the pod runs in a user namespace
     host_users: bool | None = None
+    #: ``spec.resourceClaims`` (DynamicResources)
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -424,6 +441,8 @@ class PodStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
     init_container_statuses: list[ContainerStatus] | None = None
     allocated_resources: dict[str, QuantityValue] | None = None
     resources: ResourceRequirements | None = None
+    #: ``status.resourceClaimStatuses``: the claims generated from templates
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(msgspec.Struct, rename="camel", frozen=True, gc=False):

@@ -75,6 +75,8 @@ class PodInfo:
         "preemption_policy",
         "priority",
         "priority_class_name",
+        "resource_claim_statuses",
+        "resource_claims",
         "scheduler_name",
         "scheduling_gates",
         "start_time",
@@ -139,6 +141,11 @@ class PodInfo:
         self.terminating_by_preemption: bool = self.deleting and _disrupted_by_preemption(status)
         #: the node features the pod needs (NodeDeclaredFeatures' ``InferForPodScheduling``)
         self.declared_features: frozenset[str] = _declared_features(spec)
+        #: ``spec.resourceClaims`` and ``status.resourceClaimStatuses`` (DynamicResources)
+        self.resource_claims: tuple[objects.PodResourceClaim, ...] = tuple(spec.resource_claims or ())
+        self.resource_claim_statuses: tuple[objects.PodResourceClaimStatus, ...] = tuple(
+            (status.resource_claim_statuses if status is not None else None) or ()
+        )
         self._requests: dict[str, int] | None = None
         self._non_zero: tuple[int, int] | None = None
         self._container_level: tuple[int, int] | None = None

@@ -66,6 +66,10 @@ COLLECTIONS = {
     "csistoragecapacities": "/apis/storage.k8s.io/v1/csistoragecapacities",
     # what InterPodAffinity's namespaceSelector reads (app.cluster.namespaces)
     "namespaces": "/api/v1/namespaces",
+    # what DynamicResources reads (app.cluster.dra)
+    "resourceclaims": "/apis/resource.k8s.io/v1/resourceclaims",
+    "resourceslices": "/apis/resource.k8s.io/v1/resourceslices",
+    "deviceclasses": "/apis/resource.k8s.io/v1/deviceclasses",
 }
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -375,6 +379,33 @@ class KubeClient:
         except (ValueError, AttributeError) as exc:
             raise APIError(0, "MalformedResponse", f"{kind}/{name}: {exc}") from exc
         return str(meta.get("resourceVersion") or "")
+
+    def resource_claim_call(
+        self, verb: str, namespace: str, name: str, body: Mapping[str, Any] | None, timeout: float = 5.0
+    ) -> dict[str, Any]:
+        """One call on a ``resource.k8s.io/v1`` ResourceClaim, as DynamicResources makes them:
+        ``get``, ``update`` (PUT), ``update_status`` (PUT of ``/status``; the body's
+        ``metadata.resourceVersion`` is the precondition, ``409 Conflict`` when the claim
+        changed) or ``patch_status`` (strategic-merge PATCH of ``/status``). Returns the claim
+        the API server answered."""
+        path = f"/apis/resource.k8s.io/v1/namespaces/{_name(namespace)}/resourceclaims/{_name(name)}"
+        if verb == "get":
+            resp = self.request("GET", path, timeout)
+        elif verb == "update":
+            resp = self.request("PUT", path, timeout, body=dict(body or {}))
+        elif verb == "update_status":
+            resp = self.request("PUT", path + "/status", timeout, body=dict(body or {}))
+        elif verb == "patch_status":
+            resp = self.request("PATCH", path + "/status", timeout, body=dict(body or {}), content_type=STRATEGIC_MERGE)
+        else:
+            raise ValueError(f"not a ResourceClaim call: {verb!r}")
+        try:
+            claim = json.loads(resp.data)
+        except ValueError as exc:
+            raise APIError(0, "MalformedResponse", f"resourceclaims/{name}: {exc}") from exc
+        if not isinstance(claim, dict):
+            raise APIError(0, "MalformedResponse", f"resourceclaims/{name}: not an object")
+        return claim
 
     def create_event(self, namespace: str, body: dict[str, Any], timeout: float = 5.0) -> None:
         """POST an ``events.k8s.io/v1`` Event (``body`` as JSON) in ``namespace``."""

@@ -23,6 +23,7 @@ from app.plugins import (
     tainttoleration,
 )
 from app.plugins.chaos import coin_flip, dice_roll
+from app.plugins.dynamicresources import plugin as dynamicresources
 from app.plugins.noderesources import balanced_allocation, fit
 from app.plugins.volumes import node_volume_limits, volume_binding, volume_restrictions, volume_zone
 
@@ -45,6 +46,7 @@ IN_TREE: tuple[PluginEntry, ...] = (
     volume_zone.PLUGIN,
     podtopologyspread.PLUGIN,
     interpodaffinity.PLUGIN,
+    dynamicresources.PLUGIN,
     defaultpreemption.PLUGIN,
     imagelocality.PLUGIN,
     nodedeclaredfeatures.PLUGIN,

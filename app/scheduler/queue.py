@@ -162,6 +162,10 @@ class SchedulingQueue:
         self._parked: deque[tuple[float, int, str]] = deque()
         #: the pods of the unschedulable pool
         self._unschedulable: dict[str, QueuedPod] = {}
+        #: the pods kept out at their arrival by a PreEnqueue plugin (DynamicResources while a claim
+        #: is missing): a cluster event its hints accept runs PreEnqueue again (v1.36.3's gated pods
+        #: in unschedulablePods, their gating plugin among their unschedulable plugins)
+        self._gated_by: dict[str, QueuedPod] = {}
         self._tokens = itertools.count(1)
 
     def __len__(self) -> int:
@@ -200,8 +204,12 @@ class SchedulingQueue:
                 entry = self._pods[uid] = QueuedPod(pod, now, where=GATED)
                 self._counts[GATED] += 1
                 self.nominator.add_nominated_pod(pod)
-                if self._admitted(pod):
+                status = self._pre_enqueue(pod) if self._pre_enqueue is not None else None
+                if status is None or status.is_success():
                     self._to_active(entry)
+                elif status.plugin:
+                    entry.unschedulable_plugins = frozenset({status.plugin})
+                    self._gated_by[uid] = entry
                 added.append(pod)
             elif entry.pod is not pod:
                 old = entry.pod
@@ -383,7 +391,7 @@ class SchedulingQueue:
             events = [ANY_EVENT]
         moved = 0
         for item in events:
-            if not self._counts[UNSCHEDULABLE]:
+            if not self._counts[UNSCHEDULABLE] and not self._gated_by:
                 break
             event = item if isinstance(item, ObservedEvent) else ObservedEvent(item)
             if not self._interesting(event.event):
@@ -396,6 +404,10 @@ class SchedulingQueue:
                 strategy = self._worth(entry, event)
                 if strategy != QUEUE_SKIP:
                     self._requeue(entry, strategy, now)
+                    moved += 1
+            for entry in list(self._gated_by.values()):  # moveToActiveQ: PreEnqueue again
+                if self._worth(entry, event) != QUEUE_SKIP and self._admitted(entry.pod):
+                    self._to_active(entry)
                     moved += 1
         return moved
 
@@ -477,6 +489,8 @@ class SchedulingQueue:
         self._counts[where] += 1
         if entry.where == UNSCHEDULABLE:
             del self._unschedulable[entry.pod.uid]
+        if entry.where == GATED:
+            self._gated_by.pop(entry.pod.uid, None)
         if where == UNSCHEDULABLE:
             self._unschedulable[entry.pod.uid] = entry
         entry.where = where
@@ -486,6 +500,7 @@ class SchedulingQueue:
     def _drop(self, entry: QueuedPod) -> None:
         self._counts[entry.where] -= 1
         self._unschedulable.pop(entry.pod.uid, None)
+        self._gated_by.pop(entry.pod.uid, None)
         del self._pods[entry.pod.uid]
         entry.token = 0
         self.nominator.delete_nominated_pod_if_exists(entry.pod)

@@ -184,7 +184,9 @@ class Scheduler(TaskWorker):
             return False
         added = self.queue.apply(self.cluster_events.index_changes(self._index, self.scheduler_name))
         for entered in added:
-            if self.queue.gated(entered.uid):
+            # the SchedulingGated condition is kube-apiserver's for a pod with gates; a pod another
+            # PreEnqueue plugin keeps out (DynamicResources: a claim not created yet) gets none
+            if entered.scheduling_gates and self.queue.gated(entered.uid):
                 self.effects.gated(entered)
         self._seen_event, events = self.cluster_events.events_since(self._seen_event)
         if events is None or events:

@@ -122,8 +122,10 @@ def test_chaos_scheduler_binds_its_pods_and_only_its_pods(api: FakeAPIServer, tm
         assert failed[0]["note"] == (
             "0/14 nodes are available: 1 node(s) had untolerated taint(s), "
             "1 node(s) were unschedulable, 12 node(s) didn't match Pod's node affinity/selector. "
+            "no new claims to deallocate, "
             "preemption: 0/14 nodes are available: 14 Preemption is not helpful for scheduling."
-        )  # v1.36.3: TaintToleration names no taint; FitError.Error() adds no period after PostFilter's
+        )  # v1.36.3: TaintToleration names no taint; FitError.Error() adds no period after PostFilter's;
+        # DynamicResources' PostFilter, before DefaultPreemption, for a pod without claims
         assert {b["metadata"]["uid"] for b in api.bindings} == {f"uid-default-chaos-{i}" for i in range(8)}
         scheduled = wait_for(lambda: len(events(api, "Scheduled")) >= 8 and events(api, "Scheduled"), what="events")
         assert {e["reportingController"] for e in scheduled} == {"chaos-scheduler"}
@@ -150,7 +152,7 @@ def test_ip_scheduler_keeps_ten_per_node_and_binds_when_a_slot_frees(api: FakeAP
         assert len(placed) == 20 and sorted(placed.values()).count("n0") == 10
         left = sorted({f"ip-{i:02d}" for i in range(23)} - set(placed))
         message = (  # DefaultPreemption finds no lower-priority pod to evict
-            "0/2 nodes are available: 2 pool underlay-ip exhausted: 10/10 in use. "
+            "0/2 nodes are available: 2 pool underlay-ip exhausted: 10/10 in use. no new claims to deallocate, "
             "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
         )  # v1.36.3's FitError.Error(): no period added after the PostFilter message
         with api.lock:

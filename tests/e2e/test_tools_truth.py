@@ -60,19 +60,21 @@ def test_validate_shows_what_a_standalone_profile_runs() -> None:
     assert "verbs" not in out.stdout and "nodeCacheCapable" not in out.stdout  # no extender fields
     shown = points(out.stdout, "ip")
     assert list(shown) == ORDER  # kube-scheduler's order; no point left empty is printed
-    assert shown["queueSort"] == "PrioritySort" and shown["postFilter"] == "DefaultPreemption"
+    assert shown["queueSort"] == "PrioritySort" and shown["postFilter"] == "DynamicResources, DefaultPreemption"
     # kube-scheduler's default plugins merged, in getDefaultPlugins' order (v1.36.3: no in-tree volume
-    # limits, NodeDeclaredFeatures appended by applyFeatureGates), then the profile's own
+    # limits, NodeDeclaredFeatures appended and DynamicResources inserted before DefaultPreemption by
+    # applyFeatureGates), then the profile's own
     assert shown["filter"] == (
         "NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, "
         "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, "
-        "PodTopologySpread, InterPodAffinity, NodeDeclaredFeatures, NodeResourcePool"
+        "PodTopologySpread, InterPodAffinity, DynamicResources, NodeDeclaredFeatures, NodeResourcePool"
     )
     assert shown["score"] == (
         "TaintToleration (3), NodeAffinity (2), NodeResourcesFit (1), VolumeBinding (1), PodTopologySpread (2), "
-        "InterPodAffinity (2), NodeResourcesBalancedAllocation (1), ImageLocality (1), NodeResourcePool (2)"
+        "InterPodAffinity (2), DynamicResources (2), NodeResourcesBalancedAllocation (1), ImageLocality (1), "
+        "NodeResourcePool (2)"
     )
-    assert shown["preBind"] == "VolumeBinding"
+    assert shown["preBind"] == "VolumeBinding, DynamicResources"
     assert shown["bind"] == "DefaultBinder"
 
 

@@ -4,7 +4,7 @@ Nodes of varied allocatable, labels, taints, images (and one cordoned), pods alr
 (labels, host ports, priorities), then pod specs of every kind the default plugins judge (taints,
 node and pod (anti-)affinity, spread, resources, BestEffort, sidecars, pod-level resources, ports,
 images, extended resources, priorities). Each spec is given, alone, to kube-scheduler v1.36.3 at
-``-v 10`` (its default profile, but DynamicResources: issue 36), which logs each plugin's weighted
+``-v 10`` (its default profile, DynamicResources included), which logs each plugin's weighted
 score and each node's ``TotalScore`` (pkg/scheduler/schedule_one.go ``prioritizeNodes``) or writes
 the FitError in the pod's ``PodScheduled`` condition (``FitError.Error()``, pkg/scheduler/framework/
 types.go); the pod is then deleted. The project's framework (a default ``schedulerName`` profile)
@@ -33,9 +33,9 @@ from tests.realcluster.support import FAKE, Cluster, KubeScheduler, Obj, wait_fo
 NS = "tier-v136"
 SCHEDULER = "v136-control"
 PREFIX = "v136"
-#: kube-scheduler v1.36.3's default profile (pkg/scheduler/apis/config/v1/default_plugins.go)
-#: without DynamicResources: the project has no DRA yet (issue 36), and its PostFilter adds
-#: "no new claims to deallocate" to every FitError of the default profile
+#: kube-scheduler v1.36.3's default profile (pkg/scheduler/apis/config/v1/default_plugins.go),
+#: DynamicResources included as the project's default profile has it now (issue 36): its
+#: PostFilter adds "no new claims to deallocate" to every FitError of both
 KUBE_SCHEDULER_CONFIG = f"""
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -43,9 +43,6 @@ clientConnection: {{kubeconfig: "@KUBECONFIG@", qps: 200, burst: 400}}
 leaderElection: {{leaderElect: false}}
 profiles:
 - schedulerName: {SCHEDULER}
-  plugins:
-    multiPoint:
-      disabled: [{{name: DynamicResources}}]
 """
 
 MI = 1024 * 1024

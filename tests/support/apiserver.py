@@ -43,6 +43,17 @@ the API conventions (https://kubernetes.io/docs/reference/using-api/api-concepts
   a volume (a JSON merge patch, what VolumeBinding's PreBind sends) with
   ``metadata.resourceVersion`` as precondition (``409 Conflict`` "the object has been modified"
   when it is not the stored one), recorded in :attr:`FakeAPIServer.volume_patches`.
+- **DRA kinds** (``resource.k8s.io/v1``: ResourceClaims, namespaced; ResourceSlices and
+  DeviceClasses, cluster-scoped): list and watch as the other kinds. A claim is read (``GET``),
+  replaced (``PUT``: metadata and spec, its status kept) and its ``/status`` replaced (``PUT``:
+  the status only) with ``metadata.resourceVersion`` as precondition (``409 Conflict``
+  "the object has been modified"), or patched (strategic merge ``PATCH`` of ``/status``:
+  ``reservedFor`` entries removed by ``{"$patch": "delete", "uid": ...}``, as the registry merges
+  by the list's key). As the registry's status strategy validates: ``reservedFor`` needs an
+  allocation (``422 Invalid``), and an allocation once set cannot be replaced by another (only
+  removed; kube-apiserver v1.36.3 refuses even an ``allocationTimestamp`` added to it, "may not
+  be specified when `allocated` is not set", "field is immutable"). Every write is recorded in
+  :attr:`FakeAPIServer.claim_writes`.
 - Errors are ``Status`` objects (``kind: Status``, ``status: Failure``, ``reason``, ``code``).
 
 Controls for tests: add/modify/delete objects, :meth:`compact` the history, :meth:`end_watches`,
@@ -88,7 +99,18 @@ def status_body(code: int, reason: str, message: str, **details: Any) -> Obj:
 
 
 #: the cluster-scoped kinds (keyed by name; the others by namespace/name)
-CLUSTER_SCOPED = frozenset({"nodes", "namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"})
+CLUSTER_SCOPED = frozenset(
+    {
+        "nodes",
+        "namespaces",
+        "persistentvolumes",
+        "storageclasses",
+        "csinodes",
+        "csidrivers",
+        "resourceslices",
+        "deviceclasses",
+    }
+)
 #: the storage kinds: collection path and kind
 STORAGE_KINDS = {
     "persistentvolumeclaims": ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
@@ -97,6 +119,12 @@ STORAGE_KINDS = {
     "csinodes": ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
     "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
     "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
+}
+#: the DRA kinds (``resource.k8s.io/v1``): collection path and kind
+DRA_KINDS = {
+    "resourceclaims": ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim"),
+    "resourceslices": ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice"),
+    "deviceclasses": ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass"),
 }
 
 
@@ -189,7 +217,11 @@ class FakeAPIServer:
             "leases": {},
             "events": {},
             **{kind: {} for kind in STORAGE_KINDS},
+            **{kind: {} for kind in DRA_KINDS},
         }
+        #: (verb, namespace/name, body) of every write of a ResourceClaim (``update``,
+        #: ``update_status``, ``patch_status``), in order, whatever the answer
+        self.claim_writes: list[tuple[str, str, Obj]] = []
         #: (kind, key, patch) of every PATCH of a claim or a volume, in order
         self.volume_patches: list[tuple[str, str, Obj]] = []
         #: ("create" | "patch", namespace/name) of every events.k8s.io write, in order
@@ -451,6 +483,7 @@ class FakeAPIServer:
             "replicasets": "ReplicaSetList",
             "statefulsets": "StatefulSetList",
             **{k: f"{v[1]}List" for k, v in STORAGE_KINDS.items()},
+            **{k: f"{v[1]}List" for k, v in DRA_KINDS.items()},
             "namespaces": "NamespaceList",
         }[kind]
         with self.lock:
@@ -575,6 +608,57 @@ class FakeAPIServer:
             self.volume_patches.append((kind, key, copy.deepcopy(patch)))
             return 200, self.put(kind, _merge_patch(current, patch))
 
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        """The stored ResourceClaim, or ``None``."""
+        with self.lock:
+            return copy.deepcopy(self.objects["resourceclaims"].get(f"{namespace}/{name}"))
+
+    def write_claim(self, verb: str, namespace: str, name: str, body: Obj) -> tuple[int, Obj]:
+        """A ResourceClaim's ``update`` (PUT: metadata and spec), ``update_status`` (PUT of
+        ``/status``) or ``patch_status`` (strategic merge of ``/status``), as the module doc says."""
+        key = f"{namespace}/{name}"
+        with self.lock:
+            self.claim_writes.append((verb, key, copy.deepcopy(body)))
+            current = self.objects["resourceclaims"].get(key)
+            if current is None:
+                return 404, _claim_not_found(name)
+            wanted = (body.get("metadata") or {}).get("resourceVersion")
+            if verb != "patch_status" and wanted and wanted != current["metadata"].get("resourceVersion"):
+                message = (
+                    f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": the object has been '
+                    "modified; please apply your changes to the latest version and try again"
+                )
+                return 409, status_body(
+                    409, "Conflict", message, name=name, group="resource.k8s.io", kind="resourceclaims"
+                )
+            new = copy.deepcopy(current)
+            if verb == "update":
+                meta = dict(body.get("metadata") or {})
+                for field_name in ("finalizers", "labels", "annotations", "ownerReferences"):
+                    if meta.get(field_name) is None:
+                        new["metadata"].pop(field_name, None)
+                    else:
+                        new["metadata"][field_name] = meta[field_name]
+            elif verb == "update_status":
+                new["status"] = copy.deepcopy(body.get("status") or {})
+            else:
+                status = new.setdefault("status", {})
+                patch = body.get("status") or {}
+                for entry in patch.get("reservedFor") or ():
+                    if entry.get("$patch") == "delete":
+                        kept = [r for r in status.get("reservedFor") or () if r.get("uid") != entry.get("uid")]
+                        status["reservedFor"] = kept
+            status = {k: v for k, v in (new.get("status") or {}).items() if v not in (None, [], {})}
+            new["status"] = status
+            old_allocation = (current.get("status") or {}).get("allocation")
+            if status.get("reservedFor") and not status.get("allocation"):
+                return 422, _claim_invalid(
+                    name, "status.reservedFor: Forbidden: may not be specified when `allocated` is not set"
+                )
+            if old_allocation and status.get("allocation") and status["allocation"] != old_allocation:
+                return 422, _claim_invalid(name, "status.allocation: Invalid value: field is immutable")
+            return 200, self.put("resourceclaims", new)
+
     def bind(self, namespace: str, name: str, body: Obj) -> tuple[int, Obj]:
         if self.binding_delay:
             time.sleep(self.binding_delay)
@@ -655,6 +739,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 "/apis/apps/v1/replicasets": "replicasets",
                 "/apis/apps/v1/statefulsets": "statefulsets",
                 **{collection: kind for kind, (collection, _) in STORAGE_KINDS.items()},
+                **{collection: kind for kind, (collection, _) in DRA_KINDS.items()},
                 "/api/v1/namespaces": "namespaces",
             }.get(path)
             if path in ("/version", "/version/"):
@@ -696,6 +781,13 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                     self._send(404, status_body(404, "NotFound", f'leases.coordination.k8s.io "{segs[6]}" not found'))
                 else:
                     self._send(200, lease)
+                return
+            if _claim_path(segs) and len(segs) == 7:
+                claim = api.claim(segs[4], segs[6])
+                if claim is None:
+                    self._send(404, _claim_not_found(segs[6]))
+                else:
+                    self._send(200, claim)
                 return
             if len(segs) == 6 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "pods":
                 pod = api.pod(segs[3], segs[5])
@@ -756,6 +848,9 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
             if len(segs) == 4 and segs[:3] == ["api", "v1", "persistentvolumes"]:
                 self._send(*api.patch_volume("persistentvolumes", segs[3], body))
                 return
+            if _claim_path(segs) and segs[7:] == ["status"]:
+                self._send(*api.write_claim("patch_status", segs[4], segs[6], body))
+                return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
         def do_DELETE(self) -> None:
@@ -786,6 +881,9 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             if segs[:4] == ["apis", "coordination.k8s.io", "v1", "namespaces"] and len(segs) == 7:
                 self._send(*api.write_lease(segs[4], segs[6], body, create=False))
+                return
+            if _claim_path(segs) and segs[7:] in ([], ["status"]):
+                self._send(*api.write_claim("update_status" if segs[7:] else "update", segs[4], segs[6], body))
                 return
             self._send(404, status_body(404, "NotFound", "the server could not find the requested resource"))
 
@@ -835,6 +933,7 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                                 "replicasets": "ReplicaSet",
                                 "statefulsets": "StatefulSet",
                                 **{k: v[1] for k, v in STORAGE_KINDS.items()},
+                                **{k: v[1] for k, v in DRA_KINDS.items()},
                                 "namespaces": "Namespace",
                             }[kind]
                             self._chunk(
@@ -862,6 +961,21 @@ def _handler(api: FakeAPIServer, epoch: int) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
 
     return Handler
+
+
+def _claim_path(segs: list[str]) -> bool:
+    """``/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}[/status]``."""
+    return (
+        len(segs) >= 7 and segs[:4] == ["apis", "resource.k8s.io", "v1", "namespaces"] and segs[5] == "resourceclaims"
+    )
+
+
+def _claim_not_found(name: str) -> Obj:
+    return status_body(404, "NotFound", f'resourceclaims.resource.k8s.io "{name}" not found')
+
+
+def _claim_invalid(name: str, cause: str) -> Obj:
+    return status_body(422, "Invalid", f'ResourceClaim.resource.k8s.io "{name}" is invalid: {cause}')
 
 
 def _events(watcher: _Watcher, deadline: float, tick: float) -> Iterator[tuple[str, Obj] | None]:
@@ -1056,6 +1170,60 @@ def lease(holder: str, name: str = "kube-scheduler", namespace: str = "kube-syst
             "leaseTransitions": 0,
         },
     }
+
+
+def device_class(name: str, *expressions: str, driver: str = "gpu.example.com") -> Obj:
+    """A ``resource.k8s.io/v1`` DeviceClass selecting ``driver``'s devices (and ``expressions``,
+    CEL)."""
+    selectors = [{"cel": {"expression": f'device.driver == "{driver}"'}}]
+    selectors += [{"cel": {"expression": e}} for e in expressions]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "uid": f"uid-dc-{name}"},
+        "spec": {"selectors": selectors},
+    }
+
+
+def resource_slice(node_name: str, devices: int = 2, driver: str = "gpu.example.com", model: str = "a100") -> Obj:
+    """A ``resource.k8s.io/v1`` ResourceSlice of ``node_name``: one pool (the node's name) of
+    ``devices`` devices ``gpu-0``.. with the string attribute ``model``."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-{driver}", "uid": f"uid-rs-{node_name}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": model}}} for i in range(devices)],
+        },
+    }
+
+
+def resource_claim(
+    name: str, device_class_name: str = "gpu.example.com", count: int = 1, namespace: str = "default", *selectors: str
+) -> Obj:
+    """A ``resource.k8s.io/v1`` ResourceClaim of one request ``gpu`` for ``count`` devices of the
+    class (with CEL ``selectors``), unallocated."""
+    exactly: Obj = {"deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-rc-{namespace}-{name}"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+        "status": {},
+    }
+
+
+def claim_pod(name: str, *claims: str, namespace: str = "default", **extra: Any) -> Obj:
+    """A pod using the ResourceClaims ``claims`` by name (``spec.resourceClaims``, each entry
+    named after its claim, referenced by the container)."""
+    obj = pod(name, namespace, resourceClaims=[{"name": c, "resourceClaimName": c} for c in claims], **extra)
+    obj["spec"]["containers"][0]["resources"]["claims"] = [{"name": c} for c in claims]
+    return obj
 
 
 @contextmanager

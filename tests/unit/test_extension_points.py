@@ -423,7 +423,9 @@ def test_the_shipped_configurations_keep_their_plugin_lists(config_file: str) ->
     standalone examples then changed only with v1.36.3's default profile (EBSLimits, GCEPDLimits
     and AzureDiskLimits out, NodeDeclaredFeatures in: issue 35), and DefaultPreemption joined
     their PreEnqueue (v1.36.3's default_preemption.go is a PreEnqueuePlugin since async
-    preemption, KEP 4832: it keeps a preemptor out while its victims are being deleted)."""
+    preemption, KEP 4832: it keeps a preemptor out while its victims are being deleted), and
+    DynamicResources joined them (weight 2, before DefaultPreemption: v1.36.3's
+    applyDynamicResources; issue 36)."""
     assert _lists_of(REPO / config_file) == json.loads(RECORDED.read_text())[config_file]
 
 

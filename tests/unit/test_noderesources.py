@@ -413,7 +413,7 @@ def test_balanced_allocation_skips_best_effort_pods_in_pre_score() -> None:
 
 
 @pytest.mark.skip(
-    reason="DRA-backed extended resources (DRAExtendedResource): no Dynamic Resource Allocation yet, issue 36"
+    reason="DRA-backed extended resources (DRAExtendedResource): DynamicResources does not build them yet, issue 36"
 )
 @pytest.mark.parametrize(
     "name",

@@ -113,6 +113,11 @@ WATCHED = {
     ],
     "csi_storage_capacities": [("storage.k8s.io", "csistoragecapacities")],
     "namespaces": [("", "namespaces")],
+    "dynamic_resources": [
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "deviceclasses"),
+    ],
 }
 #: Issue 29 asks the volume kinds be granted exactly as kube-scheduler's roles grant them
 #: (``system:volume-scheduler``: PVs and PVCs get/list/watch/update/patch; ``system:kube-scheduler``:
@@ -128,6 +133,14 @@ VOLUME_SCHEDULER_VERBS = {
         ("storage.k8s.io", "csidrivers"): ("get", "list", "watch"),
     },
     "csi_storage_capacities": {("storage.k8s.io", "csistoragecapacities"): ("get", "list", "watch")},
+    # issue 36: DynamicResources' kinds as system:kube-scheduler v1.36 grants them (its PreBind
+    # GETs and PUTs claims, PUTs and PATCHes their status; the reflectors list and watch)
+    "dynamic_resources": {
+        ("resource.k8s.io", "resourceclaims"): ("get", "list", "watch", "update", "patch"),
+        ("resource.k8s.io", "resourceclaims/status"): ("get", "list", "watch", "update", "patch"),
+        ("resource.k8s.io", "resourceslices"): ("get", "list", "watch"),
+        ("resource.k8s.io", "deviceclasses"): ("get", "list", "watch"),
+    },
 }
 
 
@@ -291,6 +304,10 @@ system:kube-scheduler:
 - {apiGroups: [''], resources: [namespaces], verbs: [get, list, watch]}
 - {apiGroups: [storage.k8s.io], resources: [csidrivers], verbs: [get, list, watch]}
 - {apiGroups: [storage.k8s.io], resources: [csistoragecapacities], verbs: [get, list, watch]}
+- {apiGroups: [resource.k8s.io], resources: [deviceclasses], verbs: [get, list, watch]}
+- {apiGroups: [resource.k8s.io], resources: [resourceclaims], verbs: [get, list, patch, update, watch]}
+- {apiGroups: [resource.k8s.io], resources: [resourceclaims/status], verbs: [get, list, patch, update, watch]}
+- {apiGroups: [resource.k8s.io], resources: [resourceslices], verbs: [get, list, watch]}
 system:volume-scheduler:
 - {apiGroups: [''], resources: [persistentvolumes], verbs: [get, list, patch, update, watch]}
 - {apiGroups: [storage.k8s.io], resources: [storageclasses], verbs: [get, list, watch]}

@@ -282,8 +282,10 @@ def test_every_scheduler_profile_starts_from_kube_schedulers_default_plugins() -
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeDeclaredFeatures",
-    ]  # v1.36.3's getDefaultPlugins: no EBSLimits, GCEPDLimits, AzureDiskLimits; NodeDeclaredFeatures last
+    ]  # v1.36.3's getDefaultPlugins: no EBSLimits, GCEPDLimits, AzureDiskLimits; NodeDeclaredFeatures last,
+    # DynamicResources inserted before DefaultPreemption after it (applyDynamicResources)
     assert [(ep.name, ep.weight) for ep in fw.score_plugins] == [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
@@ -291,12 +293,14 @@ def test_every_scheduler_profile_starts_from_kube_schedulers_default_plugins() -
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
     assert [ep.name for ep in fw.queue_sort_plugins] == ["PrioritySort"]
-    # v1.36.3's DefaultPreemption is a PreEnqueuePlugin (async preemption, KEP 4832)
-    assert [ep.name for ep in fw.pre_enqueue_plugins] == ["SchedulingGates", "DefaultPreemption"]
+    # v1.36.3's DefaultPreemption is a PreEnqueuePlugin (async preemption, KEP 4832), and so is
+    # DynamicResources (a pod's claims exist)
+    assert [ep.name for ep in fw.pre_enqueue_plugins] == ["SchedulingGates", "DynamicResources", "DefaultPreemption"]
     assert [ep.name for ep in fw.bind_plugins] == ["DefaultBinder"]
     # multiPoint's disabled and a point's own list, as KubeSchedulerConfiguration's mergePlugins
     fw = _default_profile_framework(

@@ -368,7 +368,7 @@ ENOUGH_REQUESTS: list[Case] = [
 ]
 
 #: upstream's rows of the DRAExtendedResource gate (extended resources backed by a DeviceClass): this
-#: scheduler has no Dynamic Resource Allocation yet (issue 36)
+#: scheduler's DynamicResources does not build them yet (issue 36)
 DRA_ROWS = (
     "extended resource backed by device plugin",
     "extended resource backed by DRA",
@@ -657,7 +657,7 @@ FIT_SCORE = [
 
 
 @pytest.mark.skip(
-    reason="DRA-backed extended resources (DRAExtendedResource): no Dynamic Resource Allocation yet, issue 36"
+    reason="DRA-backed extended resources (DRAExtendedResource): DynamicResources does not build them yet, issue 36"
 )
 @pytest.mark.parametrize(
     "name",
