@@ -375,3 +375,11 @@ def test_the_default_plugins_sign_what_they_read() -> None:
     assert fw.sign_pod(labelled) not in (None, base)  # InterPodAffinity signs the labels
     affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "h"}]}}
     assert fw.sign_pod(spec_pod("a", containers=[c], affinity=affinity)) is None
+
+
+def test_a_pod_with_resource_claims_is_unsignable() -> None:
+    """DynamicResources' ``SignPod``: "pods with dra resource claims are not signable"."""
+    _, fw = framework({"defaultingType": "List"})
+    claims = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+    assert fw.sign_pod(spec_pod("c", resourceClaims=claims)) is None
+    assert fw.sign_pod(spec_pod("n")) is not None

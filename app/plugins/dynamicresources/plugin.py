@@ -43,7 +43,7 @@ from typing import Any
 import msgspec
 from pydantic import model_validator
 
-from app.framework import features, objects
+from app.framework import SignFragment, features, objects
 from app.framework.args import PluginArgs
 from app.framework.dra import AllocatedDevices, ClaimWrite, DRALister, Object
 from app.framework.events import ClusterEventWithHint
@@ -483,6 +483,20 @@ class DynamicResources:
                 }
                 write = ClaimWrite("patch_status", claims.claim_namespace(claim), claims.claim_name(claim), patch)
                 self._later(self._write_logged(write, "unreserve"))
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """``SignPod`` (dynamicresources.go, v1.36.3): a pod with claims is unsignable."""
+        if pod.resource_claims:
+            return [], Status(Code.UNSCHEDULABLE, ("pods with dra resource claims are not signable",))
+        return [], SUCCESS
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``PreBindPreFlight`` (dynamicresources.go, v1.36.3): ``SKIP`` without claims to bind,
+        ``SUCCESS`` with some (PreBind writes them)."""
+        data = _state(state)
+        if data is None:
+            return Status.error(_NOT_FOUND) if pod.resource_claims else SKIP
+        return SKIP if data.claims.empty() else SUCCESS
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """``PreBind``: write each claim not reserved for the pod, then wait for binding
