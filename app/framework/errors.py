@@ -1,7 +1,6 @@
 """The root of the project's own exceptions.
 
-Every error raised on purpose derives from :class:`SchedulerExtenderError`, so a caller can tell
-a refusal meant for a person from a bug. The tree (``ARCHITECTURE.md`` lists it too)::
+Every error raised on purpose (a refusal meant for a person, not a bug) derives from this root::
 
     SchedulerExtenderError
     ├── ConfigError            app.config: an invalid configuration, every problem with its path

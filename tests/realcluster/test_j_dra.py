@@ -2,7 +2,9 @@
 kube-scheduler v1.36.3 (the control) and under the project's standalone scheduler, one after the
 other on the same ResourceSlices, compared. No driver, no kubelet and no resourceclaim
 controller run in the lab: the test publishes the slices (3 nodes ``tier-dra-{1,2,3}`` with 2
-devices each, models a100, a100, h100) and creates the claims, by name (``resourceClaimName``).
+devices each, models a100 + a100, a100 + v100, h100 + h100; and on tier-dra-1 one shared memory
+device of 40Gi that allows multiple allocations) and creates the claims, by name
+(``resourceClaimName``).
 
 Cases, each on fresh claims (the previous case's claims are released: finalizer removed, deleted):
 
@@ -11,6 +13,11 @@ Cases, each on fresh claims (the previous case's claims are released: finalizer 
 - ``h100``: a claim of 2 devices selecting ``model == "h100"``: bound to tier-dra-3;
 - ``shared``: the two pods of one claim: on its devices' node, both in ``reservedFor``;
 - ``fpga``: a claim of a class no slice serves: pending, the same message;
+- ``constraint``: 3 pods, each with a claim of two requests that must ``matchAttribute`` the
+  model: bound to tier-dra-1 and tier-dra-3 (tier-dra-2's models differ), the third pending with
+  the same message;
+- ``capacity``: 5 pods each consuming 10Gi of the 40Gi shared device (consumable capacity): 4
+  bound on tier-dra-1, each claim with its share, the fifth pending with the same message;
 - ``invalid``: a selector that fails at run time (``device.attributes["gpu.example.com"].healthy``:
   no such attribute; one that does not compile is refused by the API server at create): pending,
   the same FailedScheduling message.
@@ -33,7 +40,8 @@ from tests.realcluster.support import Cluster, Obj, stop_process, wait_for
 
 GPU = "gpu.example.com"
 FPGA = "fpga.example.com"
-NODES = {"tier-dra-1": "a100", "tier-dra-2": "a100", "tier-dra-3": "h100"}
+MEM = "mem.example.com"
+NODES = {"tier-dra-1": ("a100", "a100"), "tier-dra-2": ("a100", "v100"), "tier-dra-3": ("h100", "h100")}
 RESOURCE = "/apis/resource.k8s.io/v1"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 KUBE = "dra-kube-scheduler"
@@ -58,7 +66,7 @@ def device_class(name: str, driver: str) -> Obj:
     }
 
 
-def resource_slice(node: str, model: str) -> Obj:
+def resource_slice(node: str, models: tuple[str, ...]) -> Obj:
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -67,9 +75,37 @@ def resource_slice(node: str, model: str) -> Obj:
             "driver": GPU,
             "nodeName": node,
             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": model}}} for i in range(2)],
+            "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": m}}} for i, m in enumerate(models)],
         },
     }
+
+
+def memory_slice(node: str) -> Obj:
+    """One device of 40Gi that many claims may share, each consuming what it requests."""
+    device = {"name": "mem-0", "allowMultipleAllocations": True, "capacity": {"memory": {"value": "40Gi"}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-mem"},
+        "spec": {
+            "driver": MEM,
+            "nodeName": node,
+            "pool": {"name": f"{node}-mem", "generation": 1, "resourceSliceCount": 1},
+            "devices": [device],
+        },
+    }
+
+
+def constrained_claim(name: str) -> Obj:
+    """Two GPUs of one model: two requests and a ``matchAttribute`` constraint."""
+    requests = [{"name": r, "exactly": {"deviceClassName": GPU}} for r in ("first", "second")]
+    constraint = {"requests": ["first", "second"], "matchAttribute": f"{GPU}/model"}
+    return {"metadata": {"name": name}, "spec": {"devices": {"requests": requests, "constraints": [constraint]}}}
+
+
+def memory_claim(name: str) -> Obj:
+    exactly = {"deviceClassName": MEM, "capacity": {"requests": {"memory": "10Gi"}}}
+    return {"metadata": {"name": name}, "spec": {"devices": {"requests": [{"name": "mem", "exactly": exactly}]}}}
 
 
 def claim(name: str, device_class_name: str = GPU, count: int = 1, selector: str = "") -> Obj:
@@ -129,13 +165,15 @@ class Schedule:
 @pytest.fixture(scope="module")
 def devices(cluster: Cluster) -> Iterator[None]:
     cluster.nodes(3, prefix="tier-dra")
-    for name, driver in ((GPU, GPU), (FPGA, FPGA)):
+    for name, driver in ((GPU, GPU), (FPGA, FPGA), (MEM, MEM)):
         cluster.request("POST", f"{RESOURCE}/deviceclasses", ok=(201, 409), json=device_class(name, driver))
-    for node, model in NODES.items():
-        cluster.request("POST", f"{RESOURCE}/resourceslices", ok=(201, 409), json=resource_slice(node, model))
+    for node, models in NODES.items():
+        cluster.request("POST", f"{RESOURCE}/resourceslices", ok=(201, 409), json=resource_slice(node, models))
+    cluster.request("POST", f"{RESOURCE}/resourceslices", ok=(201, 409), json=memory_slice("tier-dra-1"))
     yield
     for node in NODES:
         cluster.request("DELETE", f"{RESOURCE}/resourceslices/{node}-gpu", ok=(200, 404))
+    cluster.request("DELETE", f"{RESOURCE}/resourceslices/tier-dra-1-mem", ok=(200, 404))
 
 
 def release(cluster: Cluster, ns: str) -> None:
@@ -214,6 +252,40 @@ def run_cases(cluster: Cluster, ns: str, scheduler: str) -> dict[str, Any]:
     }
     release(cluster, ns)
 
+    # constraint
+    for i in range(3):
+        create("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaims", json=constrained_claim(f"pair-{i}"))
+    cluster.create(f"/api/v1/namespaces/{ns}/pods", [pod(f"pair-user-{i}", scheduler, f"pair-{i}") for i in range(3)])
+    wait_for(lambda: len(cluster.bound(ns)) == 2, seconds=60, what=f"{scheduler}: 2 pairs bound")
+    wait_for(lambda: failed_notes(cluster, ns), seconds=60, what=f"{scheduler}: a pair refused")
+    bound, claims = cluster.bound(ns), claims_of(cluster, ns)
+    out["constraint"] = {
+        "nodes": sorted(bound.values()),
+        "pairs": sorted(len({d[1] for d in devices_of(c)}) == 1 and len(devices_of(c)) == 2 for c in claims.values()),
+        "notes": sorted(set(n for p, n in failed_notes(cluster, ns).items() if p not in bound)),
+    }
+    release(cluster, ns)
+
+    # capacity
+    for i in range(5):
+        create("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaims", json=memory_claim(f"mem-{i}"))
+    cluster.create(f"/api/v1/namespaces/{ns}/pods", [pod(f"mem-user-{i}", scheduler, f"mem-{i}") for i in range(5)])
+    wait_for(lambda: len(cluster.bound(ns)) == 4, seconds=60, what=f"{scheduler}: 4 shares bound")
+    wait_for(lambda: failed_notes(cluster, ns), seconds=60, what=f"{scheduler}: a share refused")
+    bound, claims = cluster.bound(ns), claims_of(cluster, ns)
+    results = [
+        r
+        for c in claims.values()
+        for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+    ]
+    out["capacity"] = {
+        "nodes": sorted(set(bound.values())),
+        "shares": len({r.get("shareID") for r in results if r.get("shareID")}),
+        "consumed": sorted({str(r.get("consumedCapacity")) for r in results}),
+        "notes": sorted(set(n for p, n in failed_notes(cluster, ns).items() if p not in bound)),
+    }
+    release(cluster, ns)
+
     # fpga and invalid
     create("POST", f"{RESOURCE}/namespaces/{ns}/resourceclaims", json=claim("fpga", FPGA))
     create(
@@ -254,7 +326,13 @@ def test_dra_as_kube_scheduler_does(cluster: Cluster, devices: None, tmp_path: P
         assert result["h100"]["bound"] == {"trainer": "tier-dra-3"}, result
         assert result["shared"] == {"same_node": True, "reserved": ["a", "b"]}, result
         assert result["fpga"]["bound"] == {}, result
+        assert result["constraint"]["nodes"] == ["tier-dra-1", "tier-dra-3"], result
+        assert result["constraint"]["pairs"] == [False, True, True], result  # the refused pair has none
+        assert result["capacity"]["nodes"] == ["tier-dra-1"] and result["capacity"]["shares"] == 4, result
     assert project["exhaust"]["notes"] == control["exhaust"]["notes"]
+    assert project["constraint"]["notes"] == control["constraint"]["notes"]
+    assert project["capacity"]["notes"] == control["capacity"]["notes"]
+    assert project["capacity"]["consumed"] == control["capacity"]["consumed"]
     assert project["h100"]["devices"] == control["h100"]["devices"]
     assert project["fpga"]["note"] == control["fpga"]["note"]
     assert project["invalid"]["note"].replace(our_ns, kube_ns) == control["invalid"]["note"]
