@@ -157,9 +157,9 @@ NEEDS_GRANTS: tuple[tuple[str, tuple[PolicyRule, ...], str], ...] = (
         "volumes",
         (
             PolicyRule(("",), ("persistentvolumes", "persistentvolumeclaims"), (*READ, "update", "patch")),
-            PolicyRule(("storage.k8s.io",), ("storageclasses", "csinodes", "csidrivers"), READ),
+            PolicyRule(("storage.k8s.io",), ("storageclasses", "csinodes", "csidrivers", "volumeattachments"), READ),
         ),
-        "volumes (PersistentVolumes and their claims, StorageClasses, CSINodes, CSIDrivers)",
+        "volumes (PersistentVolumes and their claims, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments)",
     ),
     (
         "namespaces",

@@ -88,7 +88,9 @@ def status_body(code: int, reason: str, message: str, **details: Any) -> Obj:
 
 
 #: the cluster-scoped kinds (keyed by name; the others by namespace/name)
-CLUSTER_SCOPED = frozenset({"nodes", "namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"})
+CLUSTER_SCOPED = frozenset(
+    {"nodes", "namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "volumeattachments"}
+)
 #: the storage kinds: collection path and kind
 STORAGE_KINDS = {
     "persistentvolumeclaims": ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
@@ -97,6 +99,7 @@ STORAGE_KINDS = {
     "csinodes": ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
     "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
     "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
+    "volumeattachments": ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
 }
 
 
