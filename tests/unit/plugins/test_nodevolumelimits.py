@@ -445,7 +445,8 @@ CSI_LIMITS: list[tuple[str, Obj, list[Obj], list[Obj], int, list[str], str, Stat
         SUCCESS,
     ),
     (
-        "persistent doesn't when node volume limit <= pods ephemeral CSI volume + persistent volume, ephemeral disabled",
+        "persistent doesn't when node volume limit <= pods ephemeral CSI volume + persistent volume, "
+        "ephemeral disabled",
         csi_ebs_one_vol_pod,
         [running_pod, ephemeral_volume_pod, csi_ebs_two_vol_pod],
         [ephemeral_claim],
@@ -619,7 +620,8 @@ def _check_csi_limits(
 
 NOT_INSTALLED = Status(Code.UNSCHEDULABLE, (f"{EBS_CSI} CSI driver is not installed on the node",))
 
-# TestVolumeLimitScalingGate: (name, gate, limit source, limit, CSIDriver present, preventPodSchedulingIfMissing, Filter)
+# TestVolumeLimitScalingGate: (name, gate, limit source, limit, CSIDriver present,
+# preventPodSchedulingIfMissing, Filter)
 VOLUME_LIMIT_SCALING: list[tuple[str, bool, str, int, bool, bool, Status]] = [
     (
         "gate enabled - allow scheduling when CSIDriver exists but PreventPodSchedulingIfMissing is not set",
