@@ -347,7 +347,7 @@ class VolumeBinding:
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         """``PreFilter`` (module doc). Upstream returns ``(nil, status)``: no PreFilterResult (its
-        eligible-node result was dropped in kubernetes#125398, in v1.30 since v1.30.7)."""
+        eligible-node result was dropped in kubernetes#125398)."""
         has, error = pod_has_pvcs(self.volumes, pod)
         if error:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))

@@ -9,7 +9,7 @@ volume reactor are the :class:`~tests.support.cluster.MemoryCluster`'s watched s
 and its ``update_volume`` (the API's ``resourceVersion`` precondition; an "API update" of the
 test stores the object with the next version, as the reactor does).
 
-Adapted: v1.30 always checks capacity (``CSIStorageCapacity`` GA), so the ``without
+Adapted: v1.30 and v1.36.3 always check capacity (``CSIStorageCapacity`` GA), so the ``without
 CSIStorageCapacity`` variants are gone; ``TestBindPodVolumes``' 5-second delays are 0.2 s with a
 1 s ``bindTimeout``.
 """
