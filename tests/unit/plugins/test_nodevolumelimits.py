@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.framework import SKIP, SUCCESS, Code, CycleState, Handle, NodeInfo, Status
+from app.framework import SKIP, SUCCESS, Code, CycleState, Handle, NodeInfo, Status, features
 from app.framework.types import NodeUsage
 from app.plugins.volumes.node_volume_limits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
@@ -671,10 +671,13 @@ def test_volume_limit_scaling_gate(
     _check_csi_limits(new_pod, [], [], limit, [EBS_CSI], source, want, SUCCESS, 0, csi_drivers, gate)
 
 
-def test_volume_limit_scaling_is_off_by_default() -> None:
-    """The gate's v1.36 default (alpha, off): a plugin built without the flag does not check."""
+def test_volume_limit_scaling_is_off_by_default_and_follows_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate's v1.36 default (alpha, off): a plugin built without the flag does not check; with
+    ``featureGates: {VolumeLimitScaling: true}`` in effect it does."""
     cluster = storage_cluster([], [])
     assert CSILimits(None, Handle("p", cluster=cluster)).volume_limit_scaling is False
+    monkeypatch.setattr(features, "_current", features.FeatureGates({"VolumeLimitScaling": True}))
+    assert CSILimits(None, Handle("p", cluster=cluster)).volume_limit_scaling is True
 
 
 def test_node_volume_limits_read_only_the_csinode() -> None:

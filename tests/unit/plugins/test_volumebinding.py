@@ -605,3 +605,32 @@ def test_registration_and_events() -> None:
     assert ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE) in [e.event for e in events]
     with pytest.raises(ValueError, match="VolumeBinding needs cluster state"):
         VolumeBinding(VolumeBindingArgs(), Handle("p"))
+
+
+def test_the_configurations_feature_gate_turns_storage_capacity_scoring_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``featureGates: {StorageCapacityScoring: true}`` (kube-scheduler's ``--feature-gates``): the
+    ``shape`` is accepted and VolumeBinding, built after the configuration is loaded, scores;
+    without the gate the same ``shape`` is refused with upstream's words."""
+    from app.config import ConfigError, parse_config
+    from app.plugins import default_registry
+
+    monkeypatch.setattr(features, "_current", features.DEFAULT)  # restored after the test
+    registry = default_registry(False)
+    document: dict[str, Any] = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [
+            {
+                "name": "s",
+                "schedulerName": "s",
+                "pluginConfig": [{"name": "VolumeBinding", "args": {"shape": TEST_SHAPE}}],
+            }
+        ],
+    }
+    with pytest.raises(ConfigError, match="unexpected field `shape`, remove it or turn on the feature gate"):
+        parse_config(document, registry)
+    parse_config({**document, "featureGates": {"StorageCapacityScoring": True}}, registry)
+    assert features.current().enabled("StorageCapacityScoring")
+    plugin = VolumeBinding(VolumeBindingArgs(shape=TEST_SHAPE), Handle("p", cluster=storage_cluster([], [])))
+    assert plugin.storage_capacity_scoring and plugin.scorer is not None and plugin.scorer.raw(100) == 100
