@@ -1,8 +1,9 @@
 """The storage objects the volume plugins read, watched like nodes and pods: PersistentVolumeClaims,
-PersistentVolumes (``v1``), StorageClasses, CSINodes, CSIDrivers and, where declared,
-CSIStorageCapacities (``storage.k8s.io/v1``).
+PersistentVolumes (``v1``), StorageClasses, CSINodes, CSIDrivers, VolumeAttachments (v1.36.3's
+NodeVolumeLimits counts them, indexed by node) and, where declared, CSIStorageCapacities
+(``storage.k8s.io/v1``).
 
-kube-scheduler v1.30 reads them through informer listers (the volume plugins' ``New`` in
+kube-scheduler v1.36.3 reads them through informer listers (the volume plugins' ``New`` in
 pkg/scheduler/framework/plugins/volumebinding, volumezone, volumerestrictions, nodevolumelimits).
 Here one :class:`VolumeStores` holds them for every plugin that declared ``ClusterNeeds.volumes``
 (``csi_storage_capacities`` adds the capacities), as slim views of :mod:`app.framework.volumes`:
@@ -42,6 +43,7 @@ from app.framework.events import (
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     STORAGE_CLASS,
+    VOLUME_ATTACHMENT,
     ActionType,
     ClusterEvent,
 )
@@ -55,6 +57,7 @@ from app.framework.volumes import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
     volume_class,
 )
 
@@ -66,8 +69,9 @@ STORAGE_CLASSES = "storageclasses"
 CSI_NODES = "csinodes"
 CSI_DRIVERS = "csidrivers"
 CAPACITIES = "csistoragecapacities"
+VOLUME_ATTACHMENTS = "volumeattachments"
 #: the kinds of ``ClusterNeeds.volumes``, in the order their reflectors start
-KINDS = (CLAIMS, VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS)
+KINDS = (CLAIMS, VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS, VOLUME_ATTACHMENTS)
 #: ``framework.GVK`` of each kind (the cluster events it records)
 GVK = {
     CLAIMS: PERSISTENT_VOLUME_CLAIM,
@@ -76,6 +80,7 @@ GVK = {
     CSI_NODES: CSI_NODE,
     CSI_DRIVERS: CSI_DRIVER,
     CAPACITIES: CSI_STORAGE_CAPACITY,
+    VOLUME_ATTACHMENTS: VOLUME_ATTACHMENT,
 }
 _TYPES: dict[str, type[Any]] = {
     CLAIMS: PersistentVolumeClaim,
@@ -84,6 +89,7 @@ _TYPES: dict[str, type[Any]] = {
     CSI_NODES: CSINode,
     CSI_DRIVERS: CSIDriver,
     CAPACITIES: CSIStorageCapacity,
+    VOLUME_ATTACHMENTS: VolumeAttachment,
 }
 _ACTIONS = {"ADDED": ActionType.ADD, "MODIFIED": ActionType.UPDATE, "DELETED": ActionType.DELETE}
 #: a relist: objects may have been added, changed or deleted
@@ -173,6 +179,7 @@ class VolumeStores:
         self._objects: dict[str, dict[str, Any]] = {kind: {} for kind in _TYPES}
         self._by_class: dict[str, dict[str, PersistentVolume]] = {}
         self._capacity_list: tuple[CSIStorageCapacity, ...] = ()
+        self._attachments_by_node: dict[str, dict[str, VolumeAttachment]] = {}
         self._generation = 0
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.kinds: list[str] = list(KINDS)
@@ -229,6 +236,13 @@ class VolumeStores:
         """Every CSIStorageCapacity (a snapshot)."""
         return self._capacity_list
 
+    def volume_attachments(self, node_name: str) -> Sequence[VolumeAttachment]:
+        """The VolumeAttachments whose ``spec.nodeName`` is ``node_name`` (the ``va.spec.nodename``
+        index of v1.36.3's NodeVolumeLimits), by name."""
+        with self._lock:
+            members = self._attachments_by_node.get(node_name)
+            return [members[name] for name in sorted(members)] if members else []
+
     @property
     def generation(self) -> int:
         """Grows with every change of a watched storage object."""
@@ -275,6 +289,10 @@ class VolumeStores:
                     self._by_class.setdefault(volume_class(pv), {})[pv.name] = pv
             if kind == CAPACITIES:
                 self._capacity_list = tuple(self._objects[CAPACITIES].values())
+            if kind == VOLUME_ATTACHMENTS:
+                self._attachments_by_node = {}
+                for va in items:
+                    self._attachments_by_node.setdefault(_attachment_node(va), {})[va.name] = va
             waiters = self._changed()
         self._notify(waiters)
         # a relist: an Add, an Update and a Delete of unknown objects (hints judging no object queue)
@@ -299,6 +317,11 @@ class VolumeStores:
                     self._by_class.setdefault(volume_class(item), {})[item.name] = item
             if kind == CAPACITIES:
                 self._capacity_list = tuple(store.values())
+            if kind == VOLUME_ATTACHMENTS:
+                if old is not None:
+                    self._attachments_by_node.get(_attachment_node(old), {}).pop(old.name, None)
+                if event != "DELETED":
+                    self._attachments_by_node.setdefault(_attachment_node(item), {})[item.name] = item
             waiters = self._changed()
         self._notify(waiters)
         action = _ACTIONS.get(event)
@@ -323,6 +346,10 @@ class VolumeStores:
             return {kind: len(self._objects[kind]) for kind in self.kinds}
 
 
+def _attachment_node(va: VolumeAttachment) -> str:
+    return (va.spec.node_name if va.spec is not None else None) or ""
+
+
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -337,6 +364,7 @@ __all__ = [
     "KINDS",
     "STORAGE_CLASSES",
     "VOLUMES",
+    "VOLUME_ATTACHMENTS",
     "KindStore",
     "VolumeStores",
     "compact",

@@ -157,9 +157,9 @@ NEEDS_GRANTS: tuple[tuple[str, tuple[PolicyRule, ...], str], ...] = (
         "volumes",
         (
             PolicyRule(("",), ("persistentvolumes", "persistentvolumeclaims"), (*READ, "update", "patch")),
-            PolicyRule(("storage.k8s.io",), ("storageclasses", "csinodes", "csidrivers"), READ),
+            PolicyRule(("storage.k8s.io",), ("storageclasses", "csinodes", "csidrivers", "volumeattachments"), READ),
         ),
-        "volumes (PersistentVolumes and their claims, StorageClasses, CSINodes, CSIDrivers)",
+        "volumes (PersistentVolumes and their claims, StorageClasses, CSINodes, CSIDrivers, VolumeAttachments)",
     ),
     (
         "dynamic_resources",
@@ -336,7 +336,8 @@ def _held(held: set[tuple[str, str, str]], grant: Grant, verb: str) -> bool:
 
 #: kube-scheduler's own rules as the API server bootstraps them (``system:kube-scheduler`` and
 #: ``system:volume-scheduler``, v1.30 default feature gates:
-#: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml), less the Lease
+#: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml, with the
+#: VolumeAttachments v1.32 added: kubernetes#127757), less the Lease
 #: rules (named ``kube-scheduler``): ``(group, resource, verb)``. What the second scheduler's
 #: kube-scheduler holds already, so its sidecar's ClusterRole leaves it out.
 UPSTREAM_SCHEDULER_RULES: frozenset[tuple[str, str, str]] = frozenset(
@@ -354,7 +355,11 @@ UPSTREAM_SCHEDULER_RULES: frozenset[tuple[str, str, str]] = frozenset(
         (("",), ("persistentvolumeclaims", "persistentvolumes"), (*READ, "patch", "update")),
         (("authentication.k8s.io",), ("tokenreviews",), ("create",)),
         (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
-        (("storage.k8s.io",), ("csinodes", "csidrivers", "csistoragecapacities", "storageclasses"), READ),
+        (
+            ("storage.k8s.io",),
+            ("csinodes", "csidrivers", "csistoragecapacities", "storageclasses", "volumeattachments"),
+            READ,
+        ),
         (("",), ("namespaces",), READ),
     )
     for g in groups

@@ -76,6 +76,8 @@ HONOURED = frozenset(
         "NominatedNodeNameForExpectation",
         "OpportunisticBatching",
         "PodLevelResources",
+        "StorageCapacityScoring",
+        "VolumeLimitScaling",
     }
 )
 

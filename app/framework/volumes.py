@@ -80,7 +80,8 @@ class CSIPersistentVolumeSource(msgspec.Struct, rename="camel", frozen=True, gc=
 
 class PersistentVolumeSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.PersistentVolumeSpec``: capacity, access modes, the claim it is bound to, class, mode,
-    node affinity, and the sources CSI migration translates or the plugins count."""
+    node affinity, VolumeAttributesClass, and the sources CSI migration translates or the plugins
+    count."""
 
     capacity: dict[str, objects.QuantityValue] | None = None
     access_modes: list[str] | None = None
@@ -98,6 +99,7 @@ class PersistentVolumeSpec(msgspec.Struct, rename="camel", frozen=True, gc=False
     iscsi: objects.ISCSIVolumeSource | None = None
     portworx_volume: objects.PortworxVolumeSource | None = None
     vsphere_volume: objects.Present | None = None
+    volume_attributes_class_name: str | None = None
 
 
 class StorageObject(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -144,7 +146,7 @@ class PersistentVolume(StorageObject, frozen=True, gc=False):
 
 class PersistentVolumeClaimSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """``v1.PersistentVolumeClaimSpec``: access modes, the storage request, the volume selector,
-    class, the volume it is bound to and the volume mode."""
+    class, the volume it is bound to, the volume mode and the VolumeAttributesClass."""
 
     access_modes: list[str] | None = None
     resources: objects.ResourceRequirements | None = None
@@ -152,6 +154,7 @@ class PersistentVolumeClaimSpec(msgspec.Struct, rename="camel", frozen=True, gc=
     storage_class_name: str | None = None
     volume_name: str | None = None
     volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
 
 
 class PersistentVolumeClaimStatus(msgspec.Struct, rename="camel", frozen=True, gc=False):
@@ -233,9 +236,11 @@ class CSINode(StorageObject, frozen=True, gc=False):
 
 
 class CSIDriverSpec(msgspec.Struct, rename="camel", frozen=True, gc=False):
-    """``storagev1.CSIDriverSpec``: whether the driver publishes storage capacity."""
+    """``storagev1.CSIDriverSpec``: whether the driver publishes storage capacity, and whether a
+    pod must not be scheduled where the driver is missing (``VolumeLimitScaling``, alpha)."""
 
     storage_capacity: bool | None = None
+    prevent_pod_scheduling_if_missing: bool | None = None
 
 
 class CSIDriver(StorageObject, frozen=True, gc=False):
@@ -270,8 +275,8 @@ class VolumeAttachmentSpec(msgspec.Struct, rename="camel", frozen=True, gc=False
 
 
 class VolumeAttachment(StorageObject, frozen=True, gc=False):
-    """A ``storage.k8s.io/v1`` VolumeAttachment (the object NodeVolumeLimits' queueing hint
-    ``isSchedulableAfterVolumeAttachmentDeleted`` judges; the cluster state does not watch them)."""
+    """A ``storage.k8s.io/v1`` VolumeAttachment (v1.36.3's NodeVolumeLimits counts a node's, and
+    its queueing hint ``isSchedulableAfterVolumeAttachmentDeleted`` judges a deleted one)."""
 
     spec: VolumeAttachmentSpec | None = None
 
@@ -327,6 +332,10 @@ class VolumeLister(Protocol):
 
     def storage_capacities(self) -> Sequence[CSIStorageCapacity]:
         """Every CSIStorageCapacity (none unless watched: ``ClusterNeeds.csi_storage_capacities``)."""
+        ...
+
+    def volume_attachments(self, node_name: str) -> Sequence[VolumeAttachment]:
+        """The VolumeAttachments of node ``node_name`` (``spec.nodeName``), in name order."""
         ...
 
     @property

@@ -64,6 +64,7 @@ COLLECTIONS = {
     "csinodes": "/apis/storage.k8s.io/v1/csinodes",
     "csidrivers": "/apis/storage.k8s.io/v1/csidrivers",
     "csistoragecapacities": "/apis/storage.k8s.io/v1/csistoragecapacities",
+    "volumeattachments": "/apis/storage.k8s.io/v1/volumeattachments",
     # what InterPodAffinity's namespaceSelector reads (app.cluster.namespaces)
     "namespaces": "/api/v1/namespaces",
     # what DynamicResources reads (app.cluster.dra)
@@ -307,8 +308,8 @@ class KubeClient:
         ``podgroups`` (``scheduling.x-k8s.io/v1alpha1``), ``poddisruptionbudgets`` (``policy/v1``),
         ``services``, ``replicationcontrollers`` (``v1``), ``replicasets`` or ``statefulsets``
         (``apps/v1``), ``persistentvolumeclaims``, ``persistentvolumes`` (``v1``),
-        ``storageclasses``, ``csinodes``, ``csidrivers``, ``csistoragecapacities``
-        (``storage.k8s.io/v1``) or ``namespaces`` (``v1``)."""
+        ``storageclasses``, ``csinodes``, ``csidrivers``, ``csistoragecapacities``,
+        ``volumeattachments`` (``storage.k8s.io/v1``) or ``namespaces`` (``v1``)."""
         if kind == "pods":
             query["fieldSelector"] = POD_FIELD_SELECTOR
         return self.request("GET", COLLECTIONS[kind], timeout, query=query, stream=stream)

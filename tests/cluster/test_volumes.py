@@ -17,11 +17,13 @@ from app.framework.events import (
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     STORAGE_CLASS,
+    VOLUME_ATTACHMENT,
     ActionType,
     ClusterEvent,
 )
 from app.framework.handle import ClusterNeeds
 from app.framework.volumes import CLAIMS, VOLUMES, ObjectReference, VolumeWrite
+from app.plugins.volumes.node_volume_limits import CSILimits
 from app.plugins.volumes.volume_binding import VolumeBinding
 from tests.cluster.conftest import connect, disconnect, wait_for
 from tests.support.apiserver import FakeAPIServer, claim, csi_node, node, storage_class, volume
@@ -98,6 +100,47 @@ def test_claims_volumes_classes_and_csinodes_sync_compactly_and_record_events(ap
         disconnect(cluster, supervisor)
 
 
+def _attachment(name: str, node_name: str, pv: str) -> dict[str, object]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": name, "resourceVersion": "1"},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name, "source": {"persistentVolumeName": pv}},
+    }
+
+
+def test_volume_attachments_are_watched_by_node_and_their_deletion_moves_node_volume_limits_pods(
+    api: FakeAPIServer,
+) -> None:
+    """v1.36.3's NodeVolumeLimits counts a node's VolumeAttachments (its ``va.spec.nodename``
+    index): they are listed and watched with the other storage kinds, kept per node, and a
+    deletion is the ``VolumeAttachment Delete`` event NodeVolumeLimits registered."""
+    api.put("volumeattachments", _attachment("va-1", "n1", "pv-1"))
+    api.put("volumeattachments", _attachment("va-2", "n2", "pv-2"))
+    cluster = _runtime()
+    cluster.register("NodeVolumeLimits", ClusterNeeds(volumes=True))
+    stores = cluster.volumes
+    assert isinstance(stores, VolumeStores)
+    supervisor = connect(cluster, api.url)
+    try:
+        wait_for(cluster.health.has_synced, what="every kind synced (VolumeAttachments included)")
+        assert [va.name for va in stores.volume_attachments("n1")] == ["va-1"]
+        assert [va.name for va in stores.volume_attachments("n2")] == ["va-2"]
+        seen = cluster.events.event_seq
+        api.put("volumeattachments", _attachment("va-3", "n1", "pv-3"))
+        wait_for(lambda: len(stores.volume_attachments("n1")) == 2, what="the new attachment")
+        api.delete("volumeattachments", "va-1")
+        wait_for(lambda: [va.name for va in stores.volume_attachments("n1")] == ["va-3"], what="the deletion")
+        _, observed = cluster.events.events_since(seen)
+        events = [e.event for e in observed or []]
+        assert ClusterEvent(VOLUME_ATTACHMENT, ActionType.DELETE) in events
+        registered = CSILimits.events_to_register(None)  # type: ignore[arg-type]
+        assert any(r.event.matches(ClusterEvent(VOLUME_ATTACHMENT, ActionType.DELETE)) for r in registered)
+        assert any(r.startswith("GET /apis/storage.k8s.io/v1/volumeattachments?") for r in api.requests)
+    finally:
+        disconnect(cluster, supervisor)
+
+
 def test_a_kind_the_api_server_does_not_serve_counts_as_none(api: FakeAPIServer) -> None:
     del api.objects["csistoragecapacities"]  # an API server without the kind: 404
     cluster = _runtime()
@@ -123,7 +166,7 @@ def test_a_kind_the_api_server_does_not_serve_counts_as_none(api: FakeAPIServer)
 def test_an_unreadable_kind_keeps_the_state_unsynced_with_the_reason() -> None:
     cluster = _runtime()
     cluster.register("VolumeZone", ClusterNeeds(volumes=True))
-    for kind in ("nodes", "pods", "persistentvolumes", "storageclasses", "csinodes", "csidrivers"):
+    for kind in ("nodes", "pods", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "volumeattachments"):
         cluster.health.mark_synced(kind)
     cluster.health.mark_failing("persistentvolumeclaims", "403 Forbidden: cannot list persistentvolumeclaims")
     assert not cluster.health.has_synced()

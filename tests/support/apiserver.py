@@ -107,6 +107,7 @@ CLUSTER_SCOPED = frozenset(
         "storageclasses",
         "csinodes",
         "csidrivers",
+        "volumeattachments",
         "resourceslices",
         "deviceclasses",
     }
@@ -119,6 +120,7 @@ STORAGE_KINDS = {
     "csinodes": ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
     "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
     "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
+    "volumeattachments": ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
 }
 #: the DRA kinds (``resource.k8s.io/v1``): collection path and kind
 DRA_KINDS = {

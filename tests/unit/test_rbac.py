@@ -110,6 +110,7 @@ WATCHED = {
         ("storage.k8s.io", "storageclasses"),
         ("storage.k8s.io", "csinodes"),
         ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "volumeattachments"),
     ],
     "csi_storage_capacities": [("storage.k8s.io", "csistoragecapacities")],
     "namespaces": [("", "namespaces")],
@@ -131,6 +132,7 @@ VOLUME_SCHEDULER_VERBS = {
         ("storage.k8s.io", "storageclasses"): ("get", "list", "watch"),
         ("storage.k8s.io", "csinodes"): ("get", "list", "watch"),
         ("storage.k8s.io", "csidrivers"): ("get", "list", "watch"),
+        ("storage.k8s.io", "volumeattachments"): ("get", "list", "watch"),
     },
     "csi_storage_capacities": {("storage.k8s.io", "csistoragecapacities"): ("get", "list", "watch")},
     # issue 36: DynamicResources' kinds as system:kube-scheduler v1.36 grants them (its PreBind
@@ -283,7 +285,8 @@ def test_pods_patch_is_granted_only_with_re_queue_assistance_and_the_file_says_s
 
 #: upstream's system:kube-scheduler and system:volume-scheduler, as the API server bootstraps them
 #: with v1.30's default feature gates (kubernetes/kubernetes
-#: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml; policy.go).
+#: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml; policy.go), with
+#: the VolumeAttachments kubernetes#127757 (v1.32) added for NodeVolumeLimits' count.
 UPSTREAM = yaml.safe_load("""
 system:kube-scheduler:
 - {apiGroups: ['', events.k8s.io], resources: [events], verbs: [create, patch, update]}
@@ -308,6 +311,7 @@ system:kube-scheduler:
 - {apiGroups: [resource.k8s.io], resources: [resourceclaims], verbs: [get, list, patch, update, watch]}
 - {apiGroups: [resource.k8s.io], resources: [resourceclaims/status], verbs: [get, list, patch, update, watch]}
 - {apiGroups: [resource.k8s.io], resources: [resourceslices], verbs: [get, list, watch]}
+- {apiGroups: [storage.k8s.io], resources: [volumeattachments], verbs: [get, list, watch]}
 system:volume-scheduler:
 - {apiGroups: [''], resources: [persistentvolumes], verbs: [get, list, patch, update, watch]}
 - {apiGroups: [storage.k8s.io], resources: [storageclasses], verbs: [get, list, watch]}

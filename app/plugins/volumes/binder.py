@@ -1,6 +1,6 @@
 """VolumeBinding's volume binder: kube-scheduler's
 pkg/scheduler/framework/plugins/volumebinding/binder.go (``SchedulerVolumeBinder``) and
-``assume_cache.go``, over the watched storage objects
+``assume_cache.go`` of v1.36.3, over the watched storage objects
 (:class:`~app.framework.volumes.VolumeLister`).
 
 - :meth:`VolumeBinder.get_pod_volume_claims` (PreFilter): the pod's claims split into bound,
@@ -111,12 +111,21 @@ class BindingInfo:
 
     def storage_resource(self) -> tuple[int, int]:
         """``StorageResource``: ``(requested, capacity)`` in bytes (``Quantity.Value``)."""
-        return _value(storage_request(self.pvc)), _value(storage_capacity(self.pv))
+        return quantity_bytes(storage_request(self.pvc)), quantity_bytes(storage_capacity(self.pv))
 
 
-def _value(amount: Decimal) -> int:
+def quantity_bytes(amount: Decimal) -> int:
     """``Quantity.Value()`` of an exact amount: rounded up to a whole number."""
     return int(amount.to_integral_value(rounding=ROUND_CEILING))
+
+
+@dataclass
+class DynamicProvision:
+    """``DynamicProvision``: a claim to provision and the ``CSIStorageCapacity`` that holds it on
+    the node (``None`` when capacity is not tracked; StorageCapacityScoring reads it)."""
+
+    pvc: PersistentVolumeClaim
+    node_capacity: CSIStorageCapacity | None = None
 
 
 @dataclass
@@ -125,7 +134,7 @@ class PodVolumes:
     none, as upstream normalises empty to nil)."""
 
     static_bindings: list[BindingInfo] | None = None
-    dynamic_provisions: list[PersistentVolumeClaim] | None = None
+    dynamic_provisions: list[DynamicProvision] | None = None
 
 
 @dataclass
@@ -348,7 +357,7 @@ class VolumeBinder:
         reasons (in upstream's order). Raises :class:`BinderError`."""
         bound_satisfied = pvs_found = unbound_satisfied = sufficient = True
         static: list[BindingInfo] = []
-        dynamic: list[PersistentVolumeClaim] = []
+        dynamic: list[DynamicProvision] = []
         if claims.bound_claims:
             bound_satisfied, pvs_found = self._check_bound_claims(claims.bound_claims, node)
         if claims.unbound_claims_delay_binding:
@@ -366,7 +375,7 @@ class VolumeBinder:
 
     def _unbound(
         self, claims: PodVolumeClaims, node: NodeInfo
-    ) -> tuple[bool, bool, list[BindingInfo], list[PersistentVolumeClaim]]:
+    ) -> tuple[bool, bool, list[BindingInfo], list[DynamicProvision]]:
         """The delay-binding claims of ``FindPodVolumes`` on ``node``: ``(satisfied, enough
         storage, static bindings, claims to provision)``."""
         to_match: list[PersistentVolumeClaim] = []
@@ -381,7 +390,7 @@ class VolumeBinder:
                 to_match.append(claim)
         satisfied, sufficient = True, True
         static: list[BindingInfo] = []
-        dynamic: list[PersistentVolumeClaim] = []
+        dynamic: list[DynamicProvision] = []
         if to_match:
             satisfied, static, unmatched = self._find_matching_volumes(
                 to_match, claims.unbound_volumes_delay_binding, node.labels
@@ -445,10 +454,10 @@ class VolumeBinder:
 
     def _check_volume_provisions(
         self, claims: Sequence[PersistentVolumeClaim], node: NodeInfo
-    ) -> tuple[bool, bool, list[PersistentVolumeClaim]]:
+    ) -> tuple[bool, bool, list[DynamicProvision]]:
         """``checkVolumeProvisions``: ``(provisionable, enough storage, claims to provision)``.
         Raises :class:`BinderError`."""
-        dynamic: list[PersistentVolumeClaim] = []
+        dynamic: list[DynamicProvision] = []
         labels = node.labels
         for claim in claims:
             name = claim_class(claim)
@@ -462,32 +471,34 @@ class VolumeBinder:
                 return False, True, []
             if not match_topology_selector_terms(sc.allowed_topologies, labels):
                 return False, True, []
-            if not self.has_enough_capacity(provisioner, claim, sc, labels):
+            enough, capacity = self.has_enough_capacity(provisioner, claim, sc, labels)
+            if not enough:
                 return True, False, []
-            dynamic.append(claim)
+            dynamic.append(DynamicProvision(claim, capacity))
         return True, True, dynamic
 
     def has_enough_capacity(
         self, provisioner: str, claim: PersistentVolumeClaim, sc: StorageClass, labels: Mapping[str, str]
-    ) -> bool:
-        """``hasEnoughCapacity``: no storage request, a provisioner that is no CSI driver or one
-        without ``storageCapacity``, or a matching ``CSIStorageCapacity`` (module doc)."""
+    ) -> tuple[bool, CSIStorageCapacity | None]:
+        """``hasEnoughCapacity``: whether there is room for the claim on the node (no storage
+        request, a provisioner that is no CSI driver or one without ``storageCapacity``, or a
+        matching ``CSIStorageCapacity``: module doc), and the capacity that holds it."""
         resources = claim.specs.resources
         requests = (resources.requests if resources is not None else None) or {}
         if STORAGE not in requests:
-            return True
+            return True, None
         driver = self.volumes.csi_driver(provisioner)
         if driver is None or driver.spec is None or not driver.spec.storage_capacity:
-            return True
-        size = _value(storage_request(claim))
+            return True, None
+        size = quantity_bytes(storage_request(claim))
         for capacity in self.volumes.storage_capacities():
             if (
                 capacity.storage_class_name == sc.name
                 and capacity_sufficient(capacity, size)
                 and node_has_access(labels, capacity)
             ):
-                return True
-        return False
+                return True, capacity
+        return False, None
 
     # -- Reserve / Unreserve --------------------------------------------------------------------------
 
@@ -519,16 +530,16 @@ class VolumeBinder:
                     self._revert_pvs(new_bindings)
                     raise
             new_bindings.append(BindingInfo(binding.pvc, new_pv))
-        new_claims: list[PersistentVolumeClaim] = []
-        for claim in volumes.dynamic_provisions or ():
-            clone = _with_annotation(claim, ANN_SELECTED_NODE, node_name)
+        new_claims: list[DynamicProvision] = []
+        for provision in volumes.dynamic_provisions or ():
+            clone = _with_annotation(provision.pvc, ANN_SELECTED_NODE, node_name)
             try:
                 self.pvc_cache.assume(clone.key(), clone, self.volumes.claim(clone.namespace, clone.name))
             except BinderError:
                 self._revert_pvs(new_bindings)
-                self._revert_pvcs(new_claims)
+                self._revert_pvcs([p.pvc for p in new_claims])
                 raise
-            new_claims.append(clone)
+            new_claims.append(DynamicProvision(clone))  # upstream keeps no capacity once assumed
         volumes.static_bindings = new_bindings
         volumes.dynamic_provisions = new_claims
         return False
@@ -544,7 +555,7 @@ class VolumeBinder:
     def revert_assumed_pod_volumes(self, volumes: PodVolumes) -> None:
         """``RevertAssumedPodVolumes``."""
         self._revert_pvs(volumes.static_bindings or ())
-        self._revert_pvcs(volumes.dynamic_provisions or ())
+        self._revert_pvcs([p.pvc for p in volumes.dynamic_provisions or ()])
 
     # -- PreBind ---------------------------------------------------------------------------------------
 
@@ -569,10 +580,12 @@ class VolumeBinder:
     async def bind_api_update(self, pod: PodInfo, volumes: PodVolumes, cluster: ClusterHandle) -> None:
         """``bindAPIUpdate``: write each volume's binding, then each claim's ``selected-node``;
         on a failure the assumptions not yet written are reverted and the error raised."""
-        bindings, claims = volumes.static_bindings, volumes.dynamic_provisions
+        bindings = volumes.static_bindings
+        provisions = volumes.dynamic_provisions
+        claims = [p.pvc for p in provisions] if provisions is not None else None
         if bindings is None:
             raise BinderError(f'failed to get cached bindings for pod "{pod.key()}"')
-        if claims is None:
+        if claims is None or provisions is None:
             raise BinderError(f'failed to get cached claims to provision for pod "{pod.key()}"')
         done_bindings = done_claims = 0
         try:
@@ -602,6 +615,7 @@ class VolumeBinder:
                 if result.error:
                     raise BinderError(result.error)
                 claims[i] = _with_version(claim, result.resource_version)
+                provisions[i] = DynamicProvision(claims[i], provisions[i].node_capacity)
                 done_claims += 1
         finally:
             if done_bindings < len(bindings):
@@ -614,7 +628,8 @@ class VolumeBinder:
         objects; raises :class:`BinderError` when binding must be retried (the pod gone, a
         ``claimRef`` reset, a provisioner that removed ``selected-node``, a volume whose node
         affinity does not accept the node)."""
-        bindings, claims = volumes.static_bindings, volumes.dynamic_provisions
+        bindings = volumes.static_bindings
+        claims = [p.pvc for p in volumes.dynamic_provisions] if volumes.dynamic_provisions is not None else None
         if bindings is None:
             raise BinderError(f'failed to get cached bindings for pod "{pod.key()}"')
         if claims is None:
@@ -685,6 +700,7 @@ __all__ = [
     "AssumeCache",
     "BinderError",
     "BindingInfo",
+    "DynamicProvision",
     "PodVolumeClaims",
     "PodVolumes",
     "VolumeBinder",
@@ -692,5 +708,6 @@ __all__ = [
     "capacity_sufficient",
     "is_pvc_fully_bound",
     "node_has_access",
+    "quantity_bytes",
     "resource_version",
 ]

@@ -2,9 +2,8 @@
 pkg/scheduler/framework/plugins/nodevolumelimits/csi.go (``EventsToRegister``,
 ``isSchedulableAfter...``); apart from :mod:`app.plugins.volumes.node_volume_limits` for its size.
 
-The VolumeAttachment Delete registration never fires here: the cluster state does not watch
-VolumeAttachments (v1.36.3's Filter also counts them; this port does not yet), so its hint is
-judged only by the tests.
+The cluster state watches VolumeAttachments (the Filter counts a node's), so a deleted one is
+judged by :func:`is_schedulable_after_volume_attachment_deleted`.
 """
 
 from __future__ import annotations

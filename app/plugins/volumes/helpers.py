@@ -1,4 +1,4 @@
-"""The storage helpers the volume plugins share, ported from v1.30's ``k8s.io/component-helpers``
+"""The storage helpers the volume plugins share, ported from v1.36.3's ``k8s.io/component-helpers``
 (``storage/volume/helpers.go``, ``pv_helpers.go``; ``storage/ephemeral/ephemeral.go``;
 ``scheduling/corev1``) and ``pkg/apis/core/v1/helper`` (``MatchTopologySelectorTerms``,
 ``ContainsAccessMode``): which claim a pod volume uses, volume node affinity, access and volume
@@ -192,12 +192,13 @@ def find_matching_volume(
     excluded: Collection[str],
     delay_binding: bool,
 ) -> PersistentVolume | None:
-    """``FindMatchingVolume`` (pv_helpers.go, v1.30; the ``VolumeAttributesClass`` gate is off):
-    a volume pre-bound to the claim (``None`` when its node affinity does not match the node), else
-    the smallest available one of the claim's class, large enough, of the claim's volume mode,
-    not being deleted, matching the claim's selector, the node (``node_labels``: the scheduler's
-    path) and the access modes; ``None`` when none. ``excluded``: volume names already chosen for
-    other claims of the pod."""
+    """``FindMatchingVolume`` (pv_helpers.go, v1.36.3; the ``VolumeAttributesClass`` gate is GA and
+    locked on): a volume pre-bound to the claim (``None`` when its node affinity does not match the
+    node), else the smallest available one of the claim's class, large enough, of the claim's
+    volume mode and ``volumeAttributesClassName`` (unset equals unset only), not being deleted,
+    matching the claim's selector, the node (``node_labels``: the scheduler's path) and the access
+    modes; ``None`` when none. ``excluded``: volume names already chosen for other claims of the
+    pod."""
     if not volumes:
         return None
     requested = storage_request(pvc)
@@ -216,6 +217,8 @@ def find_matching_volume(
         if size < requested:
             continue
         if check_volume_mode_mismatches(pvc, pv):
+            continue
+        if (pvc.specs.volume_attributes_class_name or "") != (spec.volume_attributes_class_name or ""):
             continue
         if pv.meta.deletion_timestamp:
             continue

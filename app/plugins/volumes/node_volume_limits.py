@@ -1,43 +1,42 @@
 """NodeVolumeLimits and the in-tree EBSLimits, GCEPDLimits, AzureDiskLimits: a node never gets more
 volumes of a driver than it can attach.
 
-Ports kube-scheduler v1.30's pkg/scheduler/framework/plugins/nodevolumelimits (``csi.go``,
-``non_csi.go``, ``utils.go``).
+NodeVolumeLimits ports kube-scheduler v1.36.3's pkg/scheduler/framework/plugins/nodevolumelimits
+(``csi.go``, ``utils.go``); the in-tree three port v1.30's ``non_csi.go`` (gone from v1.36.3).
 
 **NodeVolumeLimits** (``CSILimits``):
 
 - **PreFilter**: ``Skip`` unless the pod has a claim (``persistentVolumeClaim``, ``ephemeral``)
   or an inline in-tree volume CSI migration knows (``IsInlineMigratable``).
-- **Filter**: the pod's attachable volumes, each as ``driver/handle`` under its limit key
-  ``attachable-volumes-csi-<driver>`` (``GetCSIAttachLimitKey``): a claim's bound volume's CSI
-  source, an in-tree volume translated to CSI where the node migrated it
-  (:mod:`app.plugins.volumes.translation`), an unbound claim as its class's provisioner with a
+- **Filter**: the pod's attachable volumes, each as ``driver/handle`` under its CSI driver: a
+  claim's bound volume's CSI source, an in-tree volume translated to CSI where the node migrated
+  it (:mod:`app.plugins.volumes.translation`), an unbound claim as its class's provisioner with a
   placeholder handle, a migrated inline in-tree volume. A missing claim is
   ``UnschedulableAndUnresolvable`` ``looking up PVC ns/x: persistentvolumeclaim "x" not found``.
-  The node's limits: its ``attachable-volumes-*`` allocatable, overridden by its CSINode's
-  drivers' ``allocatable.count``; without limits the node fits. The volumes the node's pods use
-  are counted once each; ``Unschedulable`` ``node(s) exceed max volume count`` when a driver's
-  count would pass its limit.
+  The node's limits are its CSINode's drivers' ``allocatable.count`` (``getVolumeLimits``; the
+  node's ``attachable-volumes-*`` allocatable is no longer read); without any the node fits. The
+  volumes the node's pods use, and the node's VolumeAttachments of CSI volumes
+  (``getNodeVolumeAttachmentInfo``), are counted once each; ``Unschedulable`` ``node(s) exceed
+  max volume count`` when a driver's count would pass its limit. With the ``VolumeLimitScaling``
+  gate (alpha, off) a driver whose CSIDriver sets ``preventPodSchedulingIfMissing`` and is not on
+  the node's CSINode is ``Unschedulable`` ``<driver> CSI driver is not installed on the node``.
 
-**EBSLimits, GCEPDLimits, AzureDiskLimits** (``nonCSILimits``, deprecated upstream): the same
-count for their in-tree volume type (``awsElasticBlockStore``, ``gcePersistentDisk``,
-``azureDisk``, and claims bound to such volumes or of a class with their in-tree provisioner),
-against ``KUBE_MAX_PD_VOLS`` (the environment), else the node's ``attachable-volumes-aws-ebs`` /
-``-gce-pd`` / ``-azure-disk`` allocatable, else 39 EBS (25 on Nitro instance types), 16 GCE PD,
-16 Azure Disk; skipped on a node that has a CSINode (its CSI migration is on: v1.30 counts those
-volumes in NodeVolumeLimits). A missing claim of the pod is an error (upstream's ``AsStatus``).
+**EBSLimits, GCEPDLimits, AzureDiskLimits** (v1.30's ``nonCSILimits``; not in v1.36.3 nor in the
+default profile): the same count for their in-tree volume type (``awsElasticBlockStore``,
+``gcePersistentDisk``, ``azureDisk``, and claims bound to such volumes or of a class with their
+in-tree provisioner), against ``KUBE_MAX_PD_VOLS``, else the node's ``attachable-volumes-*``
+allocatable, else 39 EBS (25 on Nitro), 16 GCE PD, 16 Azure Disk; skipped on a node with a CSINode.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.framework import objects, signers
+from app.framework import features, objects, signers
 from app.framework.errors import SchedulerExtenderError
 from app.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint, with_hints
 from app.framework.handle import Handle
@@ -67,11 +66,8 @@ CSI_NAME = "NodeVolumeLimits"
 EBS_NAME, GCE_PD_NAME, AZURE_DISK_NAME = "EBSLimits", "GCEPDLimits", "AzureDiskLimits"
 #: ``ErrReasonMaxVolumeCountExceeded``
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
-#: ``v1.ResourceAttachableVolumesPrefix`` and ``volumeutil.CSIAttachLimitPrefix``
+#: ``v1.ResourceAttachableVolumesPrefix`` (the in-tree limits' allocatable)
 ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
-CSI_ATTACH_LIMIT_PREFIX = "attachable-volumes-csi-"
-#: ``volumeutil.ResourceNameLengthLimit``
-RESOURCE_NAME_LENGTH_LIMIT = 63
 #: ``KubeMaxPDVols``: the environment variable overriding the in-tree limits
 KUBE_MAX_PD_VOLS = "KUBE_MAX_PD_VOLS"
 DEFAULT_MAX_EBS_VOLUMES, DEFAULT_MAX_EBS_NITRO_VOLUMES = 39, 25
@@ -81,6 +77,8 @@ EBS_NITRO_INSTANCE_TYPES = re.compile(r"^[cmr]5.*|t3|z1d")
 LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_STABLE = "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type"
 
 _MAX_COUNT = Status(Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,))
+#: the alpha gate of ``checkCSIDriverOnNode`` (off in v1.36)
+VOLUME_LIMIT_SCALING = "VolumeLimitScaling"
 _NON_CSI_EVENTS = (ClusterEvent(NODE, ActionType.ADD), ClusterEvent(POD, ActionType.DELETE))
 
 
@@ -92,28 +90,19 @@ class LimitsError(SchedulerExtenderError):
         self.unresolvable = unresolvable
 
 
-def csi_attach_limit_key(driver: str) -> str:
-    """``GetCSIAttachLimitKey``: ``attachable-volumes-csi-<driver>``; past 63 characters the
-    driver's first 23 and 16 hex digits of its SHA-1."""
-    if len(CSI_ATTACH_LIMIT_PREFIX) + len(driver) >= RESOURCE_NAME_LENGTH_LIMIT:
-        digest = hashlib.sha1(driver.encode(), usedforsecurity=False).hexdigest()[:16]
-        return CSI_ATTACH_LIMIT_PREFIX + driver[:23] + digest
-    return CSI_ATTACH_LIMIT_PREFIX + driver
-
-
 def volume_limits(node: NodeInfo) -> dict[str, int]:
     """``volumeLimits``: the node's ``attachable-volumes-*`` allocatable."""
     return {k: v for k, v in node.allocatable.items() if k.startswith(ATTACHABLE_VOLUMES_PREFIX)}
 
 
-def node_volume_limits(node: NodeInfo, csi_node: CSINode | None) -> dict[str, int]:
-    """``getVolumeLimits``: :func:`volume_limits` with each CSINode driver's
-    ``allocatable.count`` under its limit key."""
-    limits = volume_limits(node)
+def node_volume_limits(csi_node: CSINode | None) -> dict[str, int]:
+    """``getVolumeLimits``: each CSINode driver's ``allocatable.count`` under the driver's name
+    (none without a CSINode)."""
+    limits: dict[str, int] = {}
     if csi_node is not None and csi_node.spec is not None:
         for driver in csi_node.spec.drivers or ():
             if driver.allocatable is not None and driver.allocatable.count is not None:
-                limits[csi_attach_limit_key(driver.name or "")] = driver.allocatable.count
+                limits[driver.name or ""] = driver.allocatable.count
     return limits
 
 
@@ -132,10 +121,16 @@ class CSILimits:
         """``SignPod`` (nodevolumelimits/csi.go, v1.36.3): the pod's volume sources."""
         return [(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
-    def __init__(self, args: None = None, handle: Handle | None = None) -> None:
+    def __init__(
+        self, args: None = None, handle: Handle | None = None, volume_limit_scaling: bool | None = None
+    ) -> None:
         _, self.volumes = volume_cluster(handle, CSI_NAME)
         #: ``randomVolumeIDPrefix``: the placeholder handles of unbound claims never match a real one
         self.random_prefix = secrets.token_hex(16)
+        #: ``enableVolumeLimitScaling`` (the gate in effect unless given)
+        self.volume_limit_scaling = (
+            features.current().enabled(VOLUME_LIMIT_SCALING) if volume_limit_scaling is None else volume_limit_scaling
+        )
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -159,7 +154,11 @@ class CSILimits:
             return Status(code, (str(exc),))
         if not new:
             return SUCCESS
-        limits = node_volume_limits(node, csi_node)
+        if self.volume_limit_scaling:
+            for driver in new.values():
+                if not self.csi_driver_on_node(driver, csi_node):
+                    return Status(Code.UNSCHEDULABLE, (f"{driver} CSI driver is not installed on the node",))
+        limits = node_volume_limits(csi_node)
         if not limits:
             return SUCCESS
         attached: dict[str, str] = {}
@@ -169,20 +168,50 @@ class CSILimits:
         except LimitsError as exc:
             return Status.error(str(exc))
         attached_count: dict[str, int] = {}
-        for unique, key in attached.items():
+        for unique, driver in attached.items():
             new.pop(unique, None)  # a volume used by several pods counts once
-            attached_count[key] = attached_count.get(key, 0) + 1
+            attached_count[driver] = attached_count.get(driver, 0) + 1
+        for unique, driver in self.node_volume_attachments(node.name).items():
+            if unique not in attached:  # a volume of a pod on the node counts once
+                attached_count[driver] = attached_count.get(driver, 0) + 1
         new_count: dict[str, int] = {}
-        for key in new.values():
-            new_count[key] = new_count.get(key, 0) + 1
-        for key, count in new_count.items():
-            limit = limits.get(key)
-            if limit is not None and attached_count.get(key, 0) + count > limit:
+        for driver in new.values():
+            new_count[driver] = new_count.get(driver, 0) + 1
+        for driver, count in new_count.items():
+            limit = limits.get(driver)
+            if limit is not None and attached_count.get(driver, 0) + count > limit:
                 return _MAX_COUNT
         return SUCCESS
 
+    def csi_driver_on_node(self, driver: str, csi_node: CSINode | None) -> bool:
+        """``checkCSIDriverOnNode`` (``VolumeLimitScaling``): ``False`` only for a CSIDriver that
+        sets ``preventPodSchedulingIfMissing`` and is not among the CSINode's drivers."""
+        csi_driver = self.volumes.csi_driver(driver)
+        if csi_driver is None or csi_driver.spec is None or not csi_driver.spec.prevent_pod_scheduling_if_missing:
+            return True
+        if csi_node is None or csi_node.spec is None:
+            return False
+        return any(d.name == driver for d in csi_node.spec.drivers or ())
+
+    def node_volume_attachments(self, node_name: str) -> dict[str, str]:
+        """``getNodeVolumeAttachmentInfo``: ``driver/handle -> driver`` of the node's
+        VolumeAttachments that have an attacher and a PersistentVolume with a CSI source."""
+        out: dict[str, str] = {}
+        for va in self.volumes.volume_attachments(node_name):
+            spec = va.spec
+            if spec is None or (spec.node_name or "") != node_name or not spec.attacher:
+                continue
+            pv_name = spec.source.persistent_volume_name if spec.source is not None else None
+            if pv_name is None:
+                continue
+            pv = self.volumes.volume(pv_name)
+            if pv is None or pv.specs.csi is None:
+                continue
+            out[f"{spec.attacher}/{pv.specs.csi.volume_handle or ''}"] = spec.attacher
+        return out
+
     def attachable_volumes(self, pod: PodInfo, csi_node: CSINode | None, new_pod: bool, result: dict[str, str]) -> None:
-        """``filterAttachableVolumes``: add ``driver/handle -> limit key`` of each of the pod's
+        """``filterAttachableVolumes``: add ``driver/handle -> driver`` of each of the pod's
         attachable volumes to ``result``. Raises :class:`LimitsError`."""
         for volume in pod.volumes:
             claim = volume_claim(pod, volume)
@@ -205,7 +234,7 @@ class CSILimits:
             driver, handle = self.csi_driver_info(csi_node, pvc)
             if not driver or not handle:
                 continue
-            result[f"{driver}/{handle}"] = csi_attach_limit_key(driver)
+            result[f"{driver}/{handle}"] = driver
 
     def _inline(self, volume: objects.Volume, csi_node: CSINode | None, result: dict[str, str]) -> None:
         """``checkAttachableInlineVolume``: a migratable inline in-tree volume on a node that
@@ -226,7 +255,7 @@ class CSILimits:
         csi = translated.specs.csi
         if csi is None:
             return
-        result[f"{driver}/{csi.volume_handle or ''}"] = csi_attach_limit_key(driver)
+        result[f"{driver}/{csi.volume_handle or ''}"] = driver
 
     def csi_driver_info(self, csi_node: CSINode | None, pvc: PersistentVolumeClaim) -> tuple[str, str]:
         """``getCSIDriverInfo``: the claim's CSI driver and volume handle (``("", "")`` when it
@@ -264,8 +293,8 @@ class CSILimits:
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """``EventsToRegister`` (v1.36.3 csi.go; :mod:`app.plugins.volumes.csi_hints`): CSINode
-        Add (no hint) and Update, Pod Delete, PersistentVolumeClaim Add, VolumeAttachment Delete
-        (never recorded: VolumeAttachments are not watched), each with its hint."""
+        Add (no hint) and Update, Pod Delete, PersistentVolumeClaim Add, VolumeAttachment Delete,
+        each with its hint."""
         return CSI_EVENTS
 
 
@@ -530,7 +559,6 @@ __all__ = [
     "GCEPDLimits",
     "LimitsError",
     "NonCSILimits",
-    "csi_attach_limit_key",
     "max_volumes_from_env",
     "node_volume_limits",
     "volume_limits",

@@ -1,18 +1,17 @@
-"""CSI migration of in-tree volumes as kube-scheduler v1.30 applies it: ``k8s.io/csi-translation-lib``
+"""CSI migration of in-tree volumes as kube-scheduler v1.36.3 applies it: ``k8s.io/csi-translation-lib``
 (``translate.go`` and ``plugins/``: ``in_tree_volume.go``, ``aws_ebs.go``, ``gce_pd.go``,
-``azure_disk.go``, ``openstack_cinder.go``) and the migration checks of
+``azure_disk.go``, ``openstack_cinder.go``, ``portworx.go``) and the migration checks of
 pkg/scheduler/framework/plugins/nodevolumelimits/utils.go (``isCSIMigrationOn``) and
 volumebinding/binder.go (``isCSIMigrationOnForPlugin``, ``isPluginMigratedToCSIOnNode``).
 
-csi-translation-lib knows eight in-tree plugins (:data:`IN_TREE`). With v1.30's feature gates
-(``CSIMigrationPortworx`` and ``CSIMigrationRBD`` off, vSphere and Azure File never listed by the
-scheduler) only four are ever "migrated" for scheduling: AWS EBS, GCE PD, Azure Disk and Cinder;
-only those four translate here (the others are recognised, as ``IsPVMigratable`` and
-``IsInlineMigratable`` recognise them, and their translation raises
-:class:`TranslationError`: no v1.30 code path reaches it). A translated volume is a new
-:class:`~app.framework.volumes.PersistentVolume` with ``spec.csi`` (driver, handle) and, for EBS,
-GCE PD and Cinder, its zone node affinity rewritten to the driver's topology key
-(``translateTopologyFromInTreeToCSI``).
+csi-translation-lib knows eight in-tree plugins (:data:`IN_TREE`). v1.36.3's scheduler treats five
+as migrated (:data:`MIGRATION_ON`): AWS EBS, GCE PD, Azure Disk, Cinder and, since
+``CSIMigrationPortworx`` went GA, Portworx; vSphere, Azure File and RBD never are. Only those five
+translate here (the others are recognised, as ``IsPVMigratable`` and ``IsInlineMigratable``
+recognise them, and their translation raises :class:`TranslationError`: no v1.36.3 code path
+reaches it). A translated volume is a new :class:`~app.framework.volumes.PersistentVolume` with
+``spec.csi`` (driver, handle) and, for EBS, GCE PD and Cinder, its zone node affinity rewritten to
+the driver's topology key (``translateTopologyFromInTreeToCSI``).
 """
 
 from __future__ import annotations
@@ -150,14 +149,15 @@ def migrated_plugins(csi_node: CSINode | None) -> frozenset[str]:
     return frozenset(value.split(",")) if value else frozenset()
 
 
-#: the plugins whose CSI migration is on in v1.30 (GA; Portworx and RBD behind gates that are off)
-MIGRATION_ON = frozenset({AWS_EBS, GCE_PD, AZURE_DISK, CINDER})
+#: the plugins v1.36.3's scheduler treats as migrated to CSI (utils.go ``isCSIMigrationOn``,
+#: binder.go ``isCSIMigrationOnForPlugin``)
+MIGRATION_ON = frozenset({AWS_EBS, GCE_PD, AZURE_DISK, CINDER, PORTWORX})
 
 
 def is_csi_migration_on(csi_node: CSINode | None, plugin: str) -> bool:
-    """nodevolumelimits' ``isCSIMigrationOn``: for AWS EBS, GCE PD, Azure Disk and Cinder, whether
-    the node has a CSINode at all (v1.30 returns before reading its annotation); ``False`` for
-    every other plugin (Portworx and RBD: their gates are off)."""
+    """nodevolumelimits' ``isCSIMigrationOn``: for AWS EBS, Portworx, GCE PD, Azure Disk and
+    Cinder, whether the node has a CSINode at all (its annotation is not read); ``False`` for every
+    other plugin."""
     return csi_node is not None and bool(plugin) and plugin in MIGRATION_ON
 
 
@@ -339,7 +339,7 @@ def _ebs_handle(volume_id: str | None) -> str:
 
 def translate_in_tree_pv_to_csi(pv: PersistentVolume) -> PersistentVolume:
     """``TranslateInTreePVToCSI``: ``pv`` with its in-tree source replaced by ``spec.csi`` (and its
-    topology translated). Raises :class:`TranslationError` when no plugin (of the four v1.30
+    topology translated). Raises :class:`TranslationError` when no plugin (of the five v1.36.3
     migrates) supports it or its id is malformed."""
     spec = pv.specs
     access_modes = spec.access_modes
@@ -361,6 +361,9 @@ def translate_in_tree_pv_to_csi(pv: PersistentVolume) -> PersistentVolume:
         cinder = spec.cinder
         csi = CSIPersistentVolumeSource(CINDER_DRIVER, cinder.volume_id or "", cinder.read_only, cinder.fs_type)
         pv = translate_topology_from_in_tree_to_csi(pv, CINDER_TOPOLOGY_KEY)
+    elif spec.portworx_volume is not None:
+        portworx = spec.portworx_volume  # portworx.go: readOnly is not carried over
+        csi = CSIPersistentVolumeSource(PORTWORX_DRIVER, portworx.volume_id or "", None, portworx.fs_type)
     else:
         raise TranslationError(f"could not find in-tree plugin translation logic for {pv.name!r}")
     translated: PersistentVolumeSpec = msgspec.structs.replace(
@@ -371,6 +374,7 @@ def translate_in_tree_pv_to_csi(pv: PersistentVolume) -> PersistentVolume:
         gce_persistent_disk=None,
         azure_disk=None,
         cinder=None,
+        portworx_volume=None,
     )
     return msgspec.structs.replace(pv, spec=translated)
 
@@ -394,6 +398,14 @@ def translate_in_tree_inline_volume_to_csi(volume: objects.Volume) -> Persistent
         cinder = volume.cinder
         csi = CSIPersistentVolumeSource(CINDER_DRIVER, cinder.volume_id or "", cinder.read_only, cinder.fs_type)
         name = cinder.volume_id or ""
+    elif volume.portworx_volume is not None:
+        portworx = volume.portworx_volume
+        csi = CSIPersistentVolumeSource(PORTWORX_DRIVER, portworx.volume_id or "", None, portworx.fs_type)
+        name = portworx.volume_id or ""
+        modes = [READ_ONLY_MANY if portworx.read_only else READ_WRITE_ONCE]
+        meta = objects.ObjectMeta(name=f"{csi.driver}-{name}")
+        spec = PersistentVolumeSpec(csi=csi, access_modes=modes, volume_mode="Filesystem")
+        return PersistentVolume(metadata=meta, spec=spec)
     else:
         raise TranslationError(f"could not find in-tree plugin translation logic for {volume.name!r}")
     meta = objects.ObjectMeta(name=f"{csi.driver}-{name}")
@@ -407,6 +419,7 @@ __all__ = [
     "GCE_PD",
     "IN_TREE",
     "MIGRATION_ON",
+    "PORTWORX",
     "InTreePlugin",
     "TranslationError",
     "csi_name_from_in_tree_name",

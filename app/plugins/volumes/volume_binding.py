@@ -1,28 +1,27 @@
 """VolumeBinding: a pod's claims must be bound, or bindable on the node, before it runs there;
 ``WaitForFirstConsumer`` claims are bound (or provisioned) for the node chosen.
 
-Ports kube-scheduler v1.30's plugin, pkg/scheduler/framework/plugins/volumebinding/
+Ports kube-scheduler v1.36.3's plugin, pkg/scheduler/framework/plugins/volumebinding/
 (``volume_binding.go``, ``scorer.go``; the binder in :mod:`app.plugins.volumes.binder`), with its
 args (``VolumeBindingArgs``: ``bindTimeoutSeconds``, default 600, not negative; ``shape``, refused
-while the ``VolumeCapacityPriority`` feature gate is off, as it is in v1.30).
+while the ``StorageCapacityScoring`` feature gate is off, as it is in v1.36).
 
 - **PreFilter**: ``Skip`` for a pod without claims (``persistentVolumeClaim`` or generic
   ``ephemeral`` volumes). ``UnschedulableAndUnresolvable`` when a claim is missing
   (``persistentvolumeclaim "x" not found``; an ephemeral one: ``waiting for ephemeral volume
   controller to create the persistentvolumeclaim "x"``), lost, being deleted or, ephemeral, not
   owned by the pod; or when an unbound claim binds ``Immediate`` (``pod has unbound immediate
-  PersistentVolumeClaims``: the PV controller binds it, then the claim's update moves the pod).
-  Upstream v1.30.0 to v1.30.6 also returned a ``PreFilterResult`` narrowing the nodes to a bound
-  local volume's hostnames (``GetEligibleNodes``); kubernetes#125398 removed it (v1.30.7,
-  kubernetes#127585), so nothing narrows the nodes here.
+  PersistentVolumeClaims``). No ``PreFilterResult``.
 - **Filter** (:meth:`VolumeBinder.find_pod_volumes`): ``UnschedulableAndUnresolvable`` with
   upstream's reasons (``node(s) didn't match PersistentVolume's node affinity``, ``node(s) didn't find
   available persistent volumes to bind``, ``node(s) did not have enough free storage``,
   ``node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)``).
-- **PreScore/Score**: only with the ``VolumeCapacityPriority`` gate (off in v1.30: ``Skip``).
+- **PreScore/Score**: only with the ``StorageCapacityScoring`` gate (alpha, off in v1.36:
+  ``Skip``): the static bindings' utilization by class, else (no static binding) the dynamic
+  provisions' against their node's ``CSIStorageCapacity``; default shape 0 -> 10, 100 -> 0.
 - **Reserve/Unreserve**: the node's volumes assumed in the binder's caches / reverted.
-- **PreBind**: the claims' ``volume.kubernetes.io/selected-node`` (and the chosen volumes'
-  ``claimRef``) written, then the Binding waits until the claims are bound, within
+- **PreBindPreFlight/PreBind**: the claims' ``volume.kubernetes.io/selected-node`` (and the chosen
+  volumes' ``claimRef``) written, then the Binding waits until the claims are bound, within
   ``bindTimeoutSeconds`` (``binding volumes: context deadline exceeded`` after it).
 
 Needs cluster state: the watched storage objects (``ClusterNeeds.volumes`` and
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
 
-from app.framework import signers
+from app.framework import features, signers
 from app.framework.args import PluginArgs
 from app.framework.events import (
     CSI_DRIVER,
@@ -76,12 +75,13 @@ from app.framework.volumes import (
 )
 from app.plugins.noderesources.fit import UtilizationShapePoint
 from app.plugins.noderesources.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
-from app.plugins.volumes.binder import BinderError, PodVolumeClaims, PodVolumes, VolumeBinder
+from app.plugins.volumes.binder import BinderError, PodVolumeClaims, PodVolumes, VolumeBinder, quantity_bytes
 from app.plugins.volumes.helpers import (
     changed_object,
     claim_not_found,
     is_claim_of_pod,
     pod_claims,
+    storage_request,
     volume_cluster,
     volume_is_for_pod,
 )
@@ -91,30 +91,47 @@ NAME = "VolumeBinding"
 STATE_KEY = NAME
 #: ``VolumeBindingArgs.bindTimeoutSeconds``'s default (v1/defaults.go)
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
-#: the ``VolumeCapacityPriority`` feature gate: alpha and off in v1.30 (``shape`` is refused and
-#: Score skips); a factory given ``volume_capacity_priority=True`` scores as with the gate on
-VOLUME_CAPACITY_PRIORITY = False
+#: the ``StorageCapacityScoring`` feature gate (alpha and off in v1.36: ``shape`` is refused and
+#: Score skips); a factory given ``storage_capacity_scoring=True`` scores as with the gate on
+STORAGE_CAPACITY_SCORING = "StorageCapacityScoring"
 #: ``maxUtilization``
 MAX_UTILIZATION = 100
+#: ``errNoPodVolumeForNode`` (PreBindPreFlight, PreBind), followed by the quoted node name
+ERR_NO_POD_VOLUME_FOR_NODE = "no pod volume found for node"
 #: the reason of an unbound immediate claim (PreFilter)
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+
+def storage_capacity_scoring_enabled() -> bool:
+    """Whether the ``StorageCapacityScoring`` gate is on (the process's gates)."""
+    return features.current().enabled(STORAGE_CAPACITY_SCORING)
+
+
+#: ``SetDefaults_VolumeBindingArgs``' shape with the gate on: the emptier node scores higher
+DEFAULT_SHAPE = (
+    UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+    UtilizationShapePoint(utilization=100, score=0),
+)
 
 
 class VolumeBindingArgs(PluginArgs):
     """``VolumeBindingArgs``: ``bindTimeoutSeconds`` (how long PreBind waits for the claims to be
     bound, seconds, default 600) and ``shape`` (the capacity scoring function: only with the
-    ``VolumeCapacityPriority`` feature gate, off in v1.30)."""
+    ``StorageCapacityScoring`` feature gate, alpha and off in v1.36)."""
 
     bind_timeout_seconds: int = Field(default=DEFAULT_BIND_TIMEOUT_SECONDS, ge=0)
     shape: list[UtilizationShapePoint] | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> VolumeBindingArgs:
-        if self.shape is None:
+        if not storage_capacity_scoring_enabled():
+            if self.shape is not None:
+                raise ValueError(
+                    "shape: unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring"
+                )
             return self
-        if not VOLUME_CAPACITY_PRIORITY:
-            raise ValueError("shape: unsupported when VolumeCapacityPriority feature is disabled")
-        validate_shape(self.shape)
+        if self.shape is not None:
+            validate_shape(self.shape)
         return self
 
 
@@ -298,8 +315,8 @@ EVENTS = (
 
 class VolumeBinding:
     """PreFilter, Filter, PreScore, Score, Reserve, Unreserve, PreBind (see the module doc).
-    ``volume_capacity_priority``: score as with the ``VolumeCapacityPriority`` gate on (needs a
-    ``shape``; the default one otherwise)."""
+    ``storage_capacity_scoring``: score as with the ``StorageCapacityScoring`` gate on (the
+    args' ``shape``, else :data:`DEFAULT_SHAPE`); the process's gate when not given."""
 
     name = NAME
 
@@ -311,18 +328,18 @@ class VolumeBinding:
         self,
         args: VolumeBindingArgs | None = None,
         handle: Handle | None = None,
-        volume_capacity_priority: bool = VOLUME_CAPACITY_PRIORITY,
+        storage_capacity_scoring: bool | None = None,
     ) -> None:
         args = args or VolumeBindingArgs()
         self.cluster, self.volumes = volume_cluster(handle, NAME)
         self.binder = VolumeBinder(self.volumes, float(args.bind_timeout_seconds))
+        #: ``fts.EnableStorageCapacityScoring``
+        self.storage_capacity_scoring = (
+            storage_capacity_scoring_enabled() if storage_capacity_scoring is None else storage_capacity_scoring
+        )
         self.scorer: VolumeCapacityScorer | None = None
-        if volume_capacity_priority:
-            shape = args.shape or [
-                UtilizationShapePoint(utilization=0, score=0),
-                UtilizationShapePoint(utilization=100, score=MAX_CUSTOM_PRIORITY_SCORE),
-            ]
-            self.scorer = build_scorer(shape)
+        if self.storage_capacity_scoring:
+            self.scorer = build_scorer(args.shape or DEFAULT_SHAPE)
 
     # -- PreFilter / Filter ----------------------------------------------------------------------------
 
@@ -330,7 +347,7 @@ class VolumeBinding:
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         """``PreFilter`` (module doc). Upstream returns ``(nil, status)``: no PreFilterResult (its
-        eligible-node result was dropped in kubernetes#125398, in v1.30 since v1.30.7)."""
+        eligible-node result was dropped in kubernetes#125398)."""
         has, error = pod_has_pvcs(self.volumes, pod)
         if error:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (error,))
@@ -372,27 +389,43 @@ class VolumeBinding:
     # -- PreScore / Score ------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        """``PreScore``: ``Skip`` without the gate or without a static binding on any node."""
+        """``PreScore``: ``Skip`` without the gate (no scorer); with it, ``Success`` (static
+        bindings and dynamic provisions are both scored)."""
         if self.scorer is None:
             return SKIP
         data = _state(state)
         if data is None:
             return Status.error(_NOT_FOUND)
-        return SUCCESS if data.has_static_bindings else SKIP
+        return SUCCESS if data.has_static_bindings or self.storage_capacity_scoring else SKIP
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        """``Score``: the utilization score of the node's statically bound volumes, by class."""
-        data = _state(state)
-        if self.scorer is None or data is None:
+        """``Score``: the utilization score, by class, of the node's statically bound volumes or,
+        when there are none, of its dynamic provisions against the ``CSIStorageCapacity`` found
+        for each (its ``capacity``; the requests summed)."""
+        if self.scorer is None:
             return 0, SUCCESS
+        data = _state(state)
+        if data is None:
+            return 0, Status.error(_NOT_FOUND)
         volumes = data.pod_volumes_by_node.get(node.name)
         if volumes is None:
             return 0, SUCCESS
         classes: dict[str, tuple[int, int]] = {}
-        for binding in volumes.static_bindings or ():
-            requested, capacity = binding.storage_resource()
-            old = classes.get(binding.storage_class_name(), (0, 0))
-            classes[binding.storage_class_name()] = (old[0] + requested, old[1] + capacity)
+        if volumes.static_bindings or not self.storage_capacity_scoring:
+            for binding in volumes.static_bindings or ():
+                requested, capacity = binding.storage_resource()
+                old = classes.get(binding.storage_class_name(), (0, 0))
+                classes[binding.storage_class_name()] = (old[0] + requested, old[1] + capacity)
+        else:
+            for provision in volumes.dynamic_provisions or ():
+                if provision.node_capacity is None:
+                    continue
+                name = provision.pvc.specs.storage_class_name or ""
+                node_capacity = provision.node_capacity.capacity
+                total = quantity_value(node_capacity) if node_capacity is not None else 0
+                requested = quantity_bytes(storage_request(provision.pvc))
+                # the capacity is the node's for the class: set, not summed, per claim
+                classes[name] = (classes.get(name, (0, 0))[0] + requested, total)
         return self.scorer(classes), SUCCESS
 
     # -- Reserve / Unreserve / PreBind ------------------------------------------------------------------
@@ -429,7 +462,7 @@ class VolumeBinding:
         if data.all_bound:
             return SKIP
         if node_name not in data.pod_volumes_by_node:
-            return Status.error(f'no pod volumes found for node "{node_name}"')
+            return Status.error(f'{ERR_NO_POD_VOLUME_FOR_NODE} "{node_name}"')
         return SUCCESS
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -441,7 +474,7 @@ class VolumeBinding:
             return SUCCESS
         volumes = data.pod_volumes_by_node.get(node_name)
         if volumes is None:
-            return Status.error(f'no pod volumes found for node "{node_name}"')
+            return Status.error(f'{ERR_NO_POD_VOLUME_FOR_NODE} "{node_name}"')
         try:
             await self.binder.bind_pod_volumes(pod, node_name, volumes, self.cluster)
         except BinderError as exc:
@@ -470,10 +503,13 @@ PLUGIN = PluginEntry(
 
 __all__ = [
     "DEFAULT_BIND_TIMEOUT_SECONDS",
+    "DEFAULT_SHAPE",
+    "ERR_NO_POD_VOLUME_FOR_NODE",
     "EVENTS",
     "NAME",
     "PLUGIN",
     "STATE_KEY",
+    "STORAGE_CAPACITY_SCORING",
     "StateData",
     "VolumeBinding",
     "VolumeBindingArgs",
@@ -485,6 +521,7 @@ __all__ = [
     "is_schedulable_after_persistent_volume_claim_change",
     "is_schedulable_after_storage_class_change",
     "pod_has_pvcs",
+    "storage_capacity_scoring_enabled",
     "validate_shape",
     "volume_limit",
 ]

@@ -1,7 +1,7 @@
 """VolumeRestrictions: a disk that cannot be shared is not mounted twice on a node, and a
 ``ReadWriteOncePod`` claim has one pod at most.
 
-Ports kube-scheduler v1.30's plugin,
+Ports kube-scheduler v1.36.3's plugin,
 pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go:
 
 - **PreFilter**: the pod's ``persistentVolumeClaim`` volumes whose claim has the

@@ -1,7 +1,7 @@
 """VolumeZone: a pod whose claim is bound to a zonal (or regional) volume runs only on a node of
 that zone (region).
 
-Ports kube-scheduler v1.30's plugin, pkg/scheduler/framework/plugins/volumezone/volume_zone.go:
+Ports kube-scheduler v1.36.3's plugin, pkg/scheduler/framework/plugins/volumezone/volume_zone.go:
 
 - **PreFilter**: for each ``persistentVolumeClaim`` volume of the pod (ephemeral volumes are not
   read), the bound volume's topology labels (``failure-domain.beta.kubernetes.io/zone``,

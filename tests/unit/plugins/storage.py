@@ -143,6 +143,7 @@ def storage_cluster(
         "csinodes",
         "csidrivers",
         "csistoragecapacities",
+        "volumeattachments",
     ):
         cluster.seed_storage(kind, storage.get(kind, []))
     return cluster

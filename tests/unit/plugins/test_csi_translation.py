@@ -1,7 +1,8 @@
-"""CSI migration's translation of in-tree volumes, as k8s.io/csi-translation-lib v1.30 does it
+"""CSI migration's translation of in-tree volumes, as k8s.io/csi-translation-lib of v1.36.3 does it
 (``plugins/in_tree_volume.go`` ``translateTopologyFromInTreeToCSI``, ``plugins/aws_ebs.go``
-``KubernetesVolumeIDToEBSVolumeID``, ``plugins/gce_pd.go`` volume handles, ``translate.go``), and
-the migration checks of nodevolumelimits/utils.go and volumebinding/binder.go."""
+``KubernetesVolumeIDToEBSVolumeID``, ``plugins/gce_pd.go`` volume handles, ``plugins/portworx.go``,
+``translate.go``), and the migration checks of v1.36.3's nodevolumelimits/utils.go and
+volumebinding/binder.go."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from app.plugins.volumes.translation import (
     ebs_volume_id,
     in_tree_plugin_name,
     is_csi_migration_on,
+    is_csi_migration_on_for_plugin,
     is_inline_migratable,
     is_plugin_migrated_to_csi_on_node,
     is_pv_migratable,
@@ -133,11 +135,15 @@ def test_which_plugins_migrate() -> None:
         CSINode,
     )
     bare = msgspec.convert({"metadata": {"name": "n"}}, CSINode)
-    # nodevolumelimits: EBS, GCE PD, Azure Disk, Cinder whenever a CSINode exists; RBD, Portworx off
+    # nodevolumelimits (v1.36.3): EBS, Portworx, GCE PD, Azure Disk, Cinder whenever a CSINode
+    # exists; RBD, vSphere, Azure File never
     assert is_csi_migration_on(bare, "kubernetes.io/aws-ebs") and not is_csi_migration_on(None, "kubernetes.io/aws-ebs")
-    assert not is_csi_migration_on(csi_node, "kubernetes.io/rbd") and not is_csi_migration_on(
-        csi_node, "kubernetes.io/portworx-volume"
-    )
+    assert is_csi_migration_on(bare, "kubernetes.io/portworx-volume")
+    assert not is_csi_migration_on(csi_node, "kubernetes.io/rbd")
+    assert not is_csi_migration_on(csi_node, "kubernetes.io/vsphere-volume")
+    # volumebinding's isCSIMigrationOnForPlugin (v1.36.3): Portworx is migrated too
+    assert is_csi_migration_on_for_plugin("kubernetes.io/portworx-volume")
+    assert not is_csi_migration_on_for_plugin("kubernetes.io/rbd")
     # volumebinding: the CSINode must list the plugin
     assert is_plugin_migrated_to_csi_on_node("kubernetes.io/gce-pd", csi_node)
     assert not is_plugin_migrated_to_csi_on_node("kubernetes.io/gce-pd", bare)
@@ -146,3 +152,26 @@ def test_which_plugins_migrate() -> None:
     assert in_tree_plugin_name(pv({"azureDisk": {"diskName": "d"}})) == "kubernetes.io/azure-disk"
     with pytest.raises(TranslationError):
         in_tree_plugin_name(pv({}))
+
+
+def test_portworx_translates_as_portworx_go() -> None:
+    """portworx.go: a PersistentVolume's source becomes ``pxd.portworx.com`` with the volume id as
+    handle (``readOnly`` not carried); an inline volume also gets its name and access mode (read-only:
+    ``ReadOnlyMany``) and ``volumeMode: Filesystem``."""
+    translated = translate_in_tree_pv_to_csi(
+        pv({"portworxVolume": {"volumeID": "vol-1", "fsType": "ext4", "readOnly": True}, "accessModes": ["RWO"]})
+    )
+    csi = translated.specs.csi
+    assert csi is not None and (csi.driver, csi.volume_handle, csi.fs_type, csi.read_only) == (
+        "pxd.portworx.com",
+        "vol-1",
+        "ext4",
+        None,
+    )
+    assert translated.specs.portworx_volume is None and translated.specs.access_modes == ["RWO"]
+    volume = msgspec.convert({"name": "p", "portworxVolume": {"volumeID": "vol-2", "readOnly": True}}, objects.Volume)
+    inline = translate_in_tree_inline_volume_to_csi(volume)
+    assert inline.name == "pxd.portworx.com-vol-2" and inline.specs.access_modes == ["ReadOnlyMany"]
+    assert inline.specs.volume_mode == "Filesystem" and inline.specs.csi is not None
+    writable = msgspec.convert({"name": "p", "portworxVolume": {"volumeID": "vol-3"}}, objects.Volume)
+    assert translate_in_tree_inline_volume_to_csi(writable).specs.access_modes == ["ReadWriteOnce"]

@@ -1,13 +1,13 @@
-"""NodeVolumeLimits and the in-tree limits, ported from kube-scheduler v1.30's
-pkg/scheduler/framework/plugins/nodevolumelimits: ``csi_test.go`` (``TestCSILimits``: the fake
-listers' claims, volumes, class and CSINode, each row's pods, limit source and statuses) and
-``non_csi_test.go`` (``TestEphemeralLimits``, ``TestAzureDiskLimits``, ``TestEBSLimits``,
+"""NodeVolumeLimits and the in-tree limits. ``csi_test.go`` of kube-scheduler v1.36.3's
+pkg/scheduler/framework/plugins/nodevolumelimits (``TestCSILimits``: the fake listers' claims,
+volumes, class, CSINode and VolumeAttachments, each row's pods, limit source and statuses;
+``TestVolumeLimitScalingGate``); ``non_csi_test.go`` of v1.30 for the in-tree limits v1.36.3 no
+longer has (``TestEphemeralLimits``, ``TestAzureDiskLimits``, ``TestEBSLimits``,
 ``TestGCEPDLimits``, ``TestGetMaxVols``).
 
 Adapted: upstream's fake PVC lister words its NotFound ``persistentvolumeclaims "x" not found``;
 kube-scheduler's informer lister (and this cluster state) says ``persistentvolumeclaim``. The
-rows counting VolumeAttachments (``vaCount``) are later releases' and are not ported; the
-``ephemeralEnabled: false`` row runs as the others (the gate is GA in v1.30).
+``ephemeralEnabled: false`` row runs as the others (upstream does not read the field).
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from app.framework import SKIP, SUCCESS, Code, CycleState, Handle, NodeInfo, Status
+from app.framework import SKIP, SUCCESS, Code, CycleState, Handle, NodeInfo, Status, features
 from app.framework.types import NodeUsage
 from app.plugins.volumes.node_volume_limits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     KUBE_MAX_PD_VOLS,
     CSILimits,
     NonCSILimits,
-    csi_attach_limit_key,
     max_volumes_from_env,
+    node_volume_limits,
 )
 from tests.unit.plugins.storage import pod_info, storage_cluster
 
@@ -83,7 +83,7 @@ def csi_pvcs(prefix: str, drivers: list[str]) -> list[Obj]:
 def node_with_limits(source: str, pods: list[Obj], limit: int, drivers: list[str]) -> tuple[NodeInfo, Obj | None]:
     """``getNodeWithPodAndVolumeLimits``: the node (no allocatable limit) with ``pods``, and its
     CSINode: the drivers with ``allocatable.count`` (``csinode``), without (``csinode-with-no-limit``),
-    none (``no-csi-driver``) or no CSINode; EBS migration on (``enableMigrationOnNode``)."""
+    none (``no-csi-driver``) or no CSINode (v1.36.3 sets no migrated-plugins annotation)."""
     import msgspec
 
     from app.framework import objects
@@ -99,11 +99,25 @@ def node_with_limits(source: str, pods: list[Obj], limit: int, drivers: list[str
             if source == "csinode":
                 entry["allocatable"] = {"count": limit}
             drivers_doc.append(entry)
-    csi_node = {
-        "metadata": {"name": NODE_NAME, "annotations": {"storage.alpha.kubernetes.io/migrated-plugins": AWS_EBS}},
-        "spec": {"drivers": drivers_doc},
-    }
+    csi_node = {"metadata": {"name": NODE_NAME}, "spec": {"drivers": drivers_doc}}
     return info, csi_node
+
+
+def volume_attachments(count: int, drivers: list[str]) -> list[Obj]:
+    """``buildFakeClientWithVALister``: ``count`` VolumeAttachments per driver on the test node,
+    ``va-<driver>-<j>`` of volume ``csi-<driver>-<j>``."""
+    return [
+        {
+            "metadata": {"name": f"va-{driver}-{j}"},
+            "spec": {
+                "nodeName": NODE_NAME,
+                "attacher": driver,
+                "source": {"persistentVolumeName": f"csi-{driver}-{j}"},
+            },
+        }
+        for driver in drivers
+        for j in range(count)
+    ]
 
 
 running_pod = make_pod("csi-ebs.csi.aws.com-3")
@@ -173,7 +187,8 @@ ephemeral_missing = Status(
     Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ('looking up PVC test/abc-xyz: persistentvolumeclaim "abc-xyz" not found',)
 )
 
-# TestCSILimits: (test, new pod, existing pods, extra claims, max, drivers, limit source, Filter, PreFilter)
+# TestCSILimits: (test, new pod, existing pods, extra claims, max, drivers, limit source, Filter, PreFilter);
+# the VolumeAttachment rows are in CSI_LIMITS_VA (their vaCount)
 CSI_LIMITS: list[tuple[str, Obj, list[Obj], list[Obj], int, list[str], str, Status, Status]] = [
     (
         "fits when node volume limit >= new pods CSI volume",
@@ -430,6 +445,18 @@ CSI_LIMITS: list[tuple[str, Obj, list[Obj], list[Obj], int, list[str], str, Stat
         SUCCESS,
     ),
     (
+        "persistent doesn't when node volume limit <= pods ephemeral CSI volume + persistent volume, "
+        "ephemeral disabled",
+        csi_ebs_one_vol_pod,
+        [running_pod, ephemeral_volume_pod, csi_ebs_two_vol_pod],
+        [ephemeral_claim],
+        3,
+        [EBS_CSI],
+        "csinode",
+        EXCEEDED,
+        SUCCESS,
+    ),
+    (
         "persistent doesn't when node volume limit <= pods ephemeral CSI volume + persistent volume",
         csi_ebs_one_vol_pod,
         [running_pod, ephemeral_volume_pod, csi_ebs_two_vol_pod],
@@ -514,6 +541,65 @@ def test_csi_limits(
     want: Status,
     want_pre: Status,
 ) -> None:
+    _check_csi_limits(new_pod, existing, extra, max_vols, drivers, source, want, want_pre, 0)
+
+
+# TestCSILimits' rows with a vaCount: (test, new pod, existing pods, max, drivers, limit source, vaCount, Filter)
+CSI_LIMITS_VA: list[tuple[str, Obj, list[Obj], int, list[str], str, int, Status]] = [
+    (
+        "should count VolumeAttachments towards volume limit when no pods exist",
+        csi_ebs_one_vol_pod,
+        [],
+        2,
+        [EBS_CSI],
+        "csinode",
+        2,
+        EXCEEDED,
+    ),
+    (
+        "should schedule pod when VolumeAttachments count does not exceed limit",
+        csi_ebs_one_vol_pod,
+        [],
+        2,
+        [EBS_CSI],
+        "csinode",
+        1,
+        SUCCESS,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "new_pod", "existing", "max_vols", "drivers", "source", "va_count", "want"),
+    CSI_LIMITS_VA,
+    ids=[c[0] for c in CSI_LIMITS_VA],
+)
+def test_csi_limits_volume_attachments(
+    test: str,
+    new_pod: Obj,
+    existing: list[Obj],
+    max_vols: int,
+    drivers: list[str],
+    source: str,
+    va_count: int,
+    want: Status,
+) -> None:
+    _check_csi_limits(new_pod, existing, [], max_vols, drivers, source, want, SUCCESS, va_count)
+
+
+def _check_csi_limits(
+    new_pod: Obj,
+    existing: list[Obj],
+    extra: list[Obj],
+    max_vols: int,
+    drivers: list[str],
+    source: str,
+    want: Status,
+    want_pre: Status,
+    va_count: int,
+    csi_drivers: list[Obj] = (),  # type: ignore[assignment]
+    volume_limit_scaling: bool = False,
+) -> None:
     node, csi_node = node_with_limits(source, existing, max_vols, drivers)
     cluster = storage_cluster(
         [],
@@ -522,21 +608,94 @@ def test_csi_limits(
         persistentvolumeclaims=[*csi_pvcs("csi", drivers), *extra],
         storageclasses=[{"metadata": {"name": SC_NAME}, "provisioner": drivers[0]}],
         csinodes=[csi_node] if csi_node is not None else [],
+        volumeattachments=volume_attachments(va_count, drivers),
+        csidrivers=list(csi_drivers),
     )
-    plugin = CSILimits(None, Handle("p", cluster=cluster))
+    plugin = CSILimits(None, Handle("p", cluster=cluster), volume_limit_scaling=volume_limit_scaling)
     pod = pod_info(new_pod)
     assert plugin.pre_filter(CycleState(), pod, [node]) == (None, want_pre)
     if want_pre.code is not Code.SKIP:
         assert plugin.filter(CycleState(), pod, node) == want
 
 
-def test_csi_attach_limit_key() -> None:
-    """``GetCSIAttachLimitKey``: a driver name that makes the key 63 characters or more is cut and
-    hashed (SHA-1, 16 hex digits)."""
-    assert csi_attach_limit_key("ebs.csi.aws.com") == "attachable-volumes-csi-ebs.csi.aws.com"
-    long = "a" * 40
-    key = csi_attach_limit_key(long)
-    assert key.startswith("attachable-volumes-csi-" + "a" * 23) and len(key) == 23 + 23 + 16
+NOT_INSTALLED = Status(Code.UNSCHEDULABLE, (f"{EBS_CSI} CSI driver is not installed on the node",))
+
+# TestVolumeLimitScalingGate: (name, gate, limit source, limit, CSIDriver present,
+# preventPodSchedulingIfMissing, Filter)
+VOLUME_LIMIT_SCALING: list[tuple[str, bool, str, int, bool, bool, Status]] = [
+    (
+        "gate enabled - allow scheduling when CSIDriver exists but PreventPodSchedulingIfMissing is not set",
+        True,
+        "no-csi-driver",
+        0,
+        True,
+        False,
+        SUCCESS,
+    ),
+    (
+        "gate enabled - fail when driver not installed and PreventPodSchedulingIfMissing is true",
+        True,
+        "no-csi-driver",
+        0,
+        True,
+        True,
+        NOT_INSTALLED,
+    ),
+    (
+        "gate disabled - skip driver presence check (regardless of CSIDriver presence)",
+        False,
+        "no-csi-driver",
+        0,
+        True,
+        True,
+        SUCCESS,
+    ),
+    ("gate enabled - driver installed within limit", True, "csinode", 2, True, True, SUCCESS),
+    ("gate enabled - allow scheduling when CSIDriver object missing", True, "no-csi-driver", 0, False, False, SUCCESS),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "gate", "source", "limit", "present", "prevent", "want"),
+    VOLUME_LIMIT_SCALING,
+    ids=[c[0] for c in VOLUME_LIMIT_SCALING],
+)
+def test_volume_limit_scaling_gate(
+    name: str, gate: bool, source: str, limit: int, present: bool, prevent: bool, want: Status
+) -> None:
+    """``TestVolumeLimitScalingGate`` (the gate is alpha and off in v1.36: the plugin is built with
+    it as upstream's test sets ``enableVolumeLimitScaling``)."""
+    driver: Obj = {"metadata": {"name": EBS_CSI}, "spec": {"preventPodSchedulingIfMissing": True} if prevent else {}}
+    new_pod = make_pod("csi-ebs.csi.aws.com-0")
+    csi_drivers = [driver] if present else []
+    _check_csi_limits(new_pod, [], [], limit, [EBS_CSI], source, want, SUCCESS, 0, csi_drivers, gate)
+
+
+def test_volume_limit_scaling_is_off_by_default_and_follows_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate's v1.36 default (alpha, off): a plugin built without the flag does not check; with
+    ``featureGates: {VolumeLimitScaling: true}`` in effect it does."""
+    cluster = storage_cluster([], [])
+    assert CSILimits(None, Handle("p", cluster=cluster)).volume_limit_scaling is False
+    monkeypatch.setattr(features, "_current", features.FeatureGates({"VolumeLimitScaling": True}))
+    assert CSILimits(None, Handle("p", cluster=cluster)).volume_limit_scaling is True
+
+
+def test_node_volume_limits_read_only_the_csinode() -> None:
+    """``getVolumeLimits`` (v1.36.3): the CSINode drivers' counts under the driver names; none
+    without a CSINode (the node's ``attachable-volumes-csi-*`` allocatable is not read)."""
+    import msgspec
+
+    from app.framework.volumes import CSINode
+
+    csi_node = msgspec.convert(
+        {
+            "metadata": {"name": "n"},
+            "spec": {"drivers": [{"name": EBS_CSI, "allocatable": {"count": 3}}, {"name": "x"}]},
+        },
+        CSINode,
+    )
+    assert node_volume_limits(csi_node) == {EBS_CSI: 3}
+    assert node_volume_limits(None) == {}
 
 
 # -- non_csi_test.go ------------------------------------------------------------------------------

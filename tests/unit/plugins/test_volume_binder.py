@@ -1,4 +1,4 @@
-"""VolumeBinding's binder, ported from kube-scheduler v1.30's
+"""VolumeBinding's binder, ported from kube-scheduler v1.36.3's
 pkg/scheduler/framework/plugins/volumebinding/binder_test.go: the table tests'
 inputs and expected results (``TestFindPodVolumesWithoutProvisioning``,
 ``TestFindPodVolumesWithProvisioning``, ``TestFindPodVolumesWithCSIMigration``,
@@ -9,7 +9,7 @@ volume reactor are the :class:`~tests.support.cluster.MemoryCluster`'s watched s
 and its ``update_volume`` (the API's ``resourceVersion`` precondition; an "API update" of the
 test stores the object with the next version, as the reactor does).
 
-Adapted: v1.30 always checks capacity (``CSIStorageCapacity`` GA), so the ``without
+Adapted: v1.30 and v1.36.3 always check capacity (``CSIStorageCapacity`` GA), so the ``without
 CSIStorageCapacity`` variants are gone; ``TestBindPodVolumes``' 5-second delays are 0.2 s with a
 1 s ``bindTimeout``.
 """
@@ -32,8 +32,10 @@ from app.plugins.volumes.binder import (
     ERR_REASON_PV_NOT_EXIST,
     BinderError,
     BindingInfo,
+    DynamicProvision,
     PodVolumes,
     VolumeBinder,
+    node_has_access,
 )
 from tests.support.cluster import MemoryCluster
 from tests.unit.plugins.storage import (
@@ -109,17 +111,22 @@ ZONE1_LABELS = {
 }
 
 
-def make_test_pv_for_csi_migration(labels: dict[str, str], pvc: Obj) -> Obj:
-    """``makeTestPVForCSIMigration``: a GCE PD volume, its node affinity left to the translation."""
+def make_test_pv_for_csi_migration(labels: dict[str, str], pvc: Obj, migration_enabled: bool = True) -> Obj:
+    """``makeTestPVForCSIMigration``: a GCE PD volume (migrated), else an RBD one (never migrated),
+    its node affinity left to the translation."""
     pv = make_test_pv("pv-migration-bound", "node1", "1G", "1", pvc, WAIT_CLASS)
     del pv["spec"]["nodeAffinity"]
     pv["metadata"]["labels"] = labels
-    pv["spec"]["gcePersistentDisk"] = {"pdName": "test-disk", "fsType": "ext4", "partition": 0, "readOnly": False}
+    if migration_enabled:
+        pv["spec"]["gcePersistentDisk"] = {"pdName": "test-disk", "fsType": "ext4", "partition": 0, "readOnly": False}
+    else:
+        pv["spec"]["rbd"] = {"image": "test-disk"}
     return pv
 
 
 migration_pv_bound = make_test_pv_for_csi_migration(ZONE1_LABELS, bound_migration_pvc)
 migration_pv_bound_to_unbound = make_test_pv_for_csi_migration(ZONE1_LABELS, unbound_pvc)
+nonmigration_pv_bound_to_unbound = make_test_pv_for_csi_migration(ZONE1_LABELS, unbound_pvc, False)
 
 
 def generic_ephemeral_pvc(owned: bool) -> Obj:
@@ -237,11 +244,17 @@ def find_pod_volumes(binder: VolumeBinder, pod: PodInfo, node: Obj) -> tuple[Pod
     return binder.find_pod_volumes(pod, claims, node_info(node))
 
 
+def pod_volumes(bindings: list[BindingInfo] | None, claims: list[PersistentVolumeClaim] | None) -> PodVolumes:
+    """``PodVolumes`` of static bindings and claims to provision (``DynamicProvision`` without a
+    node capacity, as the tests' ``podVolumes`` have them)."""
+    return PodVolumes(bindings, None if claims is None else [DynamicProvision(c) for c in claims])
+
+
 def names(volumes: PodVolumes | None) -> tuple[list[tuple[str, str]] | None, list[str] | None]:
     if volumes is None:
         return None, None
     static = None if volumes.static_bindings is None else [(b.pvc.name, b.pv.name) for b in volumes.static_bindings]
-    dynamic = None if volumes.dynamic_provisions is None else [c.name for c in volumes.dynamic_provisions]
+    dynamic = None if volumes.dynamic_provisions is None else [c.pvc.name for c in volumes.dynamic_provisions]
     return static, dynamic
 
 
@@ -622,7 +635,7 @@ def test_assume_pod_volumes(
     want_provisions: list[Obj] | None,
 ) -> None:
     env = Env(pvs=pvs, pvcs=pod_pvcs)
-    volumes = PodVolumes([binding(c, v) for c, v in bindings], [pvc_obj(p) for p in provisioned])
+    volumes = pod_volumes([binding(c, v) for c, v in bindings], [pvc_obj(p) for p in provisioned])
     pod = pod_info(make_pod(*pod_pvcs))
     try:
         got = env.binder.assume_pod_volumes(pod, "node1", volumes)
@@ -641,16 +654,18 @@ def test_assume_pod_volumes(
         assert (cached.specs.claim_ref.name, cached.specs.claim_ref.namespace) == (claim["metadata"]["name"], "testns")
         assert b.pv.specs.claim_ref == pv_obj(pv).specs.claim_ref
         assert (b.pv.meta.annotations or {}).get("pv.kubernetes.io/bound-by-controller") == "yes"
-    assert [c.name for c in volumes.dynamic_provisions or []] == [p["metadata"]["name"] for p in want_provisions or []]
+    assert [c.pvc.name for c in volumes.dynamic_provisions or []] == [
+        p["metadata"]["name"] for p in want_provisions or []
+    ]
     for claim in volumes.dynamic_provisions or []:
-        cached_claim = env.binder.get_pvc("testns", claim.name)
+        cached_claim = env.binder.get_pvc("testns", claim.pvc.name)
         assert cached_claim is not None
         assert (cached_claim.meta.annotations or {})["volume.kubernetes.io/selected-node"] == NODE_LABEL_VALUE
 
 
 def test_revert_assumed_pod_volumes() -> None:
     env = Env(pvs=[pv_node1a], pvcs=[unbound_pvc, provisioned_pvc])
-    volumes = PodVolumes([binding(unbound_pvc, pv_node1a)], [pvc_obj(provisioned_pvc)])
+    volumes = pod_volumes([binding(unbound_pvc, pv_node1a)], [pvc_obj(provisioned_pvc)])
     pod = pod_info(make_pod(unbound_pvc, provisioned_pvc))
     assert env.binder.assume_pod_volumes(pod, "node1", volumes) is False
     assert env.binder.get_pv("pv-node1a").specs.claim_ref is not None  # type: ignore[union-attr]
@@ -758,7 +773,7 @@ def test_bind_api_update(case: dict[str, Any]) -> None:
         for doc in api_pvcs:
             if doc["metadata"]["resourceVersion"] != "1":
                 env.volumes.apply("persistentvolumeclaims", "MODIFIED", pvc_obj(doc))
-    volumes = PodVolumes(bindings, provisioned)
+    volumes = pod_volumes(bindings, provisioned)
     try:
         asyncio.run(env.binder.bind_api_update(pod_info(make_pod()), volumes, env.cluster))
     except BinderError:
@@ -957,7 +972,7 @@ def _check(env: Env, pod: Obj, case: dict[str, Any]) -> None:
         for doc in case.get("api_pvcs", []):
             env.api_update("persistentvolumeclaims", doc)
     try:
-        got = env.binder.check_bindings(pod_info(pod), "node1", PodVolumes(bindings, provisioned), env.cluster)
+        got = env.binder.check_bindings(pod_info(pod), "node1", pod_volumes(bindings, provisioned), env.cluster)
     except BinderError:
         assert case.get("should_fail"), "returned an error"
         return
@@ -1021,8 +1036,15 @@ CHECK_MIGRATION: list[dict[str, Any]] = [
         "csi_nodes": [CSI_NODE1_MIGRATED],
         "should_fail": True,
     },
-    # upstream's "binding-node-pv-different-zones-migration-off" turns the GCE migration gate off:
-    # v1.30 has no such gate (CSIMigrationGCE is GA), so that row cannot be run
+    {
+        "name": "binding-node-pv-different-zones-migration-off",
+        "bindings": [(unbound_pvc, nonmigration_pv_bound_to_unbound)],
+        "provisioned": [],
+        "pvs": [nonmigration_pv_bound_to_unbound],
+        "pvcs": [unbound_pvc],
+        "nodes": [NODE1_ZONE2],
+        "csi_nodes": [CSI_NODE1_MIGRATED],
+    },
 ]
 
 
@@ -1180,7 +1202,7 @@ def test_bind_pod_volumes(case: dict[str, Any]) -> None:
         elif delay is not None:
             task = asyncio.create_task(_later(lambda: delay(env)))
         try:
-            await env.binder.bind_pod_volumes(info, "node1", PodVolumes(bindings, claims), env.cluster)
+            await env.binder.bind_pod_volumes(info, "node1", pod_volumes(bindings, claims), env.cluster)
         finally:
             if task is not None:
                 await task
@@ -1201,7 +1223,7 @@ def test_a_claims_binding_that_never_comes_times_out_with_upstreams_error() -> N
     bindings = [binding(unbound_pvc, pv_node1a_bound)]
     env.assume(bindings, [])
     with pytest.raises(BinderError, match=r"^binding volumes: context deadline exceeded$"):
-        asyncio.run(env.binder.bind_pod_volumes(pod_info(pod), "node1", PodVolumes(bindings, []), env.cluster))
+        asyncio.run(env.binder.bind_pod_volumes(pod_info(pod), "node1", pod_volumes(bindings, []), env.cluster))
     assert [w.kind for w in env.cluster.volume_writes] == ["persistentvolumes"]
     assert env.cluster.volume_writes[0].claim_ref is not None and env.cluster.volume_writes[0].resource_version == "1"
 
@@ -1243,6 +1265,8 @@ def make_capacity(name: str, class_name: str, node: Obj | None, capacity: str, m
     return doc
 
 
+# (name, capacities, reasons); v1.36.3's expectedProvisions also name the capacity found (its
+# NodeCapacity): the test asserts it is one that holds the claim on the node (none when opted out)
 CAPACITY = [
     ("network-attached", [make_capacity("net", WAIT_CLASS_WITH_PROVISIONER, None, "1Gi", "")], []),
     ("local-storage", [make_capacity("net", WAIT_CLASS_WITH_PROVISIONER, NODE1, "1Gi", "")], []),
@@ -1296,6 +1320,13 @@ def test_capacity(name: str, capacities: list[Obj], reasons: list[str], opt_in: 
     expected = reasons if opt_in else []
     assert got == expected
     assert names(volumes) == (None, None if got else ["provisioned-pvc"])
+    for provision in volumes.dynamic_provisions or ():
+        if not opt_in:
+            assert provision.node_capacity is None
+        else:
+            found = provision.node_capacity
+            assert found is not None and found.name in {c["metadata"]["name"] for c in capacities}
+            assert node_has_access(NODE1["metadata"]["labels"], found) and found.name != "net2"
 
 
 def test_the_driver_of_a_capacity_check_is_read_from_the_watched_csidrivers() -> None:
@@ -1311,7 +1342,7 @@ def test_check_bindings_waits_until_the_watch_shows_the_write() -> None:
     pod = make_pod()
     env = Env(pvs=[pv_node1a_bound], pvcs=[bound_pvc_node1a], nodes=[NODE1], pods=[pod])
     written = binding(unbound_pvc, with_version(pv_node1a_bound, "2"))
-    volumes = PodVolumes([written], [])
+    volumes = pod_volumes([written], [])
     assert env.binder.check_bindings(pod_info(pod), "node1", volumes, env.cluster) is False
     env.api_update("persistentvolumes", pv_node1a_bound)  # the watch brings version 2
     assert env.binder.check_bindings(pod_info(pod), "node1", volumes, env.cluster) is True

@@ -1,13 +1,16 @@
-"""VolumeBinding, ported from kube-scheduler v1.30's
+"""VolumeBinding, ported from kube-scheduler v1.36.3's
 pkg/scheduler/framework/plugins/volumebinding/volume_binding_test.go (``TestVolumeBinding``: the
-rows' pods, nodes, claims and volumes, and the PreFilter status, the state after PreFilter, each
-node's Filter status and Score), plus the plugin's args (``VolumeBindingArgs`` validation,
-``ValidateVolumeBindingArgsWithOptions``), its Reserve/Unreserve/PreBind glue and its events.
+rows' pods, nodes, claims, volumes and capacities, and the PreFilter status, the state after
+PreFilter, each node's Filter status, the PreScore status and the Scores; ``Test_PreBindPreFlight``),
+plus the plugin's args (``VolumeBindingArgs`` validation, ``ValidateVolumeBindingArgsWithOptions``),
+its Reserve/Unreserve/PreBind glue and its events.
 
-Adapted: v1.30.7 and later return no ``PreFilterResult`` (kubernetes#125398, #127585), so the rows
-that expected one check the Filter statuses alone; the capacity-priority rows run with the
-``VolumeCapacityPriority`` gate on (``volume_capacity_priority=True``), as upstream's rows set
-``fts.EnableVolumeCapacityPriority``.
+Adapted: the scoring rows run with the ``StorageCapacityScoring`` gate on (alpha and off in v1.36:
+the plugin is built with ``storage_capacity_scoring=True`` and the args validated with the gate
+on), as upstream's rows set ``fts.EnableStorageCapacityScoring``, with upstream's test shape
+(0 -> 0, 100 -> 10) unless the row has its own. "all bound with local volumes" and "pvc not found"
+are v1.30 rows v1.36.3 dropped (the first checked the ``PreFilterResult`` kubernetes#125398
+removed); they still hold and are kept.
 """
 
 from __future__ import annotations
@@ -18,19 +21,25 @@ from typing import Any
 import pydantic
 import pytest
 
-from app.framework import SKIP, SUCCESS, Code, CycleState, Handle, Status
+from app.framework import SKIP, SUCCESS, Code, CycleState, Handle, Status, features
 from app.framework.events import PERSISTENT_VOLUME_CLAIM, ActionType, ClusterEvent
 from app.plugins.volumes import volume_binding
 from app.plugins.volumes.volume_binding import PLUGIN, StateData, VolumeBinding, VolumeBindingArgs
-from tests.unit.plugins.storage import node_doc, node_info, pod_info, storage_class, storage_cluster
+from tests.unit.plugins.storage import NODE_LABEL_KEY, node_doc, node_info, pod_info, storage_class, storage_cluster
 
 Obj = dict[str, Any]
 
+CAPACITY_SC, CAPACITY_DRIVER = "wait-sc-with-storage-capacity", "driver-with-storage-capacity"
 CLASSES = [
     storage_class("immediate-sc", "Immediate"),
     storage_class("wait-sc", "WaitForFirstConsumer"),
     storage_class("wait-hdd-sc", "WaitForFirstConsumer"),
+    storage_class(CAPACITY_SC, "WaitForFirstConsumer", CAPACITY_DRIVER),
 ]
+#: ``driverWithStorageCapacity``
+DRIVERS = [{"metadata": {"name": CAPACITY_DRIVER}, "spec": {"storageCapacity": True}}]
+#: the test's ``defaultShapePoint`` (not the configuration's default)
+TEST_SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 
 
@@ -107,6 +116,25 @@ def local(name: str, class_name: str, capacity: str, node: str) -> Obj:
 
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+def labelled(name: str) -> Obj:
+    """``makeNode(name).withLabel(nodeLabelKey, name)``."""
+    return make_node(name, **{NODE_LABEL_KEY: name})
+
+
+def capacity(name: str, size: str) -> Obj:
+    """binder_test.go ``makeCapacity(name, waitSCWithStorageCapacity, node name, size, "")``: the
+    node selected by its ``nodeKey`` label."""
+    return {
+        "metadata": {"name": name},
+        "storageClassName": CAPACITY_SC,
+        "nodeTopology": {"matchLabels": {NODE_LABEL_KEY: name}},
+        "capacity": size,
+    }
+
+
+CAPACITY_NODES = [labelled("node-a"), labelled("node-b"), labelled("node-c")]
 
 # TestVolumeBinding's rows: pod, nodes, claims, volumes, feature gate (capacity priority), args,
 # PreFilter status, (bound, to bind) claim names after PreFilter, Filter statuses, scores
@@ -273,7 +301,82 @@ ROWS: list[dict[str, Any]] = [
         "filter": [SUCCESS] * 4 + [Status(UNRESOLVABLE, (BIND_CONFLICT,))] * 2,
         "scores": [15, 15, 30, 30, 0, 0],
     },
+    {
+        "name": "storage capacity score",
+        "pod": make_pod("pvc-dynamic"),
+        "nodes": CAPACITY_NODES,
+        "pvcs": [make_pvc("pvc-dynamic", CAPACITY_SC, request="10Gi")],
+        "capacities": [capacity("node-a", "100Gi"), capacity("node-b", "50Gi"), capacity("node-c", "10Gi")],
+        "capacity_priority": True,
+        "state": ([], ["pvc-dynamic"]),
+        "filter": [SUCCESS] * 3,
+        "scores": [10, 20, 100],
+    },
+    {
+        "name": "storage capacity score with static binds",
+        "pod": make_pod("pvc-dynamic", "pvc-static"),
+        "nodes": CAPACITY_NODES,
+        "pvcs": [
+            make_pvc("pvc-dynamic", CAPACITY_SC, request="10Gi"),
+            make_pvc("pvc-static", "wait-sc", request="50Gi"),
+        ],
+        "pvs": [
+            local("pv-static-a", "wait-sc", "100Gi", "node-a"),
+            local("pv-static-b", "wait-sc", "100Gi", "node-b"),
+            local("pv-static-c", "wait-sc", "100Gi", "node-c"),
+        ],
+        "capacities": [capacity("node-a", "100Gi"), capacity("node-b", "50Gi"), capacity("node-c", "10Gi")],
+        "capacity_priority": True,
+        "state": ([], ["pvc-dynamic", "pvc-static"]),
+        "filter": [SUCCESS] * 3,
+        "scores": [50, 50, 50],
+    },
+    {
+        "name": "dynamic provisioning with multiple PVCs of the same StorageClass",
+        "pod": make_pod("pvc-dynamic-0", "pvc-dynamic-1"),
+        "nodes": [labelled("node-a")],
+        "pvcs": [
+            make_pvc("pvc-dynamic-0", CAPACITY_SC, request="50Gi"),
+            make_pvc("pvc-dynamic-1", CAPACITY_SC, request="50Gi"),
+        ],
+        "capacities": [capacity("node-a", "100Gi")],
+        "capacity_priority": True,
+        "state": ([], ["pvc-dynamic-0", "pvc-dynamic-1"]),
+        "filter": [SUCCESS],
+        "scores": [100],
+    },
+    {
+        "name": "prefer node with least allocatable",
+        "pod": make_pod("pvc-dynamic"),
+        "nodes": CAPACITY_NODES,
+        "pvcs": [make_pvc("pvc-dynamic", CAPACITY_SC, request="10Gi")],
+        "capacities": [capacity("node-a", "100Gi"), capacity("node-b", "20Gi"), capacity("node-c", "10Gi")],
+        "capacity_priority": True,
+        "state": ([], ["pvc-dynamic"]),
+        "filter": [SUCCESS] * 3,
+        "scores": [10, 50, 100],
+    },
+    {
+        "name": "prefer node with maximum allocatable",
+        "pod": make_pod("pvc-dynamic"),
+        "nodes": CAPACITY_NODES,
+        "pvcs": [make_pvc("pvc-dynamic", CAPACITY_SC, request="10Gi")],
+        "capacities": [capacity("node-a", "100Gi"), capacity("node-b", "20Gi"), capacity("node-c", "10Gi")],
+        "capacity_priority": True,
+        "args": {
+            "bindTimeoutSeconds": 300,
+            "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+        },
+        "state": ([], ["pvc-dynamic"]),
+        "filter": [SUCCESS] * 3,
+        "scores": [90, 50, 0],
+    },
 ]
+
+
+def _gate(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    """The process's ``StorageCapacityScoring`` gate (restored after the test)."""
+    monkeypatch.setattr(features, "_current", features.FeatureGates({"StorageCapacityScoring": on} if on else {}))
 
 
 def _plugin(row: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> tuple[VolumeBinding, Any]:
@@ -283,11 +386,14 @@ def _plugin(row: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> tuple[Volum
         persistentvolumeclaims=row.get("pvcs", []),
         persistentvolumes=row.get("pvs", []),
         storageclasses=CLASSES,
+        csidrivers=DRIVERS,
+        csistoragecapacities=row.get("capacities", []),
     )
     gate = bool(row.get("capacity_priority"))
-    monkeypatch.setattr(volume_binding, "VOLUME_CAPACITY_PRIORITY", gate)
-    args = VolumeBindingArgs.model_validate(row.get("args", {"bindTimeoutSeconds": 300}))
-    return VolumeBinding(args, Handle("p", cluster=cluster), volume_capacity_priority=gate), cluster
+    _gate(monkeypatch, gate)
+    default = {"bindTimeoutSeconds": 300, **({"shape": TEST_SHAPE} if gate else {})}
+    args = VolumeBindingArgs.model_validate(row.get("args", default))
+    return VolumeBinding(args, Handle("p", cluster=cluster), storage_capacity_scoring=gate), cluster
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
@@ -306,20 +412,57 @@ def test_volume_binding(row: dict[str, Any], monkeypatch: pytest.MonkeyPatch) ->
         "state"
     ]
     assert [plugin.filter(state, pod, n) for n in nodes] == row["filter"]
+    assert plugin.pre_score(state, pod, nodes) == (SUCCESS if row.get("capacity_priority") else SKIP)
     assert [plugin.score(state, pod, n) for n in nodes] == [(score, SUCCESS) for score in row["scores"]]
 
 
-def test_pre_score_skips_without_the_gate_or_a_static_binding(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pre_score_skips_only_without_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """v1.36.3's PreScore: with the gate it scores whether or not Filter found a static binding
+    (dynamic provisions are scored too); without it (v1.36's default) it skips."""
     row = next(r for r in ROWS if r["name"] == "local volumes with close capacity are preferred")
     plugin, _ = _plugin(row, monkeypatch)
     pod, nodes, state = pod_info(row["pod"]), [node_info(n) for n in row["nodes"]], CycleState()
     plugin.pre_filter(state, pod, nodes)
-    assert plugin.pre_score(state, pod, nodes) == SKIP  # Filter found no static binding yet
+    assert plugin.pre_score(state, pod, nodes) == SUCCESS  # no static binding found yet
     for n in nodes:
         plugin.filter(state, pod, n)
     assert plugin.pre_score(state, pod, nodes) == SUCCESS
-    without, _ = _plugin({**row, "capacity_priority": False}, monkeypatch)
+    without, _ = _plugin({**row, "capacity_priority": False, "args": {"bindTimeoutSeconds": 300}}, monkeypatch)
     assert without.pre_score(state, pod, nodes) == SKIP
+    assert without.pre_score(CycleState(), pod, nodes) == SKIP  # no scorer: the state is not read
+
+
+def test_the_gate_is_off_by_default() -> None:
+    """``StorageCapacityScoring`` is alpha and off in v1.36: a plugin built without the flag has
+    no scorer, and its default shape (with the gate) prefers the emptier node."""
+    cluster = storage_cluster([], [])
+    assert VolumeBinding(VolumeBindingArgs(), Handle("p", cluster=cluster)).scorer is None
+    assert [(p.utilization, p.score) for p in volume_binding.DEFAULT_SHAPE] == [(0, 10), (100, 0)]
+    gated = VolumeBinding(VolumeBindingArgs(), Handle("p", cluster=cluster), storage_capacity_scoring=True)
+    assert gated.scorer is not None and gated.scorer.raw(0) == 100 and gated.scorer.raw(100) == 0
+
+
+# Test_PreBindPreFlight: (name, node, state, status)
+PRE_BIND_PRE_FLIGHT: list[tuple[str, str, StateData | None, Status]] = [
+    ("all bound", "node-a", StateData(all_bound=True), SKIP),
+    ("volume to be bound", "node-a", StateData(pod_volumes_by_node={"node-a": volume_binding.PodVolumes()}), SUCCESS),
+    ("error: state is nil", "node-a", None, Status.error("not found")),
+    (
+        "error: node is not found in podVolumesByNode",
+        "node-a",
+        StateData(pod_volumes_by_node={"node-b": volume_binding.PodVolumes()}),
+        Status.error('no pod volume found for node "node-a"'),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "node", "data", "want"), PRE_BIND_PRE_FLIGHT, ids=[c[0] for c in PRE_BIND_PRE_FLIGHT])
+def test_pre_bind_pre_flight(name: str, node: str, data: StateData | None, want: Status) -> None:
+    plugin = VolumeBinding(VolumeBindingArgs(), Handle("p", cluster=storage_cluster([], [])))
+    state = CycleState()
+    if data is not None:
+        state.write(volume_binding.STATE_KEY, data)
+    assert plugin.pre_bind_pre_flight(state, pod_info(make_pod()), node) == want
 
 
 # -- VolumeBindingArgs (ValidateVolumeBindingArgsWithOptions) ----------------------------------------
@@ -330,9 +473,12 @@ def test_args_defaults_and_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(pydantic.ValidationError, match="greater than or equal to 0"):
         VolumeBindingArgs.model_validate({"bindTimeoutSeconds": -10})
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-    with pytest.raises(pydantic.ValidationError, match="unsupported when VolumeCapacityPriority feature is disabled"):
+    with pytest.raises(
+        pydantic.ValidationError,
+        match="unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
+    ):
         VolumeBindingArgs.model_validate({"shape": shape})
-    monkeypatch.setattr(volume_binding, "VOLUME_CAPACITY_PRIORITY", True)
+    _gate(monkeypatch, True)
     assert VolumeBindingArgs.model_validate({"shape": shape}).shape is not None
     with pytest.raises(pydantic.ValidationError, match="at least one point must be specified"):
         VolumeBindingArgs.model_validate({"shape": []})
@@ -359,7 +505,7 @@ def _wffc(monkeypatch: pytest.MonkeyPatch) -> tuple[VolumeBinding, Any, Any]:
         ],
         storageclasses=[storage_class("wait-sc", "WaitForFirstConsumer", "csi.example.com")],
     )
-    monkeypatch.setattr(volume_binding, "VOLUME_CAPACITY_PRIORITY", False)
+    _gate(monkeypatch, False)
     plugin = VolumeBinding(VolumeBindingArgs(bindTimeoutSeconds=1), Handle("p", cluster=cluster))
     return plugin, cluster, pod_info(make_pod("pvc-a"))
 
@@ -459,3 +605,32 @@ def test_registration_and_events() -> None:
     assert ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE) in [e.event for e in events]
     with pytest.raises(ValueError, match="VolumeBinding needs cluster state"):
         VolumeBinding(VolumeBindingArgs(), Handle("p"))
+
+
+def test_the_configurations_feature_gate_turns_storage_capacity_scoring_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``featureGates: {StorageCapacityScoring: true}`` (kube-scheduler's ``--feature-gates``): the
+    ``shape`` is accepted and VolumeBinding, built after the configuration is loaded, scores;
+    without the gate the same ``shape`` is refused with upstream's words."""
+    from app.config import ConfigError, parse_config
+    from app.plugins import default_registry
+
+    monkeypatch.setattr(features, "_current", features.DEFAULT)  # restored after the test
+    registry = default_registry(False)
+    document: dict[str, Any] = {
+        "apiVersion": "config.scheduler-extender.dev/v1alpha1",
+        "kind": "ExtenderConfiguration",
+        "cluster": {},
+        "profiles": [
+            {
+                "name": "s",
+                "schedulerName": "s",
+                "pluginConfig": [{"name": "VolumeBinding", "args": {"shape": TEST_SHAPE}}],
+            }
+        ],
+    }
+    with pytest.raises(ConfigError, match="unexpected field `shape`, remove it or turn on the feature gate"):
+        parse_config(document, registry)
+    parse_config({**document, "featureGates": {"StorageCapacityScoring": True}}, registry)
+    assert features.current().enabled("StorageCapacityScoring")
+    plugin = VolumeBinding(VolumeBindingArgs(shape=TEST_SHAPE), Handle("p", cluster=storage_cluster([], [])))
+    assert plugin.storage_capacity_scoring and plugin.scorer is not None and plugin.scorer.raw(100) == 100

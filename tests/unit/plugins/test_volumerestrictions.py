@@ -1,4 +1,4 @@
-"""VolumeRestrictions, ported from kube-scheduler v1.30's
+"""VolumeRestrictions, ported from kube-scheduler v1.36.3's
 pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions_test.go
 (``TestGCEDiskConflicts``, ``TestAWSDiskConflicts``, ``TestRBDDiskConflicts``,
 ``TestISCSIDiskConflicts``: the pod, the node's pods, the PreFilter and Filter statuses;
@@ -83,6 +83,15 @@ DISKS = [
     (f"{kind}/{name}", *rest)
     for kind, states in (("gce", GCE), ("aws", AWS), ("rbd", RBD), ("iscsi", ISCSI))
     for name, *rest in disk_cases(states)
+] + [
+    # v1.36.3's TestGCEDiskConflicts adds a fifth row: a volume of no restricted kind skips
+    (
+        "gce/pod with a volume that doesn't have restrictions",
+        a_pod({"volumes": [{"name": "volume with no restriction"}]}),
+        on_node(),
+        SKIP,
+        SUCCESS,
+    )
 ]
 
 
@@ -142,7 +151,7 @@ WITH_RWX = claim_pod("pod-with-rwx", "claim-with-rwx")
 NODE = node_doc("node-1")
 RWOP_CONFLICT = Status(Code.UNSCHEDULABLE, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))
 
-# TestAccessModeConflicts (v1.30): (name, pod, pods on nodes, claims, PreFilter, Filter)
+# TestAccessModeConflicts (v1.36.3, unchanged since v1.30): (name, pod, pods on nodes, claims, PreFilter, Filter)
 ACCESS_MODES: list[tuple[str, Obj, list[Obj], list[Obj], Status, Status]] = [
     ("nothing", a_pod(), [], [], SKIP, SUCCESS),
     (

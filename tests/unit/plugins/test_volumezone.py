@@ -1,4 +1,4 @@
-"""VolumeZone, ported from kube-scheduler v1.30's
+"""VolumeZone, ported from kube-scheduler v1.36.3's
 pkg/scheduler/framework/plugins/volumezone/volume_zone_test.go (``TestSingleZone``,
 ``TestMultiZone``, ``TestWithBinding``: the listers' objects, each row's pod and node, and the
 PreFilter and Filter statuses; Filter is also run without PreFilter's state, upstream's fallback).
