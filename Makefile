@@ -12,7 +12,7 @@ DEV_LOCK := requirements-dev.lock
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE  ?= scheduler-extender:$(VERSION)
 
-.PHONY: run test test-cluster lint bench fuzz schemas reference docs image lock clean
+.PHONY: run test test-slow test-cluster lint bench fuzz schemas reference docs image lock clean
 
 # the locked dependencies, each file checked against its hash, then the package itself without
 # resolving anything again (tests/unit/test_lock.py fails when pyproject.toml and the locks disagree)
@@ -42,7 +42,12 @@ TEST_WORKERS ?= 8
 test: $(STAMP) lint
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m compileall -q app  # bytecode once, even with PYTHONDONTWRITEBYTECODE: ~150 test processes import app
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
+
+## test-slow: the builds and soak runs make test leaves out (pytest -m slow: the image's wheel and an
+## out-of-tree plugin installed, SIGKILL and leader takeover under load, a long HTTP/2 connection)
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m slow
 
 ## test-cluster: the real-control-plane tier (tests/realcluster/, minutes): kube-scheduler v1.36.3 calling
 ## every verb over mutual TLS and HTTP/2, the standalone scheduler's Lease, RBAC and volumes, on the

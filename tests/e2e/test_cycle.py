@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 
 from tests.e2e.test_scheduler import Scheduler, api, bound, wait_for
@@ -185,6 +186,7 @@ def test_a_gang_whose_last_member_fails_reserve_binds_none(api: FakeAPIServer, t
         scheduler.stop()
 
 
+@pytest.mark.slow
 def test_http_binds_and_the_scheduler_together_never_bind_twice_nor_overcommit(
     api: FakeAPIServer, tmp_path: Path
 ) -> None:

@@ -282,6 +282,7 @@ POST = [(":method", "POST"), (":path", "/filter"), (":scheme", "https"), (":auth
 CANCEL, ENHANCE_YOUR_CALM = 0x8, 0xB
 
 
+@pytest.mark.slow
 def test_a_connection_serves_any_number_of_streams(secure: tuple[Server, Path]) -> None:
     """Go's HTTP/2 client keeps one connection for as long as it can: 10,000 requests over it, as
     Go's transport writes them (HEADERS, the body's DATA, an empty DATA with END_STREAM), up to 32

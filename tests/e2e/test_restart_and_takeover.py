@@ -86,6 +86,7 @@ def api() -> Iterator[FakeAPIServer]:
         yield server
 
 
+@pytest.mark.slow
 def test_sigkill_with_binds_in_flight_and_restart_never_overcommits(tmp_path: Path, api: FakeAPIServer) -> None:
     """Issue 12's scenario: Bindings take 6 s at the API server, the extender is SIGKILLed with 10
     in flight and restarted at once, and 10 new pods are bound: at most 10 pods on 10 slots."""
@@ -142,6 +143,7 @@ def is_leader(server: Server) -> str:
     return " ".join(line.split()[-1] for w in wanted for line in text.splitlines() if line.startswith(w))
 
 
+@pytest.mark.slow
 def test_leader_killed_during_a_burst_a_standby_takes_over(tmp_path: Path, api: FakeAPIServer) -> None:
     holder, stop = ["cp-0_5b1e"], threading.Event()
     renewer = threading.Thread(target=renew, args=(api, holder, stop), daemon=True)

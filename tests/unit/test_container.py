@@ -84,6 +84,7 @@ def _context_files() -> list[str]:
     return kept
 
 
+@pytest.mark.slow
 def test_build_context_is_just_the_package_and_builds_a_complete_wheel(tmp_path: Path) -> None:
     files = _context_files()
     assert {"pyproject.toml", "README.md", "app/__main__.py", "app/default-config.yaml"} <= set(files)

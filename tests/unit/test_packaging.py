@@ -223,6 +223,7 @@ def _pip(python: Path, *args: str, cwd: Path) -> None:
     subprocess.run([str(python), "-m", "pip", *args], cwd=cwd, check=True, capture_output=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_the_dockerfile_installs_an_out_of_tree_plugin_validate_finds(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1", PIP_NO_CACHE_DIR="1")
