@@ -37,6 +37,7 @@ import msgspec
 
 from app.cluster.events import ClusterEvents
 from app.cluster.health import SyncHealth
+from app.cluster.kinds import KindStore
 from app.framework.dra import AllocatedDevices, DeviceID, Object, SharedDeviceID
 from app.framework.events import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, ActionType, ClusterEvent
 from app.framework.resources import QuantityError, parse_quantity
@@ -171,6 +172,10 @@ class _Decoder:
         return Decoded(_DECODER.decode(data))
 
 
+def _prepare(kind: str, obj: Any) -> Any:
+    return _slim(obj)
+
+
 class _ClaimEntry:
     """A claim as the watch shows it (``api``) and as the scheduler knows it (``latest``)."""
 
@@ -179,37 +184,6 @@ class _ClaimEntry:
     def __init__(self, obj: dict[str, Any]) -> None:
         self.api = obj
         self.latest = obj
-
-
-class DRAKindStore:
-    """The reflector's :class:`~app.cluster.reflector.Store` of one DRA kind of a
-    :class:`DRAStores`; its health goes to the cluster state."""
-
-    object_decoder: Any = _Decoder()
-
-    def __init__(self, kind: str, owner: DRAStores) -> None:
-        self.kind = kind
-        self.owner = owner
-        health = owner.health
-        self.mark_synced = health.mark_synced
-        self.mark_ok = health.mark_ok
-        self.mark_failing = health.mark_failing
-        self.count = health.count
-
-    def prepare(self, obj: Any) -> Any:
-        return _slim(obj)
-
-    def replace(self, items: list[Any]) -> None:
-        self.owner.replace(self.kind, items)
-
-    def apply(self, event: str, item: Any) -> None:
-        self.owner.apply(self.kind, event, _slim(item))
-
-    def missing(self, error: str) -> None:
-        """The API server does not serve the kind (404): an empty, synced collection."""
-        log.warning("%s: the API server does not serve them (%s): treated as none", self.kind, error)
-        self.owner.replace(self.kind, [])
-        self.owner.health.mark_synced(self.kind)
 
 
 class DRAStores:
@@ -235,9 +209,9 @@ class DRAStores:
             health.track_kind(kind)
 
     @property
-    def stores(self) -> dict[str, DRAKindStore]:
+    def stores(self) -> dict[str, KindStore]:
         """Kind -> its reflector's store."""
-        return {kind: DRAKindStore(kind, self) for kind in self.kinds}
+        return {kind: KindStore(kind, self, _Decoder(), _prepare) for kind in self.kinds}
 
     # -- DRALister: reads ------------------------------------------------------------------------------
 
@@ -454,7 +428,6 @@ __all__ = [
     "GVK",
     "KINDS",
     "SLICES",
-    "DRAKindStore",
     "DRAStores",
     "allocated_devices",
     "allocation_of",

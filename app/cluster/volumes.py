@@ -35,6 +35,7 @@ import msgspec
 
 from app.cluster.events import ClusterEvents
 from app.cluster.health import SyncHealth
+from app.cluster.kinds import KindStore
 from app.framework import objects
 from app.framework.events import (
     CSI_DRIVER,
@@ -134,36 +135,6 @@ def _key(kind: str, obj: Any) -> str:
     return meta.name or ""
 
 
-class KindStore:
-    """The reflector's :class:`~app.cluster.reflector.Store` of one storage kind of a
-    :class:`VolumeStores`; its health goes to the cluster state."""
-
-    def __init__(self, kind: str, owner: VolumeStores) -> None:
-        self.kind = kind
-        self.owner = owner
-        self.object_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_TYPES[kind])
-        health = owner.health
-        self.mark_synced = health.mark_synced
-        self.mark_ok = health.mark_ok
-        self.mark_failing = health.mark_failing
-        self.count = health.count
-
-    def prepare(self, obj: Any) -> Any:
-        return compact(self.kind, obj)
-
-    def replace(self, items: list[Any]) -> None:
-        self.owner.replace(self.kind, items)
-
-    def apply(self, event: str, item: Any) -> None:
-        self.owner.apply(self.kind, event, compact(self.kind, item))
-
-    def missing(self, error: str) -> None:
-        """The API server does not serve the kind (404): an empty, synced collection."""
-        log.warning("%s: the API server does not serve them (%s): treated as none", self.kind, error)
-        self.owner.replace(self.kind, [])
-        self.owner.health.mark_synced(self.kind)
-
-
 class VolumeStores:
     """The watched storage objects (:class:`~app.framework.volumes.VolumeLister`); thread-safe.
 
@@ -197,7 +168,7 @@ class VolumeStores:
     @property
     def stores(self) -> dict[str, KindStore]:
         """Kind -> its reflector's store, for every watched kind."""
-        return {kind: KindStore(kind, self) for kind in self.kinds}
+        return {kind: KindStore(kind, self, msgspec.json.Decoder(_TYPES[kind]), compact) for kind in self.kinds}
 
     # -- VolumeLister ---------------------------------------------------------------------------------
 
