@@ -3,10 +3,9 @@
 Twelve nodes of a few kinds (sizes, zones, disk types, images, a ``NoSchedule`` taint on two, a
 ``PreferNoSchedule`` one on two), then 200 varied pods (resources, tolerations, node affinity,
 preferred pod (anti-)affinity, topology spread, images) bound one after another by kube-scheduler
-at ``-v 10`` with its default profile (less DynamicResources, as tests/realcluster/
-test_f_scores_v136.py: the project has no DRA yet), while ``python -m app shadow`` runs beside it
-with the project's default profile (a pod kube-scheduler finds no room for is deleted). Asserted:
-every bind is shadowed ``same`` (agreement 100 %), and for every pod kube-scheduler scored (more
+at ``-v 10`` with its default profile (DynamicResources included, as the project's default
+profile has it), while ``python -m app shadow`` runs beside it with the project's default
+profile (a pod kube-scheduler finds no room for is deleted). Asserted: every bind is shadowed ``same`` (agreement 100 %), and for every pod kube-scheduler scored (more
 than one feasible node) the shadow's ``TotalScore`` of every feasible node (its ``/explain``)
 equals the one kube-scheduler logged, for the same set of nodes.
 
@@ -48,13 +47,10 @@ clientConnection: {{kubeconfig: "@KUBECONFIG@", qps: 200, burst: 400}}
 leaderElection: {{leaderElect: false}}
 profiles:
 - schedulerName: {KUBE}
-  plugins:
-    multiPoint:
-      disabled: [{{name: DynamicResources}}]
 - schedulerName: {PACKED}
   plugins:
     multiPoint:
-      disabled: [{{name: DynamicResources}}, {{name: TaintToleration}}]
+      disabled: [{{name: TaintToleration}}]
   pluginConfig:
   - name: NodeResourcesFit
     args:
