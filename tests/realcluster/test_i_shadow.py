@@ -5,8 +5,9 @@ Twelve nodes of a few kinds (sizes, zones, disk types, images, a ``NoSchedule`` 
 preferred pod (anti-)affinity, topology spread, images) bound one after another by kube-scheduler
 at ``-v 10`` with its default profile (DynamicResources included, as the project's default
 profile has it), while ``python -m app shadow`` runs beside it with the project's default
-profile (a pod kube-scheduler finds no room for is deleted). Asserted: every bind is shadowed ``same`` (agreement 100 %), and for every pod kube-scheduler scored (more
-than one feasible node) the shadow's ``TotalScore`` of every feasible node (its ``/explain``)
+profile (a pod kube-scheduler finds no room for is deleted). Asserted: every bind is shadowed
+``same`` (agreement 100 %), and for every pod kube-scheduler scored (more than one feasible node)
+the shadow's ``TotalScore`` of every feasible node (its ``/explain``)
 equals the one kube-scheduler logged, for the same set of nodes.
 
 Then 30 pods of a second kube-scheduler profile, ``i-packed`` (NodeResourcesFit's
