@@ -24,7 +24,7 @@ stores add their kinds' events: :meth:`ClusterEvents.record_event`). Three reade
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from app.framework import objects
@@ -154,6 +154,18 @@ class ClusterEvents:
         self._feeds: dict[str, dict[str, None]] = {}
         #: the followed index names (read without the lock by the cache, which marks them)
         self.following: frozenset[str] = frozenset()
+        #: called (from whichever thread recorded it) after an event or a followed pod's change:
+        #: a scheduler's wake-up, so it does not wait out its idle poll (:meth:`on_change`)
+        self._wakers: tuple[Callable[[], None], ...] = ()
+
+    def on_change(self, waker: Callable[[], None]) -> None:
+        """Call ``waker()`` after every recorded event and every change of a followed pod index;
+        it must be cheap and thread-safe (it runs in the recording thread, under no lock)."""
+        self._wakers = (*self._wakers, waker)
+
+    def _wake(self) -> None:
+        for waker in self._wakers:
+            waker()
 
     # -- written by the cache and the storage stores --------------------------------------------------
 
@@ -201,16 +213,21 @@ class ClusterEvents:
                 del self._events[:drop]
                 del self._origins[:drop]
                 self._events_base += drop
+        self._wake()
 
     def pod_changed(self, uid: str, indexes: Iterable[str] | None = None) -> None:
         """Pod ``uid`` may have changed in ``indexes`` (``None``: in every followed index; an
         index nobody follows is skipped)."""
+        marked = False
         with self._lock:
             feeds = self._feeds
             for name in feeds if indexes is None else indexes:
                 dirty = feeds.get(name)
                 if dirty is not None:
                     dirty[uid] = None
+                    marked = True
+        if marked:
+            self._wake()
 
     def relisted(self, members: Mapping[str, Iterable[str]]) -> None:
         """A relist of pods: every pod that was in a followed index (``members``: index name ->

@@ -163,11 +163,26 @@ class Scheduler(TaskWorker):
         """The loop of the module doc, until stopped; then the binding cycles in flight are waited
         for (within the stop's join: any left then are abandoned with the loop, their reservations
         expire), so a leader releases its Lease only once no Binding of its own can still land."""
-        self.framework.loop = asyncio.get_running_loop()
+        loop = self.framework.loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+        pending = [False]
+
+        def wake() -> None:  # any thread: one hop to the loop per batch of changes
+            if not pending[0]:
+                pending[0] = True
+                with contextlib.suppress(RuntimeError):  # the loop closed: this scheduler stopped
+                    loop.call_soon_threadsafe(set_woken)
+
+        def set_woken() -> None:
+            pending[0] = False
+            woken.set()
+
+        self.cluster_events.on_change(wake)
         while not self.stopping.is_set():
+            woken.clear()  # before the step: a change while it runs is not lost
             if not await self.step():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), 0.05)
+                with contextlib.suppress(TimeoutError):  # a change, or the idle poll (stop, backoff)
+                    await asyncio.wait_for(woken.wait(), 0.05)
         if self._binds:
             await asyncio.wait(set(self._binds))
 

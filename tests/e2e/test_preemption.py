@@ -160,6 +160,10 @@ def test_a_namespace_selector_term_matches_by_namespace_labels(api: FakeAPIServe
         archived = pod("db", "archive", "n1")
         archived["metadata"]["labels"] = {"app": "db"}
         api.put("pods", archived)
+        # the namespace's labels must reach the scheduler's watch before the event that retries the
+        # pod: no namespace event moves a parked pod (as upstream), so a retry that came first
+        # would park it again until the 5-minute flush
+        time.sleep(1.0)
         # v1.36.3's InterPodAffinity hint skips that added pod (a namespaceSelector term is judged
         # without namespace labels: podMatchesAllAffinityTerms, Matches(pod, nil)); a node added
         # with the term's topology key is an event it queues
