@@ -70,6 +70,9 @@ class Controller:
         self.ns = namespace
         self.classes = provisioned_classes
         self.bound_before_claim: list[str] = []
+        #: pod -> its ``status.nominatedNodeName`` when its claim was about to be bound (the
+        #: scheduler waits in PreBind then: NominatedNodeNameForExpectation has written it)
+        self.nominated_at_claim: dict[str, str] = {}
         self.provisioned: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="tier-pv-controller")
@@ -119,16 +122,17 @@ class Controller:
 
     def _bind(self, claim: Obj, volume: str) -> None:
         c, meta = self.cluster, claim["metadata"]
-        users = [
-            p["metadata"]["name"]
+        using = [
+            p
             for p in c.pods(self.ns)
-            if p["spec"].get("nodeName")
-            and any(
+            if any(
                 (v.get("persistentVolumeClaim") or {}).get("claimName") == meta["name"]
                 for v in p["spec"].get("volumes", [])
             )
         ]
-        self.bound_before_claim += users
+        self.bound_before_claim += [p["metadata"]["name"] for p in using if p["spec"].get("nodeName")]
+        for p in using:
+            self.nominated_at_claim[p["metadata"]["name"]] = p.get("status", {}).get("nominatedNodeName", "")
         annotations = {"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"}
         path = f"/api/v1/namespaces/{self.ns}/persistentvolumeclaims/{meta['name']}"
         c.request(
@@ -272,6 +276,8 @@ def test_a_wait_for_first_consumer_claim_is_provisioned_where_the_pod_is_then_bo
     for i in range(3):
         claim = claim_of(cluster, namespace, f"data-web-{i}")
         assert claim["metadata"]["annotations"][SELECTED_NODE] == placed[f"web-{i}"]
+        # NominatedNodeNameForExpectation: PreBind had work, so the node was written first
+        assert controller.nominated_at_claim[f"web-{i}"] == placed[f"web-{i}"]
         assert claim["spec"]["volumeName"] == f"pvc-{claim['metadata']['uid']}"
 
 

@@ -36,7 +36,9 @@ MAX_BATCH_AGE = 0.5
 SCHEDULER_NAME_SIGNER = "v1.Pod.Spec.SchedulerName"
 
 #: ``metrics.BatchFlush*``: why a kept ranking was not used
-FLUSH_POD_SKIPPED, FLUSH_POD_FAILED, FLUSH_POD_INCOMPATIBLE = "pod_skipped", "pod_failed", "pod_incompatible"
+#: (upstream's ``pod_failed`` cannot happen: only a successful cycle stores results, so a failed one
+#: shows as ``pod_skipped``, the next cycle's number not following the stored one)
+FLUSH_POD_SKIPPED, FLUSH_POD_INCOMPATIBLE = "pod_skipped", "pod_incompatible"
 FLUSH_EXPIRED, FLUSH_NODE_MISSING, FLUSH_NODE_NOT_FULL = "expired", "node_missing", "node_not_full"
 FLUSH_POD_NOT_BATCHABLE, FLUSH_EMPTY_LIST = "pod_not_batchable", "empty_list"
 #: ``metrics.BatchAttempt*``
@@ -96,7 +98,6 @@ class OpportunisticBatch:
         self._state: _BatchState | None = None
         self._last_cycle = -1
         self._last_chosen = ""
-        self._last_succeeded = False
         self.batched_pods = 0
         self.stats: Counter[str] = Counter()
 
@@ -121,7 +122,7 @@ class OpportunisticBatch:
     ) -> None:
         """``StoreScheduleResults``, after a cycle chose ``chosen`` (``others``: the rest of its
         ranking, ``None`` when one node was feasible)."""
-        self._last_cycle, self._last_chosen, self._last_succeeded = cycle, chosen, True
+        self._last_cycle, self._last_chosen = cycle, chosen
         if hinted and hinted == chosen:
             self.stats[HINT_USED] += 1
             self.batched_pods += 1
@@ -151,8 +152,6 @@ class OpportunisticBatch:
             return False
         if cycle != self._last_cycle + 1:
             return self._flush(FLUSH_POD_SKIPPED)
-        if not self._last_succeeded:
-            return self._flush(FLUSH_POD_FAILED)
         if signature is None or signature != kept.signature:
             return self._flush(FLUSH_POD_INCOMPATIBLE)
         if self._clock() > kept.creation_time + MAX_BATCH_AGE:
